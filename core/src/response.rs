@@ -1,0 +1,76 @@
+//! The response value the core returns: status, headers, body, and what to log about it.
+//!
+//! The codec adds the framing headers (`Content-Length`, `Date`, `Connection`); everything
+//! else a client sees comes from here, so every adapter sends the same bytes.
+
+use http::{HeaderName, HeaderValue, StatusCode};
+
+use crate::era::Version;
+
+/// What the adapter logs and counts for one request. Never holds tokens or argument values.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestLog {
+    /// JSON-RPC method (or `GET /v1/...` route for REST), when one was read.
+    pub method: Option<String>,
+    /// Tool (or prompt/resource template) name, when the method names one.
+    pub tool: Option<String>,
+    /// Protocol version in use, when one was determined.
+    pub version: Option<Version>,
+    /// JSON-RPC error code, when the answer is a protocol error.
+    pub rpc_code: Option<i32>,
+    /// Tool error code (`NOT_FOUND`, ...), when the answer is an `isError` result.
+    pub tool_error: Option<&'static str>,
+    /// Organization of the caller, once authenticated.
+    pub organization: Option<String>,
+}
+
+/// One HTTP response. `#[must_use]`: dropping it would leave a client hanging.
+#[must_use]
+#[derive(Clone, Debug)]
+pub struct Response {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Header fields, in the order they are sent (framing headers excluded).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Body bytes (already serialized).
+    pub body: Vec<u8>,
+    /// Side-channel for the adapter's log line and metrics.
+    pub log: RequestLog,
+}
+
+impl Response {
+    /// An empty response with the given status.
+    pub fn empty(status: StatusCode) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+            log: RequestLog::default(),
+        }
+    }
+
+    /// A JSON response (`Content-Type: application/json`).
+    pub fn json(status: StatusCode, body: Vec<u8>) -> Self {
+        let mut r = Self::empty(status);
+        r.headers.push((
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ));
+        r.body = body;
+        r
+    }
+
+    /// Appends a header whose value is known to be valid.
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// The first value of header `name`, if present.
+    pub fn header(&self, name: &str) -> Option<&HeaderValue> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+}
