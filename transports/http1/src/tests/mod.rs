@@ -1,0 +1,1 @@
+//! Behaviour tests of the codec, driven through the public API.
