@@ -75,7 +75,7 @@ pub enum ProtocolError {
         /// Human-readable message.
         message: String,
         /// Optional `error.data`.
-        data: Option<Value>,
+        data: Option<Box<Value>>,
     },
     /// `resources/read` of an unknown, other-org, or not-yet-available URI.
     #[error("Resource not found")]
@@ -89,12 +89,14 @@ pub enum ProtocolError {
     #[error("Header mismatch: {0}")]
     HeaderMismatch(String),
     /// Destructive tool without the `elicitation` capability (era 2026).
-    #[error("confirmation_required: {tool} changes data and needs the user's confirmation; declare the elicitation client capability")]
+    #[error(
+        "confirmation_required: {tool} changes data and needs the user's confirmation; declare the elicitation client capability"
+    )]
     MissingCapability {
         /// The tool that needs it.
         tool: String,
         /// `error.data.requiredCapabilities`.
-        required: Value,
+        required: Box<Value>,
     },
     /// Protocol version not served (in header or envelope).
     #[error("Unsupported protocol version")]
@@ -158,7 +160,9 @@ impl ProtocolError {
             Self::InvalidRequest(_) | Self::Batch => {
                 (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST)
             }
-            Self::BodyTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::INVALID_REQUEST),
+            Self::BodyTooLarge { .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::INVALID_REQUEST)
+            }
             Self::MethodNotFound(_) if modern => {
                 (StatusCode::NOT_FOUND, ErrorCode::METHOD_NOT_FOUND)
             }
@@ -195,7 +199,7 @@ impl ProtocolError {
     /// `error.data` of the JSON-RPC error object, if any.
     pub fn data(&self) -> Option<Value> {
         match self {
-            Self::InvalidParams { data, .. } => data.clone(),
+            Self::InvalidParams { data, .. } => data.as_deref().cloned(),
             Self::ResourceNotFound { uri, reason } => Some(match reason {
                 Some(r) => json!({ "uri": uri, "reason": r }),
                 None => json!({ "uri": uri }),

@@ -1,0 +1,279 @@
+//! `tools/call`, including the confirmation of destructive tools (spec §7, §13).
+//!
+//! Order for one call: name → scope (`403` step-up) → arguments object → permission
+//! (`FORBIDDEN`) → schema (`VALIDATION_ERROR`) → for destructive tools, confirmation →
+//! the domain. Confirmation never trusts `inputResponses` without a `requestState` that
+//! opens under our key and binds this caller, this tool and these exact arguments.
+
+use serde_json::{Map, Value, json};
+
+use crate::confirm::{self, Claims};
+use crate::dispatch::{Dispatch, Surface, ToolCall, ToolError, ToolErrorCode};
+use crate::era::Version;
+use crate::error::ProtocolError;
+use crate::registry::Tool;
+use crate::response::RequestLog;
+use crate::server::{Reply, Rpc, Server};
+
+/// Key of the one input request a confirmation asks.
+pub const CONFIRM_KEY: &str = "confirm";
+
+fn invalid(message: impl Into<String>) -> Reply {
+    Reply::Error(ProtocolError::InvalidParams {
+        message: message.into(),
+        data: None,
+    })
+}
+
+/// The user's answer found in `inputResponses`.
+enum Answer {
+    Accept,
+    Decline,
+}
+
+impl<D: Dispatch> Server<D> {
+    pub(crate) fn tools_call(&self, rpc: &Rpc<'_>, log: &mut RequestLog) -> Reply {
+        let empty = Map::new();
+        let params = rpc.params().unwrap_or(&empty);
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return invalid("params.name must be a string");
+        };
+        log.tool = Some(name.to_owned());
+        let Some(tool) = self.registry.tool(name) else {
+            return invalid(format!("Unknown tool: {name}"));
+        };
+        if !rpc.principal.has_scope(tool.def.access.scope) {
+            return Reply::Error(ProtocolError::InsufficientScope {
+                scope: tool.def.access.scope.as_str(),
+            });
+        }
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(a)) => a,
+            Some(_) => return invalid("params.arguments must be an object"),
+        };
+        if !rpc
+            .principal
+            .has_permission(tool.def.access.permission.as_deref())
+        {
+            let e = ToolError::new(
+                ToolErrorCode::Forbidden,
+                format!(
+                    "Your dashboard permissions do not allow {name} (needs {})",
+                    tool.def.access.permission.as_deref().unwrap_or_default()
+                ),
+            );
+            return self.tool_error(rpc, e, log);
+        }
+        if let Err(e) = tool.validate(&Value::Object(args.clone())) {
+            return self.tool_error(rpc, e, log);
+        }
+        let call = ToolCall {
+            tool: &tool.def,
+            args,
+            ctx: self.ctx(rpc),
+            confirmation_key: None,
+            surface: Surface::Mcp,
+        };
+        if tool.def.annotations.destructive {
+            return self.confirmed(rpc, tool, call, params, log);
+        }
+        self.execute(rpc, &call, log)
+    }
+
+    fn execute(&self, rpc: &Rpc<'_>, call: &ToolCall<'_>, log: &mut RequestLog) -> Reply {
+        match self.dispatch.call_tool(call) {
+            Ok(out) => self.tool_result(rpc, &out.tool_value(), false),
+            Err(e) => self.tool_error(rpc, e, log),
+        }
+    }
+
+    /// Confirmation mechanics of §13 for one destructive call.
+    fn confirmed(
+        &self,
+        rpc: &Rpc<'_>,
+        tool: &Tool,
+        call: ToolCall<'_>,
+        params: &Map<String, Value>,
+        log: &mut RequestLog,
+    ) -> Reply {
+        let name = tool.def.name.as_str();
+        if !rpc.modern() {
+            // Era 2025 has no per-request capabilities and no way to ask: refuse, after
+            // the checks that do not depend on consent.
+            if let Err(e) = self.dispatch.preflight(&call) {
+                return self.tool_error(rpc, e, log);
+            }
+            let e = ToolError::new(
+                ToolErrorCode::ConfirmationRequired,
+                format!(
+                    "{name} changes data and needs the user's confirmation; nothing was executed. \
+                     The user must confirm through a client that speaks MCP 2026-07-28 with elicitation."
+                ),
+            );
+            return self.tool_error(rpc, e, log);
+        }
+        if !can_elicit_form(rpc.detected.client_capabilities.get("elicitation")) {
+            return Reply::Error(ProtocolError::MissingCapability {
+                tool: name.to_owned(),
+                required: Box::new(json!({ "elicitation": {} })),
+            });
+        }
+        let claims = match params.get("requestState") {
+            None | Some(Value::Null) => return self.ask(rpc, &call, log),
+            Some(Value::String(s)) => match confirm::open(&self.keys, s) {
+                Ok(c) => c,
+                Err(e) => return invalid(format!("Invalid requestState: {e}")),
+            },
+            Some(_) => return invalid("requestState must be a string"),
+        };
+        if let Err(why) = self.binds(&claims, rpc, name, call.args) {
+            return invalid(format!("Invalid requestState: {why}"));
+        }
+        match answer(params.get("inputResponses")) {
+            Err(why) => invalid(format!("Invalid inputResponses: {why}")),
+            Ok(None) => self.ask(rpc, &call, log),
+            Ok(Some(Answer::Decline)) => {
+                let e = ToolError::new(
+                    ToolErrorCode::ConfirmationDeclined,
+                    format!("The user did not confirm {name}; nothing was executed."),
+                );
+                self.tool_error(rpc, e, log)
+            }
+            Ok(Some(Answer::Accept)) => {
+                let call = ToolCall {
+                    confirmation_key: Some(&claims.nonce),
+                    ..call
+                };
+                self.execute(rpc, &call, log)
+            }
+        }
+    }
+
+    /// Whether an opened state binds this caller, tool and arguments, and is fresh.
+    fn binds(
+        &self,
+        c: &Claims,
+        rpc: &Rpc<'_>,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<(), &'static str> {
+        if rpc.env.now.as_millis() >= c.expires_at {
+            return Err("expired");
+        }
+        if c.subject != rpc.principal.subject || c.organization != rpc.principal.organization {
+            return Err("issued to another caller");
+        }
+        if c.tool != tool || c.args_digest != confirm::args_digest(args) {
+            return Err("issued for another call");
+        }
+        Ok(())
+    }
+
+    /// Asks the user: preflight, then an `input_required` result with a fresh sealed state.
+    fn ask(&self, rpc: &Rpc<'_>, call: &ToolCall<'_>, log: &mut RequestLog) -> Reply {
+        let message = match self.dispatch.preflight(call) {
+            Ok(m) => m,
+            Err(e) => return self.tool_error(rpc, e, log),
+        };
+        let now = rpc.env.now.as_millis();
+        let claims = Claims {
+            tool: call.tool.name.clone(),
+            args_digest: confirm::args_digest(call.args),
+            subject: rpc.principal.subject.clone(),
+            organization: rpc.principal.organization.clone(),
+            issued_at: now,
+            expires_at: now.saturating_add(self.config.confirmation_ttl_ms),
+            nonce: confirm::nonce(&rpc.env.entropy),
+        };
+        let Some(state) = confirm::seal(&self.keys, &claims) else {
+            return Reply::Error(ProtocolError::Internal);
+        };
+        Reply::Result(json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                CONFIRM_KEY: {
+                    "method": "elicitation/create",
+                    "params": {
+                        "mode": "form",
+                        "message": message,
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {
+                                CONFIRM_KEY: {
+                                    "type": "boolean",
+                                    "title": "Confirm",
+                                    "description": "Set to true to carry out exactly what the message says.",
+                                    "default": false,
+                                }
+                            },
+                            "required": [CONFIRM_KEY],
+                        },
+                    },
+                },
+            },
+            "requestState": state,
+        }))
+    }
+
+    /// A successful tool result: pretty JSON text plus `structuredContent` (§7).
+    pub(crate) fn tool_result(&self, rpc: &Rpc<'_>, value: &Value, is_error: bool) -> Reply {
+        let text = serde_json::to_string_pretty(value).unwrap_or_default();
+        let mut result = json!({ "content": [{ "type": "text", "text": text }] });
+        // 2025-03-26 predates structured output.
+        if rpc.version != Version::V2025_03_26 {
+            result["structuredContent"] = value.clone();
+        }
+        if is_error {
+            result["isError"] = Value::Bool(true);
+        }
+        Reply::Result(result)
+    }
+
+    /// A tool error as an `isError` result (a bug becomes `-32603`).
+    pub(crate) fn tool_error(&self, rpc: &Rpc<'_>, e: ToolError, log: &mut RequestLog) -> Reply {
+        if e.code == ToolErrorCode::Internal {
+            return Reply::Error(ProtocolError::Internal);
+        }
+        log.tool_error = Some(e.code.as_str());
+        self.tool_result(rpc, &e.to_json(&rpc.env.request_id), true)
+    }
+}
+
+/// Whether declared capabilities allow a form elicitation (`{}` means form).
+fn can_elicit_form(elicitation: Option<&Value>) -> bool {
+    match elicitation {
+        Some(Value::Object(modes)) => {
+            modes.is_empty() || modes.contains_key("form") || !modes.contains_key("url")
+        }
+        _ => false,
+    }
+}
+
+/// Reads the confirmation answer; unknown keys are ignored (digest §5.3 rule 6).
+fn answer(responses: Option<&Value>) -> Result<Option<Answer>, &'static str> {
+    let responses = match responses {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(r)) => r,
+        Some(_) => return Err("must be an object"),
+    };
+    let Some(response) = responses.get(CONFIRM_KEY) else {
+        return Ok(None);
+    };
+    let action = response
+        .get("action")
+        .and_then(Value::as_str)
+        .ok_or("confirm.action must be a string")?;
+    match action {
+        "accept" => {
+            let yes = response
+                .get("content")
+                .and_then(|c| c.get(CONFIRM_KEY))
+                .and_then(Value::as_bool)
+                == Some(true);
+            Ok(Some(if yes { Answer::Accept } else { Answer::Decline }))
+        }
+        "decline" | "cancel" => Ok(Some(Answer::Decline)),
+        _ => Err("confirm.action must be accept, decline or cancel"),
+    }
+}

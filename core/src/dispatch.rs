@@ -1,0 +1,320 @@
+//! The domain seen from the core: one synchronous trait, and the values that cross it.
+//!
+//! MCP `tools/call` and the `/v1` REST routes both end in [`Dispatch::call_tool`]: one
+//! implementation per operation, two surfaces. Tool errors ([`ToolError`]) have one shape
+//! and one code table for both surfaces (spec §11); [`ToolErrorCode::rest_status`] is the
+//! only mapping to HTTP.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::catalog::{Catalog, TemplateDef, ToolDef};
+use crate::env::UnixTime;
+use crate::principal::Principal;
+
+/// Per-call context every domain operation receives.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx<'a> {
+    /// The authenticated caller.
+    pub principal: &'a Principal,
+    /// Wall-clock time of the request.
+    pub now: UnixTime,
+    /// Request id (for error bodies and audit).
+    pub request_id: &'a str,
+    /// Fresh entropy for ids the operation creates.
+    pub entropy: &'a [u8; 32],
+}
+
+/// Which surface a call came through (results are identical; only framing differs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Surface {
+    /// MCP `tools/call`.
+    Mcp,
+    /// `/v1` REST.
+    Rest,
+}
+
+/// One tool invocation, arguments already validated against `inputSchema`.
+#[derive(Clone, Copy, Debug)]
+pub struct ToolCall<'a> {
+    /// The tool definition.
+    pub tool: &'a ToolDef,
+    /// The flat argument object (path, query and body side by side).
+    pub args: &'a serde_json::Map<String, Value>,
+    /// Caller, time, entropy.
+    pub ctx: Ctx<'a>,
+    /// For a confirmed destructive call: the confirmation nonce, to be used as the
+    /// idempotency key so a replayed confirmation never executes twice (§13).
+    pub confirmation_key: Option<&'a str>,
+    /// The surface it came through.
+    pub surface: Surface,
+}
+
+/// A file an operation produced (PDF, CSV). Tools describe it; REST and resources serve it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct File {
+    /// MIME type.
+    pub content_type: String,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// `/v1` path that serves the same bytes.
+    pub download_path: String,
+}
+
+/// What an operation returns.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// A JSON body with its REST status (200, 201, 202).
+    Json {
+        /// REST status.
+        status: u16,
+        /// The body (the tool result's `structuredContent`).
+        body: Value,
+    },
+    /// REST `204`; as a tool result, `{"status": 204}`.
+    NoContent,
+    /// A binary document; as a tool result, its descriptor (§9).
+    File(File),
+}
+
+impl Output {
+    /// A `200` JSON body.
+    pub fn ok(body: Value) -> Self {
+        Self::Json { status: 200, body }
+    }
+
+    /// The value a tool returns for this output (§7, §9).
+    pub fn tool_value(&self) -> Value {
+        match self {
+            Self::Json { body, .. } => body.clone(),
+            Self::NoContent => json!({ "status": 204 }),
+            Self::File(f) => json!({
+                "content_type": f.content_type,
+                "byte_size": f.bytes.len(),
+                "download_path": f.download_path,
+                "note": "Binary payload. Read it as an MCP resource when one is listed for it, or fetch this path from the public API host with a token issued for the API.",
+            }),
+        }
+    }
+}
+
+/// Tool error codes (spec §11): one table for REST and MCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolErrorCode {
+    /// Schema or business validation; names every offending field.
+    Validation,
+    /// No such id in the caller's organization.
+    NotFound,
+    /// Invalid state transition.
+    Conflict,
+    /// The person's dashboard permission does not allow it.
+    Forbidden,
+    /// An `idempotency_key` reused with different arguments.
+    IdempotencyConflict,
+    /// Destructive tool and the caller cannot confirm.
+    ConfirmationRequired,
+    /// The user declined or cancelled the confirmation.
+    ConfirmationDeclined,
+    /// A settlement document for something not settled.
+    NotSettled,
+    /// A per-tool outbound limit.
+    RateLimited,
+    /// A bug in the operation (logged; generic message).
+    Internal,
+}
+
+impl ToolErrorCode {
+    /// The wire string.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Validation => "VALIDATION_ERROR",
+            Self::NotFound => "NOT_FOUND",
+            Self::Conflict => "CONFLICT",
+            Self::Forbidden => "FORBIDDEN",
+            Self::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
+            Self::ConfirmationRequired => "CONFIRMATION_REQUIRED",
+            Self::ConfirmationDeclined => "CONFIRMATION_DECLINED",
+            Self::NotSettled => "NOT_SETTLED",
+            Self::RateLimited => "RATE_LIMITED",
+            Self::Internal => "INTERNAL_ERROR",
+        }
+    }
+
+    /// THE mapping to the REST status.
+    pub const fn rest_status(self) -> u16 {
+        match self {
+            Self::Validation | Self::NotSettled => 422,
+            Self::NotFound => 404,
+            Self::Conflict | Self::IdempotencyConflict | Self::ConfirmationDeclined => 409,
+            Self::Forbidden => 403,
+            Self::ConfirmationRequired => 428,
+            Self::RateLimited => 429,
+            Self::Internal => 500,
+        }
+    }
+}
+
+/// One offending field of a validation error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldIssue {
+    /// Argument name (dotted path for nested fields).
+    pub field: String,
+    /// What is wrong with it.
+    pub issue: String,
+}
+
+/// An error the caller can act on: an `isError` result in MCP, an error body in REST.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError {
+    /// The code.
+    pub code: ToolErrorCode,
+    /// Human-readable message.
+    pub message: String,
+    /// Offending fields (validation errors).
+    pub details: Vec<FieldIssue>,
+    /// When to retry (`RATE_LIMITED`).
+    pub retry_after_ms: Option<u64>,
+}
+
+impl ToolError {
+    /// An error with a code and message.
+    pub fn new(code: ToolErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            details: Vec::new(),
+            retry_after_ms: None,
+        }
+    }
+
+    /// A `VALIDATION_ERROR` naming the given fields.
+    pub fn validation(message: impl Into<String>, details: Vec<FieldIssue>) -> Self {
+        Self {
+            details,
+            ..Self::new(ToolErrorCode::Validation, message)
+        }
+    }
+
+    /// A `NOT_FOUND` for a kind of entity and an id.
+    pub fn not_found(what: &str, id: &str) -> Self {
+        Self::new(ToolErrorCode::NotFound, format!("{what} {id} not found"))
+    }
+
+    /// The error body shared by REST and MCP: `{"error":{code,message,details,request_id}}`.
+    pub fn to_json(&self, request_id: &str) -> Value {
+        let mut e = json!({
+            "code": self.code.as_str(),
+            "message": self.message,
+        });
+        if !self.details.is_empty() {
+            e["details"] = self
+                .details
+                .iter()
+                .map(|d| json!({ "field": d.field, "issue": d.issue }))
+                .collect();
+        }
+        if let Some(ms) = self.retry_after_ms {
+            e["retry_after_ms"] = json!(ms);
+        }
+        e["request_id"] = json!(request_id);
+        json!({ "error": e })
+    }
+}
+
+/// One item of a `resources/read` result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Contents {
+    /// Text (JSON, markdown, CSV).
+    Text {
+        /// MIME type.
+        mime_type: String,
+        /// The text.
+        text: String,
+    },
+    /// Binary (PDF), sent as base64 `blob`.
+    Blob {
+        /// MIME type.
+        mime_type: String,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+}
+
+/// Why a resource could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResourceError {
+    /// Unknown URI or another organization's: `-32602` with `data.uri`.
+    NotFound,
+    /// Exists but not available yet (e.g. `NOT_SETTLED`).
+    Unavailable(&'static str),
+    /// A bug.
+    Internal,
+}
+
+/// A `resources/read` request after URI matching.
+#[derive(Clone, Copy, Debug)]
+pub struct ResourceRead<'a> {
+    /// The URI asked for.
+    pub uri: &'a str,
+    /// The template it matched, if not a fixed URI.
+    pub template: Option<&'a TemplateDef>,
+    /// Variables extracted by the template.
+    pub vars: &'a BTreeMap<String, String>,
+    /// Caller, time, entropy.
+    pub ctx: Ctx<'a>,
+}
+
+/// What a completion refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionRef<'a> {
+    /// A prompt argument.
+    Prompt(&'a str),
+    /// A template variable.
+    Resource(&'a str),
+}
+
+/// The domain: everything the core cannot answer by itself.
+///
+/// Implementations are `Send + Sync` and may block (SQLite); the tokio adapter calls the
+/// core from a blocking thread.
+pub trait Dispatch: Send + Sync {
+    /// The definitions served. Called once, by `Server::new`.
+    fn catalog(&self) -> Catalog;
+
+    /// Runs a tool (validated arguments). The same function serves the REST twin.
+    fn call_tool(&self, call: &ToolCall<'_>) -> Result<Output, ToolError>;
+
+    /// For a destructive tool, before asking the user: everything that does not depend on
+    /// consent (existence, state, business preconditions), and the message naming exactly
+    /// what will happen ("Cancel charge CHG-123 of R$ 1.234,56 for Maria Silva?").
+    fn preflight(&self, call: &ToolCall<'_>) -> Result<String, ToolError>;
+
+    /// Reads a resource (access already checked against its definition).
+    fn read_resource(&self, read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError>;
+
+    /// Builds a prompt's messages (required arguments already checked).
+    /// `Err` carries a message for a `-32602`.
+    fn get_prompt(
+        &self,
+        name: &str,
+        args: &BTreeMap<String, String>,
+        ctx: Ctx<'_>,
+    ) -> Result<(Option<String>, Vec<Value>), String>;
+
+    /// Suggestions for a prompt argument or template variable (the core caps them at 100).
+    fn complete(
+        &self,
+        reference: CompletionRef<'_>,
+        argument: &str,
+        value: &str,
+        context: &BTreeMap<String, String>,
+        ctx: Ctx<'_>,
+    ) -> Vec<String>;
+
+    /// Whether the store is reachable (`/readyz`).
+    fn ready(&self) -> bool {
+        true
+    }
+}

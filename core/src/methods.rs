@@ -1,0 +1,365 @@
+//! The methods table of spec §5, both eras, except `tools/call` (see [`crate::call`]).
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+use crate::dispatch::{CompletionRef, Contents, Ctx, Dispatch, ResourceError, ResourceRead};
+use crate::era::{self, Version};
+use crate::error::ProtocolError;
+use crate::jsonrpc;
+use crate::response::RequestLog;
+use crate::server::{Reply, Rpc, Server};
+
+/// Most completion values returned (spec §14).
+const MAX_COMPLETIONS: usize = 100;
+
+fn invalid(message: impl Into<String>) -> ProtocolError {
+    ProtocolError::InvalidParams {
+        message: message.into(),
+        data: None,
+    }
+}
+
+impl<D: Dispatch> Server<D> {
+    pub(crate) fn method(&self, rpc: &Rpc<'_>, log: &mut RequestLog) -> Reply {
+        let modern = rpc.modern();
+        let result = match rpc.msg.method.as_str() {
+            "server/discover" if modern => Ok(self.discover()),
+            "initialize" if !modern => Ok(self.initialize(rpc)),
+            "ping" if !modern => Ok(json!({})),
+            "tools/list" => return self.tools_list(rpc),
+            "tools/call" => return self.tools_call(rpc, log),
+            "resources/list" => self.no_cursor(rpc).map(|()| self.resources_list(rpc)),
+            "resources/templates/list" => self.no_cursor(rpc).map(|()| self.templates_list(rpc)),
+            "resources/read" => self.resources_read(rpc, log),
+            "prompts/list" => self.no_cursor(rpc).map(|()| self.prompts_list(rpc)),
+            "prompts/get" => self.prompts_get(rpc, log),
+            "completion/complete" => self.complete(rpc),
+            other => Err(ProtocolError::MethodNotFound(other.to_owned())),
+        };
+        match result {
+            Ok(v) => Reply::Result(v),
+            Err(e) => Reply::Error(e),
+        }
+    }
+
+    pub(crate) fn ctx<'a>(&self, rpc: &'a Rpc<'_>) -> Ctx<'a> {
+        Ctx {
+            principal: rpc.principal,
+            now: rpc.env.now,
+            request_id: &rpc.env.request_id,
+            entropy: &rpc.env.entropy,
+        }
+    }
+
+    fn discover(&self) -> Value {
+        json!({
+            "supportedVersions": Version::ALL.map(Version::as_str),
+            "capabilities": { "tools": {}, "resources": {}, "prompts": {}, "completions": {} },
+            "instructions": self.config.instructions,
+        })
+    }
+
+    fn initialize(&self, rpc: &Rpc<'_>) -> Value {
+        let requested = rpc
+            .params()
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str);
+        let version = era::negotiate(requested);
+        let mut info = self.server_info().clone();
+        if version == Version::V2025_03_26 {
+            if let Some(o) = info.as_object_mut() {
+                o.remove("title");
+            }
+        }
+        json!({
+            "protocolVersion": version.as_str(),
+            "capabilities": {
+                "tools": { "listChanged": false },
+                "resources": { "subscribe": false, "listChanged": false },
+                "prompts": { "listChanged": false },
+                "completions": {},
+            },
+            "serverInfo": info,
+            "instructions": self.config.instructions,
+        })
+    }
+
+    /// Lists are served in one page; a cursor we never issued is invalid (digest §6.1).
+    fn no_cursor(&self, rpc: &Rpc<'_>) -> Result<(), ProtocolError> {
+        match rpc.params().and_then(|p| p.get("cursor")) {
+            None | Some(Value::Null) => Ok(()),
+            Some(_) => Err(invalid("Invalid cursor")),
+        }
+    }
+
+    /// `tools/list`, assembled from pre-serialized tool JSON: no schema is cloned or
+    /// re-serialized per request.
+    fn tools_list(&self, rpc: &Rpc<'_>) -> Reply {
+        if let Err(e) = self.no_cursor(rpc) {
+            return Reply::Error(e);
+        }
+        let mut out = Vec::with_capacity(64 * 1024);
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        jsonrpc::write_json(&mut out, rpc.msg.id.as_ref().unwrap_or(&Value::Null));
+        out.extend_from_slice(b",\"result\":{\"tools\":[");
+        let mut first = true;
+        for tool in &self.registry.tools {
+            if !rpc.principal.may(&tool.def.access) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(tool.list_json(rpc.version).get().as_bytes());
+        }
+        out.push(b']');
+        if rpc.modern() {
+            out.extend_from_slice(
+                b",\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\",\"_meta\":{\"",
+            );
+            out.extend_from_slice(era::META_SERVER_INFO.as_bytes());
+            out.extend_from_slice(b"\":");
+            jsonrpc::write_json(&mut out, self.server_info());
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"}}");
+        Reply::Body(out)
+    }
+
+    fn titled(&self, rpc: &Rpc<'_>, mut item: Value, title: &str) -> Value {
+        if rpc.version != Version::V2025_03_26 {
+            item["title"] = json!(title);
+        }
+        item
+    }
+
+    fn resources_list(&self, rpc: &Rpc<'_>) -> Value {
+        let items: Vec<Value> = self
+            .registry
+            .resources
+            .iter()
+            .filter(|r| rpc.principal.may(&r.access))
+            .map(|r| {
+                let item = json!({ "uri": r.uri, "name": r.name });
+                let mut item = self.titled(rpc, item, &r.title);
+                item["description"] = json!(r.description);
+                item["mimeType"] = json!(r.mime_type);
+                item
+            })
+            .collect();
+        json!({ "resources": items })
+    }
+
+    fn templates_list(&self, rpc: &Rpc<'_>) -> Value {
+        let items: Vec<Value> = self
+            .registry
+            .templates
+            .iter()
+            .filter(|t| rpc.principal.may(&t.def.access))
+            .map(|t| {
+                let item = json!({ "uriTemplate": t.def.uri_template, "name": t.def.name });
+                let mut item = self.titled(rpc, item, &t.def.title);
+                item["description"] = json!(t.def.description);
+                item["mimeType"] = json!(t.def.mime_type);
+                item
+            })
+            .collect();
+        json!({ "resourceTemplates": items })
+    }
+
+    fn resources_read(&self, rpc: &Rpc<'_>, log: &mut RequestLog) -> Result<Value, ProtocolError> {
+        let uri = rpc
+            .params()
+            .and_then(|p| p.get("uri"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("params.uri must be a string"))?;
+        let not_found = || ProtocolError::ResourceNotFound {
+            uri: uri.to_owned(),
+            reason: None,
+        };
+        let (fixed, template, vars) = self.registry.resolve(uri).ok_or_else(not_found)?;
+        let access = fixed
+            .map(|r| &r.access)
+            .or_else(|| template.map(|t| &t.def.access))
+            .ok_or_else(not_found)?;
+        // Another organization's or a forbidden resource is indistinguishable from none.
+        if !rpc.principal.may(access) {
+            return Err(not_found());
+        }
+        log.tool = template.map(|t| t.def.uri_template.clone());
+        let contents = self
+            .dispatch
+            .read_resource(&ResourceRead {
+                uri,
+                template: template.map(|t| &t.def),
+                vars: &vars,
+                ctx: self.ctx(rpc),
+            })
+            .map_err(|e| match e {
+                ResourceError::NotFound => not_found(),
+                ResourceError::Unavailable(reason) => ProtocolError::ResourceNotFound {
+                    uri: uri.to_owned(),
+                    reason: Some(reason),
+                },
+                ResourceError::Internal => ProtocolError::Internal,
+            })?;
+        let contents: Vec<Value> = contents
+            .into_iter()
+            .map(|c| match c {
+                Contents::Text { mime_type, text } => {
+                    json!({ "uri": uri, "mimeType": mime_type, "text": text })
+                }
+                Contents::Blob { mime_type, bytes } => json!({
+                    "uri": uri,
+                    "mimeType": mime_type,
+                    "blob": base64::engine::general_purpose::STANDARD.encode(bytes),
+                }),
+            })
+            .collect();
+        Ok(json!({ "contents": contents }))
+    }
+
+    fn prompts_list(&self, rpc: &Rpc<'_>) -> Value {
+        let items: Vec<Value> = self
+            .registry
+            .prompts
+            .iter()
+            .filter(|p| rpc.principal.may(&p.access))
+            .map(|p| {
+                let item = json!({ "name": p.name });
+                let mut item = self.titled(rpc, item, &p.title);
+                item["description"] = json!(p.description);
+                item["arguments"] = p
+                    .arguments
+                    .iter()
+                    .map(|a| json!({ "name": a.name, "description": a.description, "required": a.required }))
+                    .collect();
+                item
+            })
+            .collect();
+        json!({ "prompts": items })
+    }
+
+    fn prompts_get(&self, rpc: &Rpc<'_>, log: &mut RequestLog) -> Result<Value, ProtocolError> {
+        let params = rpc.params();
+        let name = params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("params.name must be a string"))?;
+        let prompt = self
+            .registry
+            .prompt(name)
+            .filter(|p| rpc.principal.may(&p.access))
+            .ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
+        log.tool = Some(name.to_owned());
+        let args = string_map(params.and_then(|p| p.get("arguments")), "arguments")?;
+        if let Some(missing) = prompt
+            .arguments
+            .iter()
+            .find(|a| a.required && !args.contains_key(&a.name))
+        {
+            return Err(invalid(format!(
+                "Missing required argument: {}",
+                missing.name
+            )));
+        }
+        let (description, messages) = self
+            .dispatch
+            .get_prompt(name, &args, self.ctx(rpc))
+            .map_err(invalid)?;
+        let mut out = Map::new();
+        if let Some(d) = description {
+            out.insert("description".into(), Value::from(d));
+        }
+        out.insert("messages".into(), Value::from(messages));
+        Ok(Value::Object(out))
+    }
+
+    fn complete(&self, rpc: &Rpc<'_>) -> Result<Value, ProtocolError> {
+        let params = rpc.params().ok_or_else(|| invalid("params are required"))?;
+        let reference = params
+            .get("ref")
+            .and_then(Value::as_object)
+            .ok_or_else(|| invalid("params.ref must be an object"))?;
+        let argument = params
+            .get("argument")
+            .and_then(Value::as_object)
+            .ok_or_else(|| invalid("params.argument must be an object"))?;
+        let arg_name = argument
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("params.argument.name must be a string"))?;
+        let arg_value = argument
+            .get("value")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("params.argument.value must be a string"))?;
+        let context = string_map(
+            params.get("context").and_then(|c| c.get("arguments")),
+            "context.arguments",
+        )?;
+        let target = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid("params.ref.name must be a string"))?;
+                let prompt = self
+                    .registry
+                    .prompt(name)
+                    .filter(|p| rpc.principal.may(&p.access))
+                    .ok_or_else(|| invalid(format!("Unknown prompt: {name}")))?;
+                if !prompt.arguments.iter().any(|a| a.name == arg_name) {
+                    return Err(invalid(format!("Unknown argument: {arg_name}")));
+                }
+                CompletionRef::Prompt(name)
+            }
+            Some("ref/resource") => {
+                let uri = reference
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid("params.ref.uri must be a string"))?;
+                let template = self
+                    .registry
+                    .template(uri)
+                    .filter(|t| rpc.principal.may(&t.def.access))
+                    .ok_or_else(|| invalid(format!("Unknown resource template: {uri}")))?;
+                if !template.variables().any(|v| v == arg_name) {
+                    return Err(invalid(format!("Unknown template variable: {arg_name}")));
+                }
+                CompletionRef::Resource(uri)
+            }
+            _ => {
+                return Err(invalid(
+                    "params.ref.type must be ref/prompt or ref/resource",
+                ));
+            }
+        };
+        let mut values =
+            self.dispatch
+                .complete(target, arg_name, arg_value, &context, self.ctx(rpc));
+        let total = values.len();
+        values.truncate(MAX_COMPLETIONS);
+        Ok(json!({
+            "completion": { "values": values, "total": total, "hasMore": total > MAX_COMPLETIONS }
+        }))
+    }
+}
+
+/// An optional object of strings (prompt arguments, completion context).
+fn string_map(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, String>, ProtocolError> {
+    match v {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(invalid(format!("{what}.{k} must be a string"))),
+            })
+            .collect(),
+        Some(_) => Err(invalid(format!("{what} must be an object"))),
+    }
+}

@@ -1,0 +1,107 @@
+//! Who is calling: what the authentication hook yields and every method filters by.
+
+use std::collections::BTreeSet;
+
+use crate::env::UnixTime;
+
+/// OAuth scope of this resource server. Hierarchical: admin ⊃ write ⊃ read (spec §10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    /// `dunning.read`: reads, previews, simulations, documents.
+    Read,
+    /// `dunning.write`: debtors, contact points, charges, notifications, agreements, rulers, exports.
+    Write,
+    /// `dunning.admin`: credit bureau, protest, webhooks and secrets.
+    Admin,
+}
+
+impl Scope {
+    /// Every scope, weakest first.
+    pub const ALL: [Self; 3] = [Self::Read, Self::Write, Self::Admin];
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "dunning.read",
+            Self::Write => "dunning.write",
+            Self::Admin => "dunning.admin",
+        }
+    }
+
+    /// Parses a wire name; unknown scopes are `None` (and ignored by callers).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// Which token audience a request was authenticated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Audience {
+    /// The MCP endpoint.
+    Mcp,
+    /// The `/v1` REST API.
+    Api,
+}
+
+/// The authenticated caller of one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    /// Token subject: the person (member) id or e-mail.
+    pub subject: String,
+    /// Organization id from the token; every query is scoped by it.
+    pub organization: String,
+    /// The strongest scope granted (admin implies write implies read); `None` = no scope.
+    pub scope: Option<Scope>,
+    /// The scopes exactly as granted (for `dunning_me`).
+    pub scopes: Vec<String>,
+    /// Dashboard permissions of the person (e.g. `charges.view`).
+    pub permissions: BTreeSet<String>,
+    /// When the token expires.
+    pub expires_at: UnixTime,
+    /// Which audience the token was issued for.
+    pub audience: Audience,
+}
+
+impl Principal {
+    /// Whether the granted scopes cover `needed`.
+    pub fn has_scope(&self, needed: Scope) -> bool {
+        self.scope.is_some_and(|s| s >= needed)
+    }
+
+    /// Whether the person holds `permission` (`None` = no permission needed).
+    pub fn has_permission(&self, permission: Option<&str>) -> bool {
+        permission.is_none_or(|p| self.permissions.contains(p))
+    }
+
+    /// Whether both scope and permission allow a primitive guarded by `access`.
+    pub fn may(&self, access: &Access) -> bool {
+        self.has_scope(access.scope) && self.has_permission(access.permission.as_deref())
+    }
+}
+
+/// What a tool, resource, template or prompt requires of its caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// The OAuth scope needed.
+    pub scope: Scope,
+    /// The dashboard permission needed, if any.
+    pub permission: Option<String>,
+}
+
+impl Access {
+    /// Read scope, no permission.
+    pub fn read() -> Self {
+        Self {
+            scope: Scope::Read,
+            permission: None,
+        }
+    }
+
+    /// The given scope and permission.
+    pub fn new(scope: Scope, permission: &str) -> Self {
+        Self {
+            scope,
+            permission: Some(permission.to_owned()),
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! [`Server`]: the one entry point, and the processing order of spec §15 as one
+//! straight line.
+//!
+//! ```text
+//! route → method (405) → Origin (403) → authentication (401) → limits (429/503)
+//!       → Content-Type (415) → body size (413) → JSON-RPC (-32700/-32600)
+//!       → era (-32020/-32022/-32602) → mirrored headers (-32020)
+//!       → notification (202) | method dispatch
+//! ```
+//! Each step returns early with a [`ProtocolError`]; [`Server::refuse`] renders it, using
+//! the one mapping of [`ProtocolError::wire`].
+
+use http::header::{ALLOW, CACHE_CONTROL, RETRY_AFTER, WWW_AUTHENTICATE};
+use http::{HeaderName, HeaderValue, StatusCode};
+use serde_json::{Value, json};
+
+use crate::auth::{self, Authenticate};
+use crate::config::{Config, Keys};
+use crate::dispatch::Dispatch;
+use crate::env::{Env, Load};
+use crate::era::{self, Detected, Signals, Version};
+use crate::error::ProtocolError;
+use crate::jsonrpc::{self, Message};
+use crate::limit::{RateLimit, Unlimited};
+use crate::mirror;
+use crate::principal::{Audience, Principal, Scope};
+use crate::registry::{ConfigError, Registry};
+use crate::request::Request;
+use crate::response::{RequestLog, Response};
+
+/// Renders Prometheus text for `/metrics`; the state lives with the adapter.
+pub trait Metrics: Send + Sync {
+    /// The current exposition text.
+    fn render(&self) -> String;
+}
+
+/// The MCP server: configuration, keys, compiled catalog and the hooks it calls.
+///
+/// `Send + Sync`: one `Arc<Server<D>>` serves every adapter thread. Holds no per-request
+/// or per-connection state.
+pub struct Server<D> {
+    pub(crate) config: Config,
+    pub(crate) keys: Keys,
+    pub(crate) registry: Registry,
+    pub(crate) dispatch: D,
+    auth: Box<dyn Authenticate>,
+    limiter: Box<dyn RateLimit>,
+    metrics: Option<Box<dyn Metrics>>,
+    server_info: Value,
+}
+
+/// Where a path leads (§15 step 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Endpoint {
+    Mcp,
+    Rest,
+    WellKnown,
+    Health,
+    Ready,
+    Metrics,
+}
+
+/// One MCP request past the checks of §15 steps 1–10: what methods work with.
+pub(crate) struct Rpc<'a> {
+    pub(crate) env: &'a Env,
+    pub(crate) msg: &'a Message,
+    pub(crate) version: Version,
+    pub(crate) detected: &'a Detected,
+    pub(crate) principal: &'a Principal,
+}
+
+impl Rpc<'_> {
+    /// Whether this request is in era 2026.
+    pub(crate) fn modern(&self) -> bool {
+        self.version == Version::V2026_07_28
+    }
+
+    pub(crate) fn params(&self) -> Option<&serde_json::Map<String, Value>> {
+        self.msg.params.as_ref()
+    }
+}
+
+/// What a method produces.
+pub(crate) enum Reply {
+    /// A result object (era decoration is added by the server).
+    Result(Value),
+    /// A result already serialized in full (the `tools/list` fast path).
+    Body(Vec<u8>),
+    /// A protocol error.
+    Error(ProtocolError),
+}
+
+impl<D: Dispatch> Server<D> {
+    /// Builds a server. Fails when the domain's catalog is invalid (bad schema, bad
+    /// `x-mcp-header` annotation, duplicate names): a startup error naming the culprit.
+    pub fn new(
+        config: Config,
+        keys: Keys,
+        dispatch: D,
+        auth: impl Authenticate + 'static,
+    ) -> Result<Self, ConfigError> {
+        let registry = Registry::new(dispatch.catalog())?;
+        let server_info = json!({
+            "name": config.server_name,
+            "title": config.server_title,
+            "version": config.server_version,
+        });
+        Ok(Self {
+            config,
+            keys,
+            registry,
+            dispatch,
+            auth: Box::new(auth),
+            limiter: Box::new(Unlimited),
+            metrics: None,
+            server_info,
+        })
+    }
+
+    /// Uses `limiter` for step 6 of §15.
+    pub fn with_limiter(mut self, limiter: impl RateLimit + 'static) -> Self {
+        self.limiter = Box::new(limiter);
+        self
+    }
+
+    /// Serves `/metrics` from `metrics`.
+    pub fn with_metrics(mut self, metrics: impl Metrics + 'static) -> Self {
+        self.metrics = Some(Box::new(metrics));
+        self
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The domain.
+    pub fn dispatch(&self) -> &D {
+        &self.dispatch
+    }
+
+    /// `serverInfo` (name, title, version).
+    pub fn server_info(&self) -> &Value {
+        &self.server_info
+    }
+
+    /// Answers one request. Total: any input gives a response, never a panic.
+    pub fn handle(&self, req: &Request<'_>, env: &Env) -> Response {
+        let mut log = RequestLog::default();
+        let mut resp = match self.route(req.path()) {
+            None => Response::empty(StatusCode::NOT_FOUND),
+            Some(Endpoint::Mcp) => self.mcp(req, env, &mut log),
+            Some(Endpoint::Rest) => self.rest(req, env, &mut log),
+            Some(Endpoint::WellKnown) => self.well_known(req),
+            Some(Endpoint::Health) => Self::probe(req, true),
+            Some(Endpoint::Ready) => Self::probe(req, self.dispatch.ready()),
+            Some(Endpoint::Metrics) => self.metrics(req),
+        };
+        resp.headers
+            .push((CACHE_CONTROL, HeaderValue::from_static("no-store")));
+        resp.log = log;
+        resp
+    }
+
+    fn route(&self, path: &str) -> Option<Endpoint> {
+        let mcp = self.config.mcp_path.as_str();
+        const PRM: &str = "/.well-known/oauth-protected-resource";
+        Some(match path {
+            p if p == mcp => Endpoint::Mcp,
+            "/healthz" => Endpoint::Health,
+            "/readyz" => Endpoint::Ready,
+            "/metrics" => Endpoint::Metrics,
+            PRM => Endpoint::WellKnown,
+            p if mcp != "/" && p.strip_prefix(PRM) == Some(mcp) => Endpoint::WellKnown,
+            p if p == "/v1" || p.starts_with("/v1/") => Endpoint::Rest,
+            _ => return None,
+        })
+    }
+
+    /// The MCP endpoint: §15 steps 3–11.
+    fn mcp(&self, req: &Request<'_>, env: &Env, log: &mut RequestLog) -> Response {
+        let header_version = mirror::text(req, "mcp-protocol-version").ok().flatten();
+        // Until an era is determined, echo the request's version when we speak it.
+        let echo = header_version.and_then(Version::parse);
+        let principal = match self.gate(req, env, Audience::Mcp, true) {
+            Ok(p) => p,
+            Err(e) => return self.refuse(e, None, echo, log),
+        };
+        log.organization = Some(principal.organization.clone());
+        if req.body.len() > self.config.max_body {
+            return self.too_large(log);
+        }
+        let msg = match jsonrpc::parse(req.body) {
+            Ok(m) => m,
+            Err(refusal) => {
+                let (e, id) = *refusal;
+                return self.refuse(e, id.as_ref(), echo, log);
+            }
+        };
+        log.method = Some(msg.method.clone());
+        let id = msg.id.as_ref();
+        let header_version = match mirror::text(req, "mcp-protocol-version") {
+            Ok(v) => v,
+            Err(e) => return self.refuse(e, id, None, log),
+        };
+        let detected = match era::detect(Signals {
+            header: header_version,
+            meta: msg.meta(),
+            method: &msg.method,
+            notification: msg.is_notification(),
+        }) {
+            Ok(d) => d,
+            Err(e) => return self.refuse(e, id, echo, log),
+        };
+        let version = detected.version;
+        log.version = Some(version);
+        let modern = version == Version::V2026_07_28;
+
+        if msg.is_notification() {
+            if let Err(e) = mirror::check_notification(req, &msg.method) {
+                return self.refuse(e, None, Some(version), log);
+            }
+            return with_version(Response::empty(StatusCode::ACCEPTED), version);
+        }
+        let id = id.unwrap_or(&Value::Null);
+        if modern {
+            let params = msg.params.as_ref();
+            let (bindings, args) = match (msg.method.as_str(), params) {
+                ("tools/call", Some(p)) => {
+                    let tool = p
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .and_then(|n| self.registry.tool(n));
+                    (
+                        tool.map_or(&[][..], |t| t.bindings.as_slice()),
+                        p.get("arguments"),
+                    )
+                }
+                _ => (&[][..], None),
+            };
+            let params_value = params.map(|p| Value::Object(p.clone()));
+            if let Err(e) =
+                mirror::check_request(req, &msg.method, params_value.as_ref(), bindings, args)
+            {
+                return self.refuse(e, Some(id), Some(version), log);
+            }
+        }
+        let rpc = Rpc {
+            env,
+            msg: &msg,
+            version,
+            detected: &detected,
+            principal: &principal,
+        };
+        match self.method(&rpc, log) {
+            Reply::Body(body) => with_version(Response::json(StatusCode::OK, body), version),
+            Reply::Result(mut result) => {
+                if modern {
+                    self.decorate(&msg.method, &mut result);
+                }
+                let body = jsonrpc::success(id, &result);
+                with_version(Response::json(StatusCode::OK, body), version)
+            }
+            Reply::Error(ProtocolError::InsufficientScope { scope }) => {
+                let mut r = self.refuse(
+                    ProtocolError::InsufficientScope { scope },
+                    Some(id),
+                    Some(version),
+                    log,
+                );
+                let challenge = format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{}\"",
+                    self.config.resource_metadata_url()
+                );
+                set_header(&mut r, WWW_AUTHENTICATE, &challenge);
+                r
+            }
+            Reply::Error(e) => self.refuse(e, Some(id), Some(version), log),
+        }
+    }
+
+    /// §15 steps 3–7 for both surfaces: method, Origin, authentication, limits,
+    /// Content-Type. `post_only`: the MCP endpoint serves POST alone.
+    pub(crate) fn gate(
+        &self,
+        req: &Request<'_>,
+        env: &Env,
+        audience: Audience,
+        post_only: bool,
+    ) -> Result<Principal, ProtocolError> {
+        if post_only && req.method != "POST" {
+            return Err(ProtocolError::MethodNotAllowed { allow: "POST" });
+        }
+        self.check_origin(req)?;
+        let values: Vec<&[u8]> = req.header_values("authorization").collect();
+        let token = auth::bearer(&values)
+            .map_err(|()| ProtocolError::Unauthorized { token_sent: true })?
+            .ok_or(ProtocolError::Unauthorized { token_sent: false })?;
+        let principal = self
+            .auth
+            .authenticate(&token, audience, env.now)
+            .map_err(|_| ProtocolError::Unauthorized { token_sent: true })?;
+        if env.load != Load::Normal {
+            return Err(ProtocolError::Unavailable);
+        }
+        self.limiter
+            .check(&principal, env.now)
+            .map_err(|l| ProtocolError::RateLimited {
+                retry_after_ms: l.retry_after_ms,
+                policy: l.policy,
+                state: l.state,
+            })?;
+        if req.method == "POST" || req.method == "PATCH" || !req.body.is_empty() {
+            check_content_type(req)?;
+        }
+        Ok(principal)
+    }
+
+    fn check_origin(&self, req: &Request<'_>) -> Result<(), ProtocolError> {
+        let Ok(origin) = req.single_header("origin") else {
+            return Err(ProtocolError::OriginNotAllowed);
+        };
+        let Some(origin) = origin else { return Ok(()) };
+        let origin = std::str::from_utf8(origin)
+            .map_err(|_| ProtocolError::OriginNotAllowed)?
+            .trim();
+        if crate::origin::allowed(origin, &self.config) {
+            Ok(())
+        } else {
+            Err(ProtocolError::OriginNotAllowed)
+        }
+    }
+
+    /// Adds the era-2026 fields to a result (§3): `resultType`, `serverInfo`, and the
+    /// caching hints on discovery, listings and reads.
+    fn decorate(&self, method: &str, result: &mut Value) {
+        let Value::Object(obj) = result else { return };
+        obj.entry("resultType")
+            .or_insert_with(|| Value::from("complete"));
+        let complete = obj.get("resultType").and_then(Value::as_str) == Some("complete");
+        if complete && cacheable(method) {
+            obj.insert("ttlMs".into(), Value::from(0));
+            obj.insert("cacheScope".into(), Value::from("private"));
+        }
+        let meta = obj
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Value::Object(m) = meta {
+            m.insert(era::META_SERVER_INFO.into(), self.server_info.clone());
+        }
+    }
+
+    /// Renders a protocol error: status and code from the one mapping, plus the headers
+    /// each refusal needs.
+    pub(crate) fn refuse(
+        &self,
+        err: ProtocolError,
+        id: Option<&Value>,
+        version: Option<Version>,
+        log: &mut RequestLog,
+    ) -> Response {
+        let (status, code) = err.wire(version.map(Version::era));
+        log.rpc_code = Some(code.0);
+        if let ProtocolError::BodyTooLarge { .. } = err {
+            return self.too_large(log);
+        }
+        let mut r = if err.bodyless() {
+            Response::empty(status)
+        } else {
+            let message = err.to_string();
+            Response::json(status, jsonrpc::error(id, code.0, &message, err.data()))
+        };
+        match &err {
+            ProtocolError::MethodNotAllowed { allow } => {
+                set_header(&mut r, ALLOW, allow);
+            }
+            ProtocolError::Unauthorized { token_sent } => {
+                let mut challenge = format!(
+                    "Bearer resource_metadata=\"{}\"",
+                    self.config.resource_metadata_url()
+                );
+                if *token_sent {
+                    challenge.push_str(", error=\"invalid_token\"");
+                }
+                set_header(&mut r, WWW_AUTHENTICATE, &challenge);
+            }
+            ProtocolError::RateLimited {
+                retry_after_ms,
+                policy,
+                state,
+            } => {
+                let secs = retry_after_ms.div_ceil(1000).max(1);
+                set_header(&mut r, RETRY_AFTER, &secs.to_string());
+                set_header(&mut r, HeaderName::from_static("ratelimit-policy"), policy);
+                set_header(&mut r, HeaderName::from_static("ratelimit"), state);
+            }
+            ProtocolError::Unavailable => set_header(&mut r, RETRY_AFTER, "1"),
+            _ => {}
+        }
+        match version {
+            Some(v) => with_version(r, v),
+            None => r,
+        }
+    }
+
+    fn too_large(&self, log: &mut RequestLog) -> Response {
+        log.rpc_code = Some(crate::error::ErrorCode::INVALID_REQUEST.0);
+        let body = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32600,\"message\":\"Request body too large (limit {} bytes)\"}}}}",
+            self.config.max_body
+        );
+        Response::json(StatusCode::PAYLOAD_TOO_LARGE, body.into_bytes())
+    }
+
+    fn well_known(&self, req: &Request<'_>) -> Response {
+        if req.method != "GET" && req.method != "HEAD" {
+            let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
+            set_header(&mut r, ALLOW, "GET, HEAD");
+            return r;
+        }
+        let body = json!({
+            "resource": self.config.resource(),
+            "authorization_servers": self.config.authorization_servers,
+            "scopes_supported": Scope::ALL.map(Scope::as_str),
+            "bearer_methods_supported": ["header"],
+            "resource_name": self.config.server_title,
+        });
+        Response::json(
+            StatusCode::OK,
+            serde_json::to_vec(&body).unwrap_or_default(),
+        )
+    }
+
+    fn probe(req: &Request<'_>, ok: bool) -> Response {
+        if req.method != "GET" && req.method != "HEAD" {
+            let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
+            set_header(&mut r, ALLOW, "GET, HEAD");
+            return r;
+        }
+        let (status, body) = if ok {
+            (StatusCode::OK, br#"{"status":"ok"}"#.to_vec())
+        } else {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                br#"{"status":"unavailable"}"#.to_vec(),
+            )
+        };
+        Response::json(status, body)
+    }
+
+    fn metrics(&self, req: &Request<'_>) -> Response {
+        if req.method != "GET" && req.method != "HEAD" {
+            let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
+            set_header(&mut r, ALLOW, "GET, HEAD");
+            return r;
+        }
+        let text = self
+            .metrics
+            .as_ref()
+            .map(|m| m.render())
+            .unwrap_or_default();
+        let mut r = Response::empty(StatusCode::OK);
+        set_header(
+            &mut r,
+            http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        );
+        r.body = text.into_bytes();
+        r
+    }
+}
+
+/// Methods whose complete results carry `ttlMs` and `cacheScope` (digest §4.3).
+fn cacheable(method: &str) -> bool {
+    matches!(
+        method,
+        "server/discover"
+            | "tools/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+    )
+}
+
+/// `application/json`, optionally with `charset=utf-8` (§4); anything else is `415`.
+fn check_content_type(req: &Request<'_>) -> Result<(), ProtocolError> {
+    let value = req
+        .single_header("content-type")
+        .map_err(|()| ProtocolError::UnsupportedMediaType)?
+        .ok_or(ProtocolError::UnsupportedMediaType)?;
+    let value = std::str::from_utf8(value).map_err(|_| ProtocolError::UnsupportedMediaType)?;
+    let mut parts = value.split(';');
+    let essence = parts.next().unwrap_or_default().trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        return Err(ProtocolError::UnsupportedMediaType);
+    }
+    for param in parts {
+        let (k, v) = param.split_once('=').unwrap_or((param, ""));
+        if k.trim().eq_ignore_ascii_case("charset") {
+            let v = v.trim().trim_matches('"');
+            if !v.eq_ignore_ascii_case("utf-8") {
+                return Err(ProtocolError::UnsupportedMediaType);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn with_version(mut r: Response, v: Version) -> Response {
+    r.headers.push((
+        HeaderName::from_static("mcp-protocol-version"),
+        HeaderValue::from_static(v.as_str()),
+    ));
+    r
+}
+
+/// Sets a header whose value we built; values that cannot be header text are dropped.
+pub(crate) fn set_header(r: &mut Response, name: HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        r.headers.push((name, v));
+    }
+}
