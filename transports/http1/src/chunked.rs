@@ -188,7 +188,10 @@ impl ChunkedDecoder {
                     b'\r' if !*in_value && *line_len > 0 => {
                         return Err(CodecError::InvalidTrailer);
                     }
-                    b'\r' => *cr = true,
+                    b'\r' => {
+                        *cr = true;
+                        return Ok(false);
+                    }
                     b' ' | b'\t' if !*in_value && *line_len == 0 => {
                         return Err(CodecError::ObsFold);
                     }
@@ -289,7 +292,12 @@ mod tests {
             (b"0\r\n folded\r\n", CodecError::ObsFold),
         ];
         for (input, want) in cases {
-            assert_eq!(run(input, &l).0, Err(*want), "{:?}", String::from_utf8_lossy(input));
+            assert_eq!(
+                run(input, &l).0,
+                Err(*want),
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
         }
     }
 

@@ -41,7 +41,11 @@ enum State {
         decoder: ChunkedDecoder,
     },
     /// A request was yielded; waiting for its response.
-    Awaiting { keep_alive: bool, version: u8, head: bool },
+    Awaiting {
+        keep_alive: bool,
+        version: u8,
+        head: bool,
+    },
     /// `Close` was queued; terminal.
     Closed,
 }
@@ -190,10 +194,8 @@ impl Conn {
         else {
             return;
         };
-        let close = !keep_alive
-            || self.overflow
-            || asks_close(resp)
-            || (self.eof && self.input.len() == 0);
+        let close =
+            !keep_alive || self.overflow || asks_close(resp) || (self.eof && self.input.len() == 0);
         let framing = Framing {
             close,
             announce_keep_alive: !close && version == 0,
@@ -222,6 +224,12 @@ impl Conn {
     /// The framing error that closed the connection, if any (for logging).
     pub fn error(&self) -> Option<CodecError> {
         self.error
+    }
+
+    /// Bytes buffered unparsed.
+    #[cfg(test)]
+    pub(crate) fn buffered(&self) -> usize {
+        self.input.len()
     }
 
     /// Runs the state machine over the buffered input as far as it goes.

@@ -165,10 +165,16 @@ mod tests {
         );
         resp.status = StatusCode::NOT_MODIFIED;
         let s = enc(&resp, Framing::default());
-        assert!(s.contains("Content-Length: 3\r\n") && s.ends_with("\r\n\r\n"), "{s}");
+        assert!(
+            s.contains("Content-Length: 3\r\n") && s.ends_with("\r\n\r\n"),
+            "{s}"
+        );
         resp.status = StatusCode::CONTINUE;
         let s = enc(&resp, Framing::default());
-        assert!(!s.contains("Content-Length") && s.ends_with("\r\n\r\n"), "{s}");
+        assert!(
+            !s.contains("Content-Length") && s.ends_with("\r\n\r\n"),
+            "{s}"
+        );
     }
 
     #[test]
@@ -181,14 +187,20 @@ mod tests {
                 ..Framing::default()
             },
         );
-        assert!(s.contains("Content-Length: 5\r\n") && s.ends_with("\r\n\r\n"), "{s}");
+        assert!(
+            s.contains("Content-Length: 5\r\n") && s.ends_with("\r\n\r\n"),
+            "{s}"
+        );
     }
 
     #[test]
     fn framing_headers_from_core_are_dropped() {
         let resp = Response::empty(StatusCode::OK)
             .with_header(header::CONTENT_LENGTH, HeaderValue::from_static("99"))
-            .with_header(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"))
+            .with_header(
+                header::TRANSFER_ENCODING,
+                HeaderValue::from_static("chunked"),
+            )
             .with_header(header::CONNECTION, HeaderValue::from_static("close"))
             .with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))
             .with_header(

@@ -159,10 +159,8 @@ impl CodecError {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"{message}"}}}}"#
         );
-        Response::json(status, body.into_bytes()).with_header(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        )
+        Response::json(status, body.into_bytes())
+            .with_header(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
     }
 }
 

@@ -4,7 +4,7 @@
 use dunning_core::{Response, UnixTime};
 use http::StatusCode;
 
-use crate::{Conn, Limits, OwnedRequest, Output};
+use crate::{Conn, Limits, Output, OwnedRequest};
 
 /// The clock reading the targets use.
 pub const NOW: UnixTime = UnixTime::from_secs(1_767_225_600); // 2026-01-01T00:00:00Z
