@@ -22,6 +22,9 @@ pub enum Output {
     /// it generated for a framing error (always followed by [`Output::Close`]).
     Transmit(Vec<u8>),
     /// Close the connection after writing everything already produced. Nothing follows.
+    ///
+    /// After an error response, prefer a lingering close (shut down the write side, then
+    /// read and discard for a short while) so the peer is not reset before reading it.
     Close,
 }
 

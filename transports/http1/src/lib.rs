@@ -20,6 +20,31 @@
 //!      `Close` the connection yields nothing more.
 //! 3. Go back to 1 when [`Conn::wants_input`] is true.
 //!
+//! ```
+//! use dunning_core::{Response, UnixTime};
+//! use dunning_http1::{Conn, Limits, Output};
+//!
+//! let now = UnixTime::from_secs(1_767_225_600); // the adapter reads its clock
+//! let mut conn = Conn::new(Limits::default());
+//! conn.set_now(now);
+//! let mut wire = Vec::new(); // what the adapter writes to the socket, in order
+//! conn.handle_input(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+//! while let Some(output) = conn.poll_output() {
+//!     match output {
+//!         Output::Request(req) => {
+//!             let view = req.as_core();
+//!             let request = view.request(); // `server.handle(&request, &env)` in real life
+//!             let resp = Response::json(http::StatusCode::OK, request.body.to_vec());
+//!             conn.encode_response(&resp, now, &mut wire);
+//!         }
+//!         Output::Transmit(bytes) => wire.extend_from_slice(&bytes),
+//!         Output::Close => break, // flush `wire`, then close the socket
+//!     }
+//! }
+//! assert!(wire.starts_with(b"HTTP/1.1 200 OK\r\n"));
+//! assert!(wire.ends_with(b"\r\n\r\n{}"));
+//! ```
+//!
 //! Responses must be produced strictly in request order: the codec never yields a new
 //! request before the previous one was answered through [`Conn::encode_response`].
 //! [`Conn::set_now`] gives the clock reading used for the `Date` of responses the codec

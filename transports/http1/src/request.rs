@@ -114,12 +114,9 @@ impl OwnedRequest {
         self.body
     }
 
-    /// A borrowed view that yields the core's [`Request`]:
-    ///
-    /// ```ignore
-    /// let view = owned.as_core();
-    /// let response = server.handle(&view.request(), &env);
-    /// ```
+    /// A borrowed view that yields the core's [`Request`]: `let view = req.as_core();`
+    /// then `server.handle(&view.request(), &env)` (the view owns the `Vec<Header>` the
+    /// request's `headers` slice points into, so it must outlive the call).
     pub fn as_core(&self) -> CoreRequest<'_> {
         CoreRequest {
             method: self.method(),
