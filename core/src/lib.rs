@@ -40,6 +40,9 @@ pub mod dispatch;
 pub mod env;
 pub mod era;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod jsonrpc;
 pub mod methods;
 pub mod mirror;
@@ -58,8 +61,8 @@ pub use catalog::{
 };
 pub use config::{Config, Keys, StateKey};
 pub use dispatch::{
-    Contents, Ctx, Dispatch, FieldIssue, File, Output, ResourceError, ToolCall, ToolError,
-    ToolErrorCode,
+    CompletionRef, Contents, Ctx, Dispatch, FieldIssue, File, Output, ResourceError, ResourceRead,
+    Surface, ToolCall, ToolError, ToolErrorCode,
 };
 pub use env::{Env, Load, UnixTime};
 pub use era::{Era, Version};

@@ -1,0 +1,98 @@
+//! The domain's one error enum, and its one mapping to the tool/REST error of spec §11.
+
+use dunning_core::{FieldIssue, ToolError, ToolErrorCode};
+
+use crate::store::StoreError;
+
+/// Everything a domain operation can refuse or fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DomainError {
+    /// Schema or business validation; names every offending field.
+    #[error("{message}")]
+    Validation {
+        /// Summary.
+        message: String,
+        /// Offending fields.
+        details: Vec<FieldIssue>,
+    },
+    /// No such id in the caller's organization.
+    #[error("{what} {id} not found")]
+    NotFound {
+        /// Entity kind, e.g. `charge`.
+        what: &'static str,
+        /// The id asked for.
+        id: String,
+    },
+    /// Invalid state transition or conflicting state.
+    #[error("{0}")]
+    Conflict(String),
+    /// The person's permission does not allow it.
+    #[error("{0}")]
+    Forbidden(String),
+    /// An `idempotency_key` reused with different arguments.
+    #[error("idempotency_key {0} was already used with different arguments")]
+    IdempotencyConflict(String),
+    /// A settlement document for something not settled.
+    #[error("{0}")]
+    NotSettled(String),
+    /// A per-organization outbound limit.
+    #[error("outbound message limit reached; retry in {retry_after_ms} ms")]
+    RateLimited {
+        /// When to retry.
+        retry_after_ms: u64,
+    },
+    /// The store failed (a bug or an outage; never the caller's fault).
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl DomainError {
+    /// A validation error on one field.
+    pub fn field(field: &str, issue: impl Into<String>) -> Self {
+        let issue = issue.into();
+        Self::Validation {
+            message: format!("{field}: {issue}"),
+            details: vec![FieldIssue {
+                field: field.to_owned(),
+                issue,
+            }],
+        }
+    }
+
+    /// An invalid transition of `what` from `from` to `to` (spec: CONFLICT naming the states).
+    pub fn transition(what: &str, id: &str, from: &str, to: &str) -> Self {
+        Self::Conflict(format!(
+            "invalid_transition: {what} {id} is {from} and cannot become {to}"
+        ))
+    }
+
+    /// Not found.
+    pub fn not_found(what: &'static str, id: &str) -> Self {
+        Self::NotFound {
+            what,
+            id: id.to_owned(),
+        }
+    }
+}
+
+impl From<DomainError> for ToolError {
+    fn from(e: DomainError) -> Self {
+        let message = e.to_string();
+        match e {
+            DomainError::Validation { details, .. } => Self::validation(message, details),
+            DomainError::NotFound { .. } => Self::new(ToolErrorCode::NotFound, message),
+            DomainError::Conflict(_) => Self::new(ToolErrorCode::Conflict, message),
+            DomainError::Forbidden(_) => Self::new(ToolErrorCode::Forbidden, message),
+            DomainError::IdempotencyConflict(_) => {
+                Self::new(ToolErrorCode::IdempotencyConflict, message)
+            }
+            DomainError::NotSettled(_) => Self::new(ToolErrorCode::NotSettled, message),
+            DomainError::RateLimited { retry_after_ms } => Self {
+                retry_after_ms: Some(retry_after_ms),
+                ..Self::new(ToolErrorCode::RateLimited, message)
+            },
+            DomainError::Store(_) => Self::new(ToolErrorCode::Internal, "internal error"),
+        }
+    }
+}

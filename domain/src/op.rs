@@ -1,0 +1,282 @@
+//! [`Op`]: what a tool handler works with — the transaction, the caller, the clock, the
+//! arguments — plus the helpers every handler needs (ids, events, argument parsing,
+//! pagination).
+
+use chrono::NaiveDate;
+use dunning_core::{FieldIssue, Output, Principal, UnixTime};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::error::DomainError;
+use crate::org::Settings;
+use crate::rules::{calendar, money};
+use crate::store::{Kind, Order, Tx, save};
+
+/// One operation in progress.
+pub struct Op<'a> {
+    /// The transaction (read-only for reads).
+    pub tx: &'a mut dyn Tx,
+    /// The caller's organization id.
+    pub org: &'a str,
+    /// The caller.
+    pub principal: &'a Principal,
+    /// Wall-clock time of the request.
+    pub now: UnixTime,
+    /// Arguments (path, query and body flattened).
+    pub args: &'a Map<String, Value>,
+    /// Request id (audit).
+    pub request_id: &'a str,
+    /// The organization's settings.
+    pub settings: Settings,
+    /// A dry run (confirmation preflight): rolled back, no outbound budget consumed.
+    pub dry_run: bool,
+    /// Outbound limiter (messages to debtors, webhook calls).
+    pub outbound: &'a crate::outbound::Outbound,
+    seed: [u8; 32],
+    counter: u32,
+}
+
+impl std::fmt::Debug for Op<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Op")
+            .field("org", &self.org)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Page requested by a list call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// 1-based page.
+    pub page: u32,
+    /// Items per page (1–100).
+    pub per_page: u32,
+}
+
+impl Page {
+    /// Rows to skip.
+    pub fn offset(self) -> u32 {
+        (self.page - 1).saturating_mul(self.per_page)
+    }
+}
+
+impl<'a> Op<'a> {
+    /// Starts an operation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        tx: &'a mut dyn Tx,
+        org: &'a str,
+        principal: &'a Principal,
+        now: UnixTime,
+        args: &'a Map<String, Value>,
+        request_id: &'a str,
+        seed: [u8; 32],
+        settings: Settings,
+        outbound: &'a crate::outbound::Outbound,
+    ) -> Self {
+        Self {
+            tx,
+            org,
+            principal,
+            now,
+            args,
+            request_id,
+            settings,
+            dry_run: false,
+            outbound,
+            seed,
+            counter: 0,
+        }
+    }
+
+    /// A fresh UUID (v4 layout), derived from the request's entropy and a counter.
+    pub fn new_id(&mut self) -> String {
+        self.counter += 1;
+        let mut h = Sha256::new();
+        h.update(self.seed);
+        h.update(self.counter.to_be_bytes());
+        let d = h.finalize();
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&d[..16]);
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..]
+        )
+    }
+
+    /// Now as an RFC 3339 timestamp in the organization's zone.
+    pub fn timestamp(&self) -> String {
+        calendar::timestamp(self.now)
+    }
+
+    /// Today in the organization's zone.
+    pub fn today(&self) -> NaiveDate {
+        calendar::today(self.now)
+    }
+
+    /// Records an audit event (every change writes one) and fans it out to webhooks.
+    pub fn event(
+        &mut self,
+        code: &str,
+        resource_type: &str,
+        resource_id: &str,
+        data: &impl Serialize,
+        changes: Value,
+    ) -> Result<(), DomainError> {
+        let id = self.new_id();
+        let at = self.timestamp();
+        let event = json!({
+            "id": id,
+            "code": code,
+            "resource_type": resource_type,
+            "resource_id": resource_id,
+            "occurred_at": at,
+            "data": serde_json::to_value(data).unwrap_or(Value::Null),
+            "changes": changes,
+            "actor": self.principal.subject,
+            "request_id": self.request_id,
+            "created_at": at,
+            "updated_at": at,
+        });
+        save(self.tx, Kind::Event, self.org, &event)?;
+        crate::webhooks::fan_out(self, &event)
+    }
+
+    // ---- arguments ----
+
+    /// A string argument, if present and not null.
+    pub fn opt_str(&self, k: &str) -> Option<&'a str> {
+        self.args.get(k).and_then(Value::as_str)
+    }
+
+    /// A required string argument (the schema already checked presence and type).
+    pub fn str(&self, k: &str) -> Result<&'a str, DomainError> {
+        self.opt_str(k)
+            .ok_or_else(|| DomainError::field(k, "is required"))
+    }
+
+    /// A boolean argument.
+    pub fn opt_bool(&self, k: &str) -> Option<bool> {
+        self.args.get(k).and_then(Value::as_bool)
+    }
+
+    /// An integer argument.
+    pub fn opt_i64(&self, k: &str) -> Option<i64> {
+        self.args.get(k).and_then(Value::as_i64)
+    }
+
+    /// A number argument.
+    pub fn opt_f64(&self, k: &str) -> Option<f64> {
+        self.args.get(k).and_then(Value::as_f64)
+    }
+
+    /// A money argument in centavos (more than 2 decimals is a validation error).
+    pub fn opt_money(&self, k: &str) -> Result<Option<i64>, DomainError> {
+        match self.opt_f64(k) {
+            None => Ok(None),
+            Some(x) => money::cents(x).map(Some).ok_or_else(|| {
+                DomainError::field(k, "must be an amount in BRL with at most 2 decimals")
+            }),
+        }
+    }
+
+    /// A date argument.
+    pub fn opt_date(&self, k: &str) -> Result<Option<NaiveDate>, DomainError> {
+        match self.opt_str(k) {
+            None => Ok(None),
+            Some(s) => calendar::parse_date(s)
+                .map(Some)
+                .ok_or_else(|| DomainError::field(k, "must be a date YYYY-MM-DD")),
+        }
+    }
+
+    /// A comma-separated list argument, as JSON strings.
+    pub fn csv(&self, k: &str) -> Option<Vec<Value>> {
+        self.opt_str(k).map(|s| {
+            s.split(',')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(Value::from)
+                .collect()
+        })
+    }
+
+    /// `page`/`per_page` (1–100, default 25).
+    pub fn page(&self) -> Page {
+        let clamp = |v: Option<i64>, d: u32, max: u32| {
+            v.map_or(d, |x| {
+                u32::try_from(x.clamp(1, i64::from(max))).unwrap_or(d)
+            })
+        };
+        Page {
+            page: clamp(self.opt_i64("page"), 1, 1_000_000),
+            per_page: clamp(self.opt_i64("per_page"), 25, 100),
+        }
+    }
+
+    /// `sort_by`/`sort_order` mapped to a column: `fields` pairs argument values with
+    /// `(column, default order)`; the first pair is the default.
+    pub fn sort(&self, fields: &[(&str, &'static str, Order)]) -> (&'static str, Order) {
+        let chosen = self
+            .opt_str("sort_by")
+            .and_then(|s| fields.iter().find(|f| f.0 == s))
+            .unwrap_or(&fields[0]);
+        let order = match self.opt_str("sort_order") {
+            Some("asc") => Order::Asc,
+            Some("desc") => Order::Desc,
+            _ => chosen.2,
+        };
+        (chosen.1, order)
+    }
+
+    /// Refuses arguments outside `known` (the endpoint's own check on loose writes).
+    pub fn only(&self, known: &[&str]) -> Result<(), DomainError> {
+        let unknown: Vec<FieldIssue> = self
+            .args
+            .keys()
+            .filter(|k| !known.contains(&k.as_str()) && k.as_str() != "idempotency_key")
+            .map(|k| FieldIssue {
+                field: k.clone(),
+                issue: "unknown field".into(),
+            })
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<&str> = unknown.iter().map(|i| i.field.as_str()).collect();
+        Err(DomainError::Validation {
+            message: format!("Unknown fields: {}", names.join(", ")),
+            details: unknown,
+        })
+    }
+}
+
+/// A list response `{data, meta: {page, per_page, total, total_pages}}`.
+pub fn list(items: Vec<Value>, page: Page, total: u64) -> Output {
+    let total_pages = total.div_ceil(u64::from(page.per_page));
+    Output::ok(json!({
+        "data": items,
+        "meta": { "page": page.page, "per_page": page.per_page, "total": total, "total_pages": total_pages },
+    }))
+}
+
+/// A `201 Created` JSON output.
+pub fn created(body: impl Serialize) -> Output {
+    Output::Json {
+        status: 201,
+        body: serde_json::to_value(body).unwrap_or(Value::Null),
+    }
+}
+
+/// A `200 OK` JSON output.
+pub fn ok(body: impl Serialize) -> Output {
+    Output::ok(serde_json::to_value(body).unwrap_or(Value::Null))
+}

@@ -1,0 +1,233 @@
+//! Organizations, members, roles and permissions (domain §2.3), and `dunning_me`.
+
+use std::collections::BTreeSet;
+
+use dunning_core::{Output, Scope};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::error::DomainError;
+use crate::op::{Op, ok};
+use crate::schema;
+use crate::spec::{ToolSpec, tool};
+use crate::store::{Cond, Kind, Query, Tx, find, load};
+
+/// Every dashboard permission.
+pub const PERMISSIONS: [&str; 21] = [
+    "dashboard.view",
+    "debtors.view",
+    "debtors.manage",
+    "charges.view",
+    "charges.manage",
+    "charges.decide",
+    "notifications.view",
+    "notifications.send",
+    "agreements.view",
+    "agreements.manage",
+    "rulers.view",
+    "rulers.manage",
+    "credit_bureau.view",
+    "credit_bureau.manage",
+    "protest.view",
+    "protest.manage",
+    "documents.view",
+    "exports.create",
+    "webhooks.manage",
+    "settings.manage",
+    "members.manage",
+];
+
+/// The permissions a role grants (domain §2.3).
+pub fn role_permissions(role: &str) -> Vec<&'static str> {
+    let viewer = |p: &&str| p.ends_with(".view");
+    match role {
+        "viewer" => PERMISSIONS.iter().copied().filter(viewer).collect(),
+        "operator" => PERMISSIONS
+            .iter()
+            .copied()
+            .filter(|p| {
+                viewer(p)
+                    || matches!(
+                        *p,
+                        "debtors.manage"
+                            | "charges.manage"
+                            | "notifications.send"
+                            | "agreements.manage"
+                            | "exports.create"
+                    )
+            })
+            .collect(),
+        "admin" => PERMISSIONS
+            .iter()
+            .copied()
+            .filter(|p| *p != "members.manage")
+            .collect(),
+        "owner" => PERMISSIONS.to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// The strongest scope a role may hold (a token minted without `--scope`).
+pub fn role_scope(role: &str) -> Option<Scope> {
+    match role {
+        "viewer" => Some(Scope::Read),
+        "operator" => Some(Scope::Write),
+        "admin" | "owner" => Some(Scope::Admin),
+        _ => None,
+    }
+}
+
+/// Organization settings that business rules read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Days between the negativação notice and the inclusion (default 10).
+    pub negativation_notice_days: u32,
+    /// Largest agreement discount (percent).
+    pub max_discount_percentage: f64,
+    /// Whether a charge may have an active negativação and an active protest at once.
+    pub allow_negativation_with_protest: bool,
+    /// Outbound messages per minute.
+    pub outbound_per_minute: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            negativation_notice_days: 10,
+            max_discount_percentage: 30.0,
+            allow_negativation_with_protest: false,
+            outbound_per_minute: 60,
+        }
+    }
+}
+
+/// An organization.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Organization {
+    /// UUID.
+    pub id: String,
+    /// Short handle used by `--org` (`demo`, `acme`).
+    pub slug: String,
+    /// Legal name.
+    pub name: String,
+    /// CNPJ (digits).
+    pub cnpj: String,
+    /// Always `America/Sao_Paulo`.
+    pub timezone: String,
+    /// Rule settings.
+    #[serde(default)]
+    pub settings: Settings,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+}
+
+/// A dashboard person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    /// UUID.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Login e-mail (the token's `sub`).
+    pub email: String,
+    /// `owner`, `admin`, `operator` or `viewer`.
+    pub role: String,
+    /// Explicit grants beyond the role.
+    #[serde(default)]
+    pub permissions: Vec<String>,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+}
+
+impl Member {
+    /// Role permissions plus explicit grants.
+    pub fn effective_permissions(&self) -> BTreeSet<String> {
+        role_permissions(&self.role)
+            .into_iter()
+            .map(str::to_owned)
+            .chain(self.permissions.iter().cloned())
+            .collect()
+    }
+}
+
+/// Finds an organization by id or slug.
+pub fn find_org(tx: &mut dyn Tx, reference: &str) -> Result<Option<Organization>, DomainError> {
+    if let Some(o) = load::<Organization>(tx, Kind::Organization, reference, reference)? {
+        return Ok(Some(o));
+    }
+    for id in tx.organizations()? {
+        let q = Query::all().with(Cond::Eq("slug", json!(reference)));
+        if let Some(o) = find::<Organization>(tx, Kind::Organization, &id, &q)?
+            .into_iter()
+            .next()
+        {
+            return Ok(Some(o));
+        }
+    }
+    Ok(None)
+}
+
+/// Finds a member of `org` by e-mail or id.
+pub fn find_member(
+    tx: &mut dyn Tx,
+    org: &str,
+    subject: &str,
+) -> Result<Option<Member>, DomainError> {
+    if let Some(m) = load::<Member>(tx, Kind::Member, org, subject)? {
+        return Ok(Some(m));
+    }
+    let q = Query::all().with(Cond::Eq("email", json!(subject.to_ascii_lowercase())));
+    Ok(find::<Member>(tx, Kind::Member, org, &q)?
+        .into_iter()
+        .next())
+}
+
+/// The tools of this module.
+pub fn tools() -> Vec<ToolSpec> {
+    vec![
+        tool("dunning_me", "Who am I", "GET", "/v1/me")
+            .describe("Who the token belongs to: the person, the organization (id, name, CNPJ, time zone), the dashboard permissions and OAuth scopes in force, and when the token expires. Call it first when you do not know who the token is.")
+            .read()
+            .access(Scope::Read, None)
+            .output(schema::object(
+                "The caller",
+                &[
+                    ("user", schema::any_object("The person")),
+                    ("organization", schema::any_object("The organization")),
+                    ("permissions", schema::array("Dashboard permissions", schema::string("permission"))),
+                    ("scopes", schema::array("OAuth scopes", schema::string("scope"))),
+                    ("token", schema::any_object("Token kind and expiry")),
+                ],
+                &["user", "organization", "permissions", "scopes", "token"],
+            ))
+            .run(me),
+    ]
+}
+
+fn me(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let org = load::<Organization>(op.tx, Kind::Organization, op.org, op.org)?
+        .ok_or_else(|| DomainError::not_found("organization", op.org))?;
+    let member = find_member(op.tx, op.org, &op.principal.subject)?;
+    let (id, name, email) = member
+        .map(|m| (m.id, m.name, m.email))
+        .unwrap_or_else(|| (String::new(), op.principal.subject.clone(), String::new()));
+    let kind = match op.principal.audience {
+        dunning_core::Audience::Mcp => "mcp",
+        dunning_core::Audience::Api => "api",
+    };
+    Ok(ok(json!({
+        "user": { "id": id, "name": name, "email": email },
+        "organization": { "id": org.id, "name": org.name, "cnpj": org.cnpj, "timezone": org.timezone },
+        "permissions": op.principal.permissions,
+        "scopes": op.principal.scopes,
+        "token": {
+            "kind": kind,
+            "expires_at": crate::rules::calendar::timestamp(op.principal.expires_at),
+        },
+    })))
+}

@@ -1,0 +1,165 @@
+//! Dates in the organization's time zone, and Brazilian bank business days.
+//!
+//! `America/Sao_Paulo` has had no daylight saving time since 2019, so it is a fixed
+//! UTC−03:00 offset. Bank holidays are the national ones plus Carnival Monday and
+//! Tuesday and Corpus Christi (no bank clearing on those days).
+
+use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, TimeZone, Weekday};
+use dunning_core::UnixTime;
+
+/// The organization's offset (UTC−03:00).
+pub fn offset() -> FixedOffset {
+    FixedOffset::west_opt(3 * 3600)
+        .unwrap_or_else(|| FixedOffset::east_opt(0).expect("zero offset"))
+}
+
+/// `now` in the organization's time zone.
+pub fn local(now: UnixTime) -> DateTime<FixedOffset> {
+    let ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
+    offset()
+        .timestamp_millis_opt(ms)
+        .single()
+        .unwrap_or_else(|| offset().timestamp_millis_opt(0).single().expect("epoch"))
+}
+
+/// RFC 3339 timestamp with the `-03:00` offset, second precision.
+pub fn timestamp(now: UnixTime) -> String {
+    local(now).format("%Y-%m-%dT%H:%M:%S%:z").to_string()
+}
+
+/// Today's date in the organization's time zone.
+pub fn today(now: UnixTime) -> NaiveDate {
+    local(now).date_naive()
+}
+
+/// Parses `YYYY-MM-DD`.
+pub fn parse_date(s: &str) -> Option<NaiveDate> {
+    if s.len() != 10 {
+        return None;
+    }
+    NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()
+}
+
+/// Parses an RFC 3339 timestamp or a date (taken as midnight local).
+pub fn parse_timestamp(s: &str) -> Option<DateTime<FixedOffset>> {
+    DateTime::parse_from_rfc3339(s).ok().or_else(|| {
+        parse_date(s)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .and_then(|dt| offset().from_local_datetime(&dt).single())
+    })
+}
+
+/// Easter Sunday (anonymous Gregorian algorithm).
+pub fn easter(year: i32) -> NaiveDate {
+    let a = year % 19;
+    let b = year / 100;
+    let c = year % 100;
+    let d = b / 4;
+    let e = b % 4;
+    let f = (b + 8) / 25;
+    let g = (b - f + 1) / 3;
+    let h = (19 * a + b - d - g + 15) % 30;
+    let i = c / 4;
+    let k = c % 4;
+    let l = (32 + 2 * e + 2 * i - h - k) % 7;
+    let m = (a + 11 * h + 22 * l) / 451;
+    let month = (h + l - 7 * m + 114) / 31;
+    let day = (h + l - 7 * m + 114) % 31 + 1;
+    NaiveDate::from_ymd_opt(year, month as u32, day as u32).unwrap_or_default()
+}
+
+/// Whether `d` is a national or bank holiday.
+pub fn is_holiday(d: NaiveDate) -> bool {
+    let fixed = [
+        (1, 1),   // Confraternização Universal
+        (4, 21),  // Tiradentes
+        (5, 1),   // Dia do Trabalho
+        (9, 7),   // Independência
+        (10, 12), // Nossa Senhora Aparecida
+        (11, 2),  // Finados
+        (11, 15), // Proclamação da República
+        (11, 20), // Consciência Negra (Lei 14.759/2023)
+        (12, 25), // Natal
+    ];
+    if fixed.contains(&(d.month(), d.day())) {
+        return true;
+    }
+    let e = easter(d.year());
+    [-48i64, -47, -2, 60] // Carnival Mon/Tue, Good Friday, Corpus Christi
+        .iter()
+        .any(|&off| e + Duration::days(off) == d)
+}
+
+/// Whether `d` is a bank business day.
+pub fn is_business_day(d: NaiveDate) -> bool {
+    !matches!(d.weekday(), Weekday::Sat | Weekday::Sun) && !is_holiday(d)
+}
+
+/// `d` itself when a business day, else the next one.
+pub fn next_business_day(mut d: NaiveDate) -> NaiveDate {
+    while !is_business_day(d) {
+        d += Duration::days(1);
+    }
+    d
+}
+
+/// `n` business days after `d` (n ≥ 0).
+pub fn add_business_days(mut d: NaiveDate, n: u32) -> NaiveDate {
+    let mut left = n;
+    while left > 0 {
+        d += Duration::days(1);
+        if is_business_day(d) {
+            left -= 1;
+        }
+    }
+    d
+}
+
+/// The last day a charge due on `due` is paid on time: the due date moved to the next
+/// business day (domain §1.2 rule 5). It becomes overdue the day after.
+pub fn effective_due(due: NaiveDate) -> NaiveDate {
+    next_business_day(due)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(y: i32, m: u32, day: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(y, m, day).unwrap()
+    }
+
+    #[test]
+    fn easter_and_movable_holidays() {
+        assert_eq!(easter(2026), d(2026, 4, 5));
+        assert_eq!(easter(2025), d(2025, 4, 20));
+        assert!(is_holiday(d(2026, 2, 16)), "Carnival Monday 2026");
+        assert!(is_holiday(d(2026, 2, 17)), "Carnival Tuesday 2026");
+        assert!(is_holiday(d(2026, 4, 3)), "Good Friday 2026");
+        assert!(is_holiday(d(2026, 6, 4)), "Corpus Christi 2026");
+        assert!(is_holiday(d(2026, 11, 20)));
+        assert!(!is_holiday(d(2026, 11, 19)));
+    }
+
+    #[test]
+    fn due_dates_roll_to_the_next_business_day() {
+        // Saturday 2026-11-14, Sunday 15 (holiday anyway), Monday 16 is a business day.
+        assert_eq!(effective_due(d(2026, 11, 14)), d(2026, 11, 16));
+        // Friday 2026-11-20 is a holiday: next business day is Monday 23.
+        assert_eq!(effective_due(d(2026, 11, 20)), d(2026, 11, 23));
+        assert_eq!(effective_due(d(2026, 11, 18)), d(2026, 11, 18));
+        assert_eq!(add_business_days(d(2026, 11, 18), 5), d(2026, 11, 26));
+    }
+
+    #[test]
+    fn local_time_is_utc_minus_three() {
+        // 2026-12-01T12:00:00Z is 09:00 in São Paulo.
+        let now = UnixTime::from_secs(1_796_126_400);
+        assert_eq!(timestamp(now), "2026-12-01T09:00:00-03:00");
+        assert_eq!(
+            today(UnixTime::from_secs(1_796_083_200)),
+            d(2026, 11, 30),
+            "00:00Z is still the 30th"
+        );
+    }
+}

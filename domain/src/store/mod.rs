@@ -1,0 +1,616 @@
+//! The store seen from the domain: a small, portable trait over organization-scoped
+//! JSON documents with a few indexed columns per kind.
+//!
+//! Why documents plus columns: every entity is a typed Rust struct serialized to JSON
+//! (the same JSON the API returns), while filtering and sorting use real, indexed columns
+//! extracted from that JSON on write. Nothing here is SQLite-specific: a PostgreSQL
+//! store implements the same [`Store`]/[`Tx`] with the same tables (`doc` as `jsonb`).
+//!
+//! Every call takes the organization: there is no way to read or write across
+//! organizations, so another organization's id is simply not found.
+
+pub mod sqlite;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::DomainError;
+
+/// A failure of the store itself (never the caller's fault).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self(e.to_string())
+    }
+}
+
+/// SQL-ish type of an indexed column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnType {
+    /// Text (ids, statuses, ISO dates and timestamps, which sort lexicographically).
+    Text,
+    /// Floating point (money).
+    Real,
+    /// Integer (booleans as 0/1, counters).
+    Integer,
+    /// A JSON array stored as its text, searched by element (`tags`).
+    Tags,
+}
+
+/// One indexed column, extracted from the top-level document field of the same name.
+#[derive(Clone, Copy, Debug)]
+pub struct Column {
+    /// Field and column name.
+    pub name: &'static str,
+    /// Its type.
+    pub ty: ColumnType,
+}
+
+/// The kinds of document the store keeps, one table each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Organization (its own `org` is its id).
+    Organization,
+    /// Dashboard person.
+    Member,
+    /// Debtor.
+    Debtor,
+    /// Contact point of a debtor.
+    ContactPoint,
+    /// Charge.
+    Charge,
+    /// Ruler (régua).
+    Ruler,
+    /// Ruler step.
+    Step,
+    /// Message delivery (notifications and their outbox).
+    Delivery,
+    /// Audit event.
+    Event,
+    /// Credit-bureau record (negativação).
+    CreditBureauRecord,
+    /// Protest.
+    Protest,
+    /// Agreement (renegotiation).
+    Agreement,
+    /// Audited decision on a debt.
+    Decision,
+    /// CSV export.
+    Export,
+    /// Webhook.
+    Webhook,
+    /// Webhook delivery (and its outbox).
+    WebhookDelivery,
+}
+
+impl Kind {
+    /// Every kind (migration order).
+    pub const ALL: [Self; 16] = [
+        Self::Organization,
+        Self::Member,
+        Self::Debtor,
+        Self::ContactPoint,
+        Self::Charge,
+        Self::Ruler,
+        Self::Step,
+        Self::Delivery,
+        Self::Event,
+        Self::CreditBureauRecord,
+        Self::Protest,
+        Self::Agreement,
+        Self::Decision,
+        Self::Export,
+        Self::Webhook,
+        Self::WebhookDelivery,
+    ];
+
+    /// Table name.
+    pub const fn table(self) -> &'static str {
+        match self {
+            Self::Organization => "organizations",
+            Self::Member => "members",
+            Self::Debtor => "debtors",
+            Self::ContactPoint => "contact_points",
+            Self::Charge => "charges",
+            Self::Ruler => "rulers",
+            Self::Step => "steps",
+            Self::Delivery => "deliveries",
+            Self::Event => "events",
+            Self::CreditBureauRecord => "credit_bureau_records",
+            Self::Protest => "protests",
+            Self::Agreement => "agreements",
+            Self::Decision => "decisions",
+            Self::Export => "exports",
+            Self::Webhook => "webhooks",
+            Self::WebhookDelivery => "webhook_deliveries",
+        }
+    }
+
+    /// What an error message calls it.
+    pub const fn noun(self) -> &'static str {
+        match self {
+            Self::Organization => "organization",
+            Self::Member => "member",
+            Self::Debtor => "debtor",
+            Self::ContactPoint => "contact point",
+            Self::Charge => "charge",
+            Self::Ruler => "ruler",
+            Self::Step => "step",
+            Self::Delivery => "delivery",
+            Self::Event => "event",
+            Self::CreditBureauRecord => "credit bureau record",
+            Self::Protest => "protest",
+            Self::Agreement => "agreement",
+            Self::Decision => "decision",
+            Self::Export => "export",
+            Self::Webhook => "webhook",
+            Self::WebhookDelivery => "webhook delivery",
+        }
+    }
+
+    /// Indexed columns (besides `org`, `id`, `created_at`).
+    pub fn columns(self) -> &'static [Column] {
+        match self {
+            Self::Organization => &[Column {
+                name: "slug",
+                ty: ColumnType::Text,
+            }],
+            Self::Member => &[
+                Column {
+                    name: "email",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "role",
+                    ty: ColumnType::Text,
+                },
+            ],
+            Self::Debtor => &[
+                Column {
+                    name: "name",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "cnpj_cpf",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "external_code",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "ruler_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "overdue_amount",
+                    ty: ColumnType::Real,
+                },
+                Column {
+                    name: "tags",
+                    ty: ColumnType::Tags,
+                },
+            ],
+            Self::ContactPoint => &[
+                Column {
+                    name: "debtor_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "channel",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "consent",
+                    ty: ColumnType::Text,
+                },
+            ],
+            Self::Charge => &[
+                Column {
+                    name: "debtor_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "due_date",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "amount",
+                    ty: ColumnType::Real,
+                },
+                Column {
+                    name: "payment_method",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "paid_at",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "ruler_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "external_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "agreement_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "description",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "tags",
+                    ty: ColumnType::Tags,
+                },
+            ],
+            Self::Ruler => &[
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "name",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "is_default",
+                    ty: ColumnType::Integer,
+                },
+            ],
+            Self::Step => &[
+                Column {
+                    name: "ruler_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "position",
+                    ty: ColumnType::Integer,
+                },
+            ],
+            Self::Delivery => &[
+                Column {
+                    name: "charge_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "debtor_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "step_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "channel",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "scheduled_at",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "contact_point_id",
+                    ty: ColumnType::Text,
+                },
+            ],
+            Self::Event => &[
+                Column {
+                    name: "code",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "resource_type",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "resource_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "occurred_at",
+                    ty: ColumnType::Text,
+                },
+            ],
+            Self::CreditBureauRecord => &[
+                Column {
+                    name: "charge_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "debtor_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "bureau",
+                    ty: ColumnType::Text,
+                },
+            ],
+            Self::Protest => &[
+                Column {
+                    name: "charge_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "debtor_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+            ],
+            Self::Agreement => &[
+                Column {
+                    name: "debtor_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+            ],
+            Self::Decision => &[Column {
+                name: "charge_id",
+                ty: ColumnType::Text,
+            }],
+            Self::Export => &[
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "resource",
+                    ty: ColumnType::Text,
+                },
+            ],
+            Self::Webhook => &[Column {
+                name: "active",
+                ty: ColumnType::Integer,
+            }],
+            Self::WebhookDelivery => &[
+                Column {
+                    name: "webhook_id",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "status",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "event_code",
+                    ty: ColumnType::Text,
+                },
+                Column {
+                    name: "next_retry_at",
+                    ty: ColumnType::Text,
+                },
+            ],
+        }
+    }
+
+    /// Whether `name` is a queryable column of this kind.
+    pub fn has_column(self, name: &str) -> bool {
+        matches!(name, "id" | "created_at") || self.columns().iter().any(|c| c.name == name)
+    }
+}
+
+/// One condition of a query (on indexed columns only).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cond {
+    /// `col = value`.
+    Eq(&'static str, Value),
+    /// `col IN (values)`.
+    In(&'static str, Vec<Value>),
+    /// `col >= value`.
+    Ge(&'static str, Value),
+    /// `col <= value`.
+    Le(&'static str, Value),
+    /// `col IS NULL` (true) or `IS NOT NULL` (false).
+    Null(&'static str, bool),
+    /// Case-insensitive substring in any of the columns.
+    Search(Vec<&'static str>, String),
+    /// The `Tags` column contains this element.
+    Tag(&'static str, String),
+}
+
+/// Sort direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Ascending.
+    Asc,
+    /// Descending.
+    Desc,
+}
+
+/// A query over one kind within one organization.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    /// Conditions, all of which must hold.
+    pub conds: Vec<Cond>,
+    /// Sort column and direction (ties broken by `id`).
+    pub sort: (&'static str, Order),
+    /// Most rows returned (`None`: all).
+    pub limit: Option<u32>,
+    /// Rows skipped.
+    pub offset: u32,
+}
+
+impl Query {
+    /// Every document, oldest first.
+    pub fn all() -> Self {
+        Self {
+            conds: Vec::new(),
+            sort: ("created_at", Order::Asc),
+            limit: None,
+            offset: 0,
+        }
+    }
+
+    /// Adds a condition.
+    pub fn with(mut self, c: Cond) -> Self {
+        self.conds.push(c);
+        self
+    }
+}
+
+/// An idempotency record: what a keyed write answered the first time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remembered {
+    /// Tool name.
+    pub tool: String,
+    /// Digest of the arguments (without the key).
+    pub digest: String,
+    /// The result: `{"status": u16, "body": ...}` or an error body.
+    pub result: Value,
+    /// When it was stored (ms since epoch).
+    pub at_ms: u64,
+}
+
+/// One transaction. Writes are atomic with everything else done in the same `write`.
+pub trait Tx {
+    /// The document `id` of `kind` in `org`.
+    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError>;
+    /// Inserts or replaces a document (its `id` and `created_at` fields are required).
+    fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError>;
+    /// Deletes a document; whether it existed.
+    fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError>;
+    /// Documents matching `q`.
+    fn find(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<Value>, StoreError>;
+    /// How many documents match `conds`.
+    fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError>;
+    /// Every organization id (for workers that sweep all of them).
+    fn organizations(&mut self) -> Result<Vec<String>, StoreError>;
+    /// The result stored under an idempotency key.
+    fn recall(&mut self, org: &str, key: &str) -> Result<Option<Remembered>, StoreError>;
+    /// Stores a result under an idempotency key (first write wins).
+    fn remember(&mut self, org: &str, key: &str, r: &Remembered) -> Result<(), StoreError>;
+    /// Forgets idempotency records older than `before_ms`.
+    fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError>;
+}
+
+/// A transactional document store shared by every request.
+pub trait Store: Send + Sync {
+    /// Runs `f` in a read transaction (a consistent snapshot).
+    fn read(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError>;
+    /// Runs `f` in a write transaction: committed when `f` is `Ok`, rolled back otherwise.
+    fn write(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError>;
+    /// Whether the store answers (`/readyz`).
+    fn ping(&self) -> bool;
+}
+
+/// Runs `f` in a read transaction and returns its value.
+pub fn read<R>(
+    store: &dyn Store,
+    f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
+) -> Result<R, DomainError> {
+    let mut f = Some(f);
+    let mut out = None;
+    store.read(&mut |tx| {
+        let f = f.take().ok_or_else(|| StoreError("read retried".into()))?;
+        out = Some(f(tx)?);
+        Ok(())
+    })?;
+    out.ok_or_else(|| StoreError("read produced nothing".into()).into())
+}
+
+/// Runs `f` in a write transaction and returns its value.
+pub fn write<R>(
+    store: &dyn Store,
+    f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
+) -> Result<R, DomainError> {
+    let mut f = Some(f);
+    let mut out = None;
+    store.write(&mut |tx| {
+        let f = f.take().ok_or_else(|| StoreError("write retried".into()))?;
+        out = Some(f(tx)?);
+        Ok(())
+    })?;
+    out.ok_or_else(|| StoreError("write produced nothing".into()).into())
+}
+
+/// Loads a typed document.
+pub fn load<T: DeserializeOwned>(
+    tx: &mut dyn Tx,
+    kind: Kind,
+    org: &str,
+    id: &str,
+) -> Result<Option<T>, DomainError> {
+    match tx.get(kind, org, id)? {
+        None => Ok(None),
+        Some(v) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(|e| StoreError(format!("corrupt {} {id}: {e}", kind.noun())).into()),
+    }
+}
+
+/// Loads a typed document or answers `NOT_FOUND`.
+pub fn must<T: DeserializeOwned>(
+    tx: &mut dyn Tx,
+    kind: Kind,
+    org: &str,
+    id: &str,
+) -> Result<T, DomainError> {
+    load(tx, kind, org, id)?.ok_or_else(|| DomainError::not_found(kind.noun(), id))
+}
+
+/// Loads typed documents matching a query.
+pub fn find<T: DeserializeOwned>(
+    tx: &mut dyn Tx,
+    kind: Kind,
+    org: &str,
+    q: &Query,
+) -> Result<Vec<T>, DomainError> {
+    tx.find(kind, org, q)?
+        .into_iter()
+        .map(|v| {
+            serde_json::from_value(v)
+                .map_err(|e| StoreError(format!("corrupt {}: {e}", kind.noun())).into())
+        })
+        .collect()
+}
+
+/// Saves a typed document.
+pub fn save<T: Serialize>(
+    tx: &mut dyn Tx,
+    kind: Kind,
+    org: &str,
+    doc: &T,
+) -> Result<(), DomainError> {
+    let v = serde_json::to_value(doc).map_err(|e| StoreError(e.to_string()))?;
+    tx.put(kind, org, &v)?;
+    Ok(())
+}

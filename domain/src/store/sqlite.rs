@@ -1,0 +1,508 @@
+//! The embedded default store: SQLite in WAL mode, one table per [`Kind`].
+//!
+//! Each table is `(org, id, created_at, doc, <indexed columns>)` with primary key
+//! `(org, id)` and an index `(org, column)` per indexed column, so every query is an
+//! index range within one organization. One writer connection (`BEGIN IMMEDIATE`, so
+//! writers serialize instead of failing on upgrade), a few reader connections (WAL lets
+//! them read a snapshot while the writer commits). `synchronous=FULL`: an acknowledged
+//! write survives a process kill and a power loss.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rusqlite::types::Value as Sql;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use serde_json::Value;
+
+use super::{ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx};
+use crate::error::DomainError;
+
+/// Versioned migrations; each runs once, in order, inside one transaction.
+fn migrations() -> Vec<(u32, String)> {
+    let mut v1 = String::new();
+    for kind in Kind::ALL {
+        let t = kind.table();
+        let cols: String = kind
+            .columns()
+            .iter()
+            .map(|c| {
+                let ty = match c.ty {
+                    ColumnType::Text | ColumnType::Tags => "TEXT",
+                    ColumnType::Real => "REAL",
+                    ColumnType::Integer => "INTEGER",
+                };
+                format!(", {} {ty}", c.name)
+            })
+            .collect();
+        v1.push_str(&format!(
+            "CREATE TABLE {t} (org TEXT NOT NULL, id TEXT NOT NULL, created_at TEXT NOT NULL, doc TEXT NOT NULL{cols}, PRIMARY KEY (org, id)) WITHOUT ROWID;\n\
+             CREATE INDEX {t}_created ON {t} (org, created_at, id);\n"
+        ));
+        for c in kind.columns() {
+            v1.push_str(&format!(
+                "CREATE INDEX {t}_{c} ON {t} (org, {c}, id);\n",
+                c = c.name
+            ));
+        }
+    }
+    v1.push_str(
+        "CREATE TABLE idempotency (org TEXT NOT NULL, key TEXT NOT NULL, tool TEXT NOT NULL, digest TEXT NOT NULL, result TEXT NOT NULL, at_ms INTEGER NOT NULL, PRIMARY KEY (org, key)) WITHOUT ROWID;\n\
+         CREATE INDEX idempotency_at ON idempotency (at_ms);\n\
+         CREATE INDEX charges_status_due ON charges (org, status, due_date, id);\n",
+    );
+    vec![(1, v1)]
+}
+
+/// SQLite store.
+pub struct SqliteStore {
+    writer: Mutex<Connection>,
+    readers: Vec<Mutex<Connection>>,
+    next: AtomicUsize,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("readers", &self.readers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn configure(c: &Connection) -> Result<(), StoreError> {
+    c.busy_timeout(std::time::Duration::from_secs(10))?;
+    c.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;",
+    )?;
+    Ok(())
+}
+
+impl SqliteStore {
+    /// Opens (creating and migrating when new) the database at `path`.
+    pub fn open(path: &Path, readers: usize) -> Result<Self, StoreError> {
+        let writer = Connection::open(path)?;
+        configure(&writer)?;
+        migrate(&writer)?;
+        let mut rs = Vec::with_capacity(readers);
+        for _ in 0..readers {
+            let r = Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            r.busy_timeout(std::time::Duration::from_secs(10))?;
+            rs.push(Mutex::new(r));
+        }
+        Ok(Self {
+            writer: Mutex::new(writer),
+            readers: rs,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// A private in-memory database (tests, benches): one connection for everything.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        let c = Connection::open_in_memory()?;
+        migrate(&c)?;
+        Ok(Self {
+            writer: Mutex::new(c),
+            readers: Vec::new(),
+            next: AtomicUsize::new(0),
+        })
+    }
+}
+
+fn migrate(c: &Connection) -> Result<(), StoreError> {
+    c.execute_batch("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")?;
+    let current: u32 = c.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+        [],
+        |r| r.get(0),
+    )?;
+    for (version, sql) in migrations() {
+        if version <= current {
+            continue;
+        }
+        c.execute_batch(&format!(
+            "BEGIN IMMEDIATE;\n{sql}\nINSERT INTO schema_migrations (version) VALUES ({version});\nCOMMIT;"
+        ))?;
+    }
+    Ok(())
+}
+
+fn lock(m: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
+    // A poisoned lock only means another request panicked mid-transaction; SQLite rolled
+    // that transaction back, so the connection is still sound.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Store for SqliteStore {
+    fn read(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError> {
+        let conn = if self.readers.is_empty() {
+            &self.writer
+        } else {
+            &self.readers[self.next.fetch_add(1, Ordering::Relaxed) % self.readers.len()]
+        };
+        let mut conn = lock(conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Deferred)
+            .map_err(StoreError::from)?;
+        let mut t = SqlTx { tx: &tx };
+        f(&mut t)
+    }
+
+    fn write(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError> {
+        let mut conn = lock(&self.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
+        let mut t = SqlTx { tx: &tx };
+        f(&mut t)?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(())
+    }
+
+    fn ping(&self) -> bool {
+        lock(&self.writer)
+            .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+            .is_ok()
+    }
+}
+
+struct SqlTx<'a> {
+    tx: &'a rusqlite::Transaction<'a>,
+}
+
+fn to_sql(v: &Value, ty: ColumnType) -> Sql {
+    match (v, ty) {
+        (Value::Null, _) => Sql::Null,
+        (Value::Bool(b), _) => Sql::Integer(i64::from(*b)),
+        (Value::Number(n), ColumnType::Integer) => Sql::Integer(n.as_i64().unwrap_or_default()),
+        (Value::Number(n), _) => Sql::Real(n.as_f64().unwrap_or_default()),
+        (Value::String(s), _) => Sql::Text(s.clone()),
+        (other, _) => Sql::Text(other.to_string()),
+    }
+}
+
+fn cond_value(kind: Kind, col: &str, v: &Value) -> Sql {
+    let ty = kind
+        .columns()
+        .iter()
+        .find(|c| c.name == col)
+        .map_or(ColumnType::Text, |c| c.ty);
+    to_sql(v, ty)
+}
+
+fn check_col(kind: Kind, col: &str) -> Result<(), StoreError> {
+    if kind.has_column(col) {
+        Ok(())
+    } else {
+        Err(StoreError(format!("{} has no column {col}", kind.table())))
+    }
+}
+
+/// `WHERE` clause and its parameters (the org is always the first).
+fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Sql>), StoreError> {
+    let mut sql = String::from(" WHERE org = ?");
+    let mut args = vec![Sql::Text(org.to_owned())];
+    for c in conds {
+        match c {
+            Cond::Eq(col, v) | Cond::Ge(col, v) | Cond::Le(col, v) => {
+                check_col(kind, col)?;
+                let op = match c {
+                    Cond::Eq(..) => "=",
+                    Cond::Ge(..) => ">=",
+                    _ => "<=",
+                };
+                sql.push_str(&format!(" AND {col} {op} ?"));
+                args.push(cond_value(kind, col, v));
+            }
+            Cond::In(col, vs) => {
+                check_col(kind, col)?;
+                if vs.is_empty() {
+                    sql.push_str(" AND 0");
+                    continue;
+                }
+                let marks = vec!["?"; vs.len()].join(",");
+                sql.push_str(&format!(" AND {col} IN ({marks})"));
+                args.extend(vs.iter().map(|v| cond_value(kind, col, v)));
+            }
+            Cond::Null(col, is_null) => {
+                check_col(kind, col)?;
+                let not = if *is_null { "" } else { " NOT" };
+                sql.push_str(&format!(" AND {col} IS{not} NULL"));
+            }
+            Cond::Search(cols, needle) => {
+                let mut ors = Vec::new();
+                for col in cols {
+                    check_col(kind, col)?;
+                    ors.push(format!("{col} LIKE ? ESCAPE '\\'"));
+                    args.push(Sql::Text(format!("%{}%", like_escape(needle))));
+                }
+                sql.push_str(&format!(" AND ({})", ors.join(" OR ")));
+            }
+            Cond::Tag(col, tag) => {
+                check_col(kind, col)?;
+                sql.push_str(&format!(" AND {col} LIKE ? ESCAPE '\\'"));
+                let quoted = Value::String(tag.clone()).to_string();
+                args.push(Sql::Text(format!("%{}%", like_escape(&quoted))));
+            }
+        }
+    }
+    Ok((sql, args))
+}
+
+fn like_escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+fn parse_doc(text: String) -> Result<Value, StoreError> {
+    serde_json::from_str(&text).map_err(|e| StoreError(format!("corrupt document: {e}")))
+}
+
+impl Tx for SqlTx<'_> {
+    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        let sql = format!("SELECT doc FROM {} WHERE org = ? AND id = ?", kind.table());
+        let doc: Option<String> = self
+            .tx
+            .prepare_cached(&sql)?
+            .query_row(params![org, id], |r| r.get(0))
+            .optional()?;
+        doc.map(parse_doc).transpose()
+    }
+
+    fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
+        let id = doc
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| StoreError("document without id".into()))?;
+        let created = doc
+            .get("created_at")
+            .and_then(Value::as_str)
+            .ok_or_else(|| StoreError("document without created_at".into()))?;
+        let cols = kind.columns();
+        let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
+        let marks: String = cols.iter().map(|_| ", ?").collect();
+        let sql = format!(
+            "INSERT OR REPLACE INTO {} (org, id, created_at, doc{names}) VALUES (?, ?, ?, ?{marks})",
+            kind.table()
+        );
+        let mut args: Vec<Sql> = vec![
+            Sql::Text(org.to_owned()),
+            Sql::Text(id.to_owned()),
+            Sql::Text(created.to_owned()),
+            Sql::Text(doc.to_string()),
+        ];
+        for c in cols {
+            args.push(to_sql(doc.get(c.name).unwrap_or(&Value::Null), c.ty));
+        }
+        self.tx
+            .prepare_cached(&sql)?
+            .execute(rusqlite::params_from_iter(args))?;
+        Ok(())
+    }
+
+    fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
+        let sql = format!("DELETE FROM {} WHERE org = ? AND id = ?", kind.table());
+        Ok(self.tx.prepare_cached(&sql)?.execute(params![org, id])? > 0)
+    }
+
+    fn find(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<Value>, StoreError> {
+        let (clause, args) = where_clause(kind, org, &q.conds)?;
+        check_col(kind, q.sort.0)?;
+        let dir = match q.sort.1 {
+            Order::Asc => "ASC",
+            Order::Desc => "DESC",
+        };
+        let limit = q.limit.map_or(-1, i64::from);
+        let sql = format!(
+            "SELECT doc FROM {}{clause} ORDER BY {} {dir}, id {dir} LIMIT {limit} OFFSET {}",
+            kind.table(),
+            q.sort.0,
+            q.offset
+        );
+        let mut stmt = self.tx.prepare_cached(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(parse_doc(row?)?);
+        }
+        Ok(out)
+    }
+
+    fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
+        let (clause, args) = where_clause(kind, org, conds)?;
+        let sql = format!("SELECT COUNT(*) FROM {}{clause}", kind.table());
+        let n: i64 = self
+            .tx
+            .prepare_cached(&sql)?
+            .query_row(rusqlite::params_from_iter(args), |r| r.get(0))?;
+        Ok(u64::try_from(n).unwrap_or_default())
+    }
+
+    fn organizations(&mut self) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self
+            .tx
+            .prepare_cached("SELECT id FROM organizations ORDER BY id")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn recall(&mut self, org: &str, key: &str) -> Result<Option<Remembered>, StoreError> {
+        let row = self
+            .tx
+            .prepare_cached(
+                "SELECT tool, digest, result, at_ms FROM idempotency WHERE org = ? AND key = ?",
+            )?
+            .query_row(params![org, key], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            })
+            .optional()?;
+        row.map(|(tool, digest, result, at)| {
+            Ok(Remembered {
+                tool,
+                digest,
+                result: parse_doc(result)?,
+                at_ms: u64::try_from(at).unwrap_or_default(),
+            })
+        })
+        .transpose()
+    }
+
+    fn remember(&mut self, org: &str, key: &str, r: &Remembered) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO idempotency (org, key, tool, digest, result, at_ms) VALUES (?, ?, ?, ?, ?, ?)",
+            )?
+            .execute(params![
+                org,
+                key,
+                r.tool,
+                r.digest,
+                r.result.to_string(),
+                i64::try_from(r.at_ms).unwrap_or(i64::MAX)
+            ])?;
+        Ok(())
+    }
+
+    fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError> {
+        let n = self
+            .tx
+            .prepare_cached("DELETE FROM idempotency WHERE at_ms < ?")?
+            .execute(params![i64::try_from(before_ms).unwrap_or(i64::MAX)])?;
+        Ok(n as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{read, write};
+    use serde_json::json;
+
+    fn doc(id: &str, status: &str, amount: f64, tags: &[&str]) -> Value {
+        json!({"id": id, "created_at": format!("2026-01-0{id}T00:00:00-03:00"), "status": status,
+               "amount": amount, "due_date": "2026-02-01", "tags": tags, "description": "Mensalidade"})
+    }
+
+    #[test]
+    fn scoped_by_organization_and_queryable() {
+        let s = SqliteStore::in_memory().unwrap();
+        write(&s, |tx| {
+            tx.put(Kind::Charge, "a", &doc("1", "pending", 10.0, &["vip"]))?;
+            tx.put(Kind::Charge, "a", &doc("2", "overdue", 20.5, &[]))?;
+            tx.put(Kind::Charge, "b", &doc("3", "pending", 30.0, &["vip"]))?;
+            Ok(())
+        })
+        .unwrap();
+        read(&s, |tx| {
+            assert!(
+                tx.get(Kind::Charge, "b", "1")?.is_none(),
+                "other org is not found"
+            );
+            assert_eq!(tx.get(Kind::Charge, "a", "1")?.unwrap()["amount"], 10.0);
+            let q = Query::all().with(Cond::In("status", vec![json!("pending"), json!("overdue")]));
+            assert_eq!(tx.find(Kind::Charge, "a", &q)?.len(), 2);
+            assert_eq!(
+                tx.count(Kind::Charge, "a", &[Cond::Tag("tags", "vip".into())])?,
+                1
+            );
+            assert_eq!(
+                tx.count(Kind::Charge, "a", &[Cond::Ge("amount", json!(15))])?,
+                1
+            );
+            assert_eq!(
+                tx.count(
+                    Kind::Charge,
+                    "a",
+                    &[Cond::Search(vec!["description"], "MENSAL".into())]
+                )?,
+                2
+            );
+            let q = Query {
+                sort: ("amount", Order::Desc),
+                limit: Some(1),
+                ..Query::all()
+            };
+            assert_eq!(tx.find(Kind::Charge, "a", &q)?[0]["id"], "2");
+            assert!(
+                tx.find(
+                    Kind::Charge,
+                    "a",
+                    &Query {
+                        sort: ("nope", Order::Asc),
+                        ..Query::all()
+                    }
+                )
+                .is_err()
+            );
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn failed_write_rolls_back() {
+        let s = SqliteStore::in_memory().unwrap();
+        let r: Result<(), _> = write(&s, |tx| {
+            tx.put(Kind::Charge, "a", &doc("1", "pending", 1.0, &[]))?;
+            Err(DomainError::Conflict("no".into()))
+        });
+        assert!(r.is_err());
+        let n = read(&s, |tx| Ok(tx.count(Kind::Charge, "a", &[])?)).unwrap();
+        assert_eq!(n, 0);
+    }
+
+    #[test]
+    fn idempotency_first_write_wins() {
+        let s = SqliteStore::in_memory().unwrap();
+        let rem = |d: &str| Remembered {
+            tool: "t".into(),
+            digest: d.into(),
+            result: json!({"a":1}),
+            at_ms: 5,
+        };
+        write(&s, |tx| {
+            tx.remember("o", "k", &rem("x"))?;
+            tx.remember("o", "k", &rem("y"))?;
+            Ok(())
+        })
+        .unwrap();
+        let got = read(&s, |tx| Ok(tx.recall("o", "k")?)).unwrap().unwrap();
+        assert_eq!(got.digest, "x");
+        assert_eq!(read(&s, |tx| Ok(tx.recall("p", "k")?)).unwrap(), None);
+        assert_eq!(write(&s, |tx| Ok(tx.forget_before(6)?)).unwrap(), 1);
+    }
+}
