@@ -5,7 +5,8 @@
 //! tests, fuzz seeds and benches drive the server through it, so every run of a case
 //! produces the same bytes.
 //!
-//! Each [`Harness::send`] opens a fresh HTTP/1.1 connection, feeds it the bytes (whole,
+//! Each [`Harness::send`] opens a fresh HTTP/1.1 connection (a `dunning-http1` [`Conn`],
+//! the codec every socket adapter uses), feeds it the bytes (whole,
 //! byte by byte, or in seeded random chunks: [`Split`]), answers every request it yields
 //! with [`Server::handle`] under [`Env::fixed`] (the harness clock and a counter that
 //! numbers requests), signals end of input, and returns everything the connection wrote.
@@ -24,9 +25,7 @@ use std::sync::Arc;
 use dunning_core::dispatch::Dispatch;
 use dunning_core::{Env, Load, Server, UnixTime};
 
-mod codec;
-
-use codec::{Conn, Output, encode_response};
+use dunning_http1::{Conn, Limits, Output};
 
 /// Where the harness clock starts: 2026-12-01T12:00:00Z.
 pub const START: UnixTime = UnixTime::from_millis(1_796_126_400_000);
@@ -99,7 +98,8 @@ impl<D: Dispatch> Harness<D> {
     /// Sends `raw` on a new connection, delivered as `split` says; returns every byte
     /// written back. The connection sees end of input after the last byte.
     pub fn send_split(&mut self, raw: &[u8], split: Split) -> Vec<u8> {
-        let mut conn = Conn::default();
+        let mut conn = Conn::new(Limits::default());
+        conn.set_now(self.clock);
         let mut written = Vec::new();
         let mut rng = SplitMix(match split {
             Split::Random(seed) => seed,
@@ -133,7 +133,7 @@ impl<D: Dispatch> Harness<D> {
                     env.load = self.load;
                     self.counter += 1;
                     let resp = req.with_core(|r| self.server.handle(r, &env));
-                    encode_response(&resp, self.clock, written);
+                    conn.encode_response(&resp, self.clock, written);
                 }
                 Output::Transmit(bytes) => written.extend_from_slice(&bytes),
                 Output::Close => return true,
