@@ -104,15 +104,15 @@
 //!   `HTTP/1.1 100 Continue` before reading the body, unless the declared length is already
 //!   over the limit (then `413` directly). Other expectations are ignored.
 //!
-//! ## Limits ([`Limits`], defaults in brackets)
+//! ## Limits ([`Limits`])
 //!
-//! | limit | counts | over it |
-//! |---|---|---|
-//! | `max_request_line` [8192] | request-line bytes, CRLF excluded | `414` |
-//! | `max_header_bytes` [65536] | all field lines after the request line, with their CRLFs and the final empty line | `400` (product spec §15) |
-//! | `max_headers` [100] | field lines | `431` |
-//! | `max_body` [2097152] | de-framed body bytes; exactly the limit is accepted | `413` with a JSON-RPC body |
-//! | `max_chunk_ext` [1024] | bytes of one chunk extension | `400` |
+//! | limit | default | counts | over it |
+//! |---|---|---|---|
+//! | `max_request_line` | 8192 | request-line bytes, CRLF excluded | `414` |
+//! | `max_header_bytes` | 65536 | all field lines after the request line, with their CRLFs and the final empty line | `400` (product spec §15) |
+//! | `max_headers` | 100 | field lines | `431` |
+//! | `max_body` | 2097152 | de-framed body bytes; exactly the limit is accepted | `413` with a JSON-RPC body |
+//! | `max_chunk_ext` | 1024 | bytes of one chunk extension | `400` |
 //!
 //! Limits are decided before the excess is buffered: a declared `Content-Length` over the
 //! limit is refused without reading the body, a chunk whose size would take the running
@@ -125,7 +125,9 @@
 //! core set anyway — `Content-Length`, `Transfer-Encoding`, `Connection`, `Date` — is
 //! dropped; a `Connection: close` from the core is honoured), then `Content-Length`,
 //! `Date` (IMF-fixdate), and `Connection: close` when closing (`Connection: keep-alive`
-//! for a kept-alive HTTP/1.0 request). 1xx and 204 carry neither body nor
+//! for a kept-alive HTTP/1.0 request). Header names are written in canonical Title-Case
+//! (`content-type` → `Content-Type`, `mcp-session-id` → `Mcp-Session-Id`,
+//! `www-authenticate` → `WWW-Authenticate`). 1xx and 204 carry neither body nor
 //! `Content-Length`; 304 and responses to `HEAD` carry the body's `Content-Length` but no
 //! body.
 #![forbid(unsafe_code)]

@@ -112,6 +112,9 @@ fn spec() -> impl Strategy<Value = Spec> {
         )
 }
 
+/// Bytes that matter to HTTP framing, for mutations.
+const INTERESTING: &[u8] = b"\r\n\0 \t:;,0123456789aAfFgG-+xX\x7f\x80\xff";
+
 fn transcript(pieces: &[&[u8]]) -> Vec<Event> {
     drive(
         &mut conn_with(Limits::default()),
@@ -175,6 +178,37 @@ proptest! {
         }
         pieces.push(&input[at..]);
         prop_assert_eq!(&transcript(&pieces), &whole);
+    }
+
+    #[test]
+    fn mutated_requests_never_panic_and_split_agrees(
+        specs in prop::collection::vec(spec(), 1..4),
+        edits in prop::collection::vec(
+            (any::<prop::sample::Index>(), 0u8..3, prop::sample::select(INTERESTING.to_vec())),
+            1..6,
+        ),
+        cuts in any::<[u16; 3]>(),
+    ) {
+        let mut input = Vec::new();
+        for s in &specs {
+            s.encode(&mut input);
+        }
+        for (at, op, byte) in edits {
+            let i = at.index(input.len() + 1);
+            match op {
+                0 => input.insert(i, byte),
+                1 if i < input.len() => { input.remove(i); }
+                _ if i < input.len() => input[i] = byte,
+                _ => input.push(byte),
+            }
+        }
+        crate::fuzzing::decode(&input);
+        let mut data = vec![3];
+        for c in cuts {
+            data.extend_from_slice(&c.to_be_bytes());
+        }
+        data.extend_from_slice(&input);
+        crate::fuzzing::split(&data);
     }
 
     #[test]
