@@ -20,6 +20,7 @@
 //! construction the same checks as the real call.
 #![forbid(unsafe_code)]
 
+pub mod demo;
 pub mod error;
 pub mod mcp;
 pub mod op;
@@ -30,6 +31,8 @@ pub mod rules;
 pub mod schema;
 pub mod spec;
 pub mod store;
+#[doc(hidden)]
+pub mod testing;
 pub mod webhooks;
 
 use std::collections::{BTreeMap, HashMap};
@@ -96,6 +99,11 @@ impl Domain {
             index,
             outbound: outbound::Outbound::new(org::Settings::default().outbound_per_minute),
         }
+    }
+
+    /// The outbound limiter.
+    pub fn outbound(&self) -> &outbound::Outbound {
+        &self.outbound
     }
 
     /// The store.

@@ -1,8 +1,517 @@
-//! Tools of the `debtors` group (domain.md §2). Not built yet.
+//! Debtors (domain.md §1, tools #3–#7): who owes. The statement (#8) lives with charges.
+//!
+//! A debtor's computed fields (`open_amount`, `overdue_amount`, `overdue_count`,
+//! `oldest_due_date`) are stored on the document and refreshed by
+//! [`refresh_aggregates`] whenever one of its charges changes, so listing and sorting by
+//! them is an index scan, not an aggregate per row.
 
-use crate::spec::ToolSpec;
+use dunning_core::{Output, Scope};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::error::DomainError;
+use crate::op::{Op, created, list, ok};
+use crate::rules::{document, money};
+use crate::schema as s;
+use crate::spec::{ToolSpec, tool};
+use crate::store::{Cond, Kind, Order, Query, find, must, save};
+
+/// Postal address.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Address {
+    /// Street.
+    pub street: String,
+    /// Number.
+    pub number: String,
+    /// Complement.
+    pub complement: String,
+    /// Neighborhood (bairro).
+    pub neighborhood: String,
+    /// City.
+    pub city: String,
+    /// State (UF, two letters).
+    pub state: String,
+    /// CEP (8 digits).
+    pub zipcode: String,
+}
+
+/// A debtor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Debtor {
+    /// UUID.
+    pub id: String,
+    /// The creditor's own code for this debtor.
+    pub external_code: Option<String>,
+    /// `natural` (CPF) or `juridical` (CNPJ), derived from the document.
+    pub person_type: String,
+    /// CPF or CNPJ, normalized.
+    pub cnpj_cpf: String,
+    /// Name.
+    pub name: String,
+    /// Nickname.
+    pub nickname: Option<String>,
+    /// Contact person (companies).
+    pub contact_person: Option<String>,
+    /// Birthday.
+    pub birthday: Option<String>,
+    /// Address.
+    pub address: Address,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Free-form data.
+    pub custom_data: Map<String, Value>,
+    /// Ruler applied to this debtor's charges by default.
+    pub ruler_id: Option<String>,
+    /// Blocks every channel (CDC art. 42, LGPD).
+    pub do_not_contact: bool,
+    /// Blocks credit-bureau registration.
+    pub credit_restriction_blocked: bool,
+    /// `active` or `archived`.
+    pub status: String,
+    /// When archived.
+    pub archived_at: Option<String>,
+    /// Why archived.
+    pub archive_reason: Option<String>,
+    /// Sum of open charges (pending, overdue, partially paid), computed.
+    pub open_amount: f64,
+    /// Sum of overdue charges, computed.
+    pub overdue_amount: f64,
+    /// Number of overdue charges, computed.
+    pub overdue_count: u32,
+    /// Oldest due date among open charges, computed.
+    pub oldest_due_date: Option<String>,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+}
+
+const SORTS: &[(&str, &str, Order)] = &[
+    ("name", "name", Order::Asc),
+    ("created_at", "created_at", Order::Desc),
+    ("overdue_amount", "overdue_amount", Order::Desc),
+];
+
+const WRITABLE: &[&str] = &[
+    "external_code",
+    "cnpj_cpf",
+    "name",
+    "nickname",
+    "contact_person",
+    "birthday",
+    "address",
+    "tags",
+    "custom_data",
+    "ruler_id",
+    "do_not_contact",
+    "credit_restriction_blocked",
+];
+
+fn address_schema() -> Value {
+    s::object(
+        "Postal address",
+        &[
+            ("street", s::string("Street")),
+            ("number", s::string("Number")),
+            ("complement", s::string("Complement")),
+            ("neighborhood", s::string("Neighborhood (bairro)")),
+            ("city", s::string("City")),
+            ("state", s::text("State (UF), two letters", 2, 2)),
+            ("zipcode", s::string("CEP, 8 digits")),
+        ],
+        &[],
+    )
+}
+
+fn debtor_fields(b: crate::spec::ToolBuilder, create: bool) -> crate::spec::ToolBuilder {
+    let b = if create {
+        b.req("cnpj_cpf", s::string("CPF (11 digits) or CNPJ (14 characters), with or without punctuation; check digits are validated"))
+            .req("name", s::text("Full name or company name", 1, 200))
+    } else {
+        b.arg(
+            "cnpj_cpf",
+            s::string("CPF or CNPJ; check digits are validated"),
+        )
+        .arg("name", s::text("Full name or company name", 1, 200))
+    };
+    b.arg(
+        "external_code",
+        s::text("Your own code for this debtor", 1, 100),
+    )
+    .arg("nickname", s::text("Nickname", 1, 100))
+    .arg(
+        "contact_person",
+        s::text("Contact person (companies)", 1, 200),
+    )
+    .arg("birthday", s::date("Birthday"))
+    .arg("address", address_schema())
+    .arg("tags", s::array("Tags", s::text("tag", 1, 50)))
+    .arg(
+        "custom_data",
+        s::any_object("Free-form data kept with the debtor"),
+    )
+    .arg(
+        "ruler_id",
+        s::id("Ruler applied to this debtor's charges by default"),
+    )
+    .arg(
+        "do_not_contact",
+        s::boolean("Block every channel for this debtor"),
+    )
+    .arg(
+        "credit_restriction_blocked",
+        s::boolean("Block credit-bureau registration for this debtor"),
+    )
+}
 
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
-    Vec::new()
+    vec![
+        tool("dunning_debtors_list", "List debtors", "GET", "/v1/debtors")
+            .describe("Lists debtors of the organization with their open and overdue totals. Filters: free-text `q` (name, document, code), `status`, `tag`, `cnpj_cpf`, `has_overdue`.")
+            .read()
+            .access(Scope::Read, Some("debtors.view"))
+            .arg("q", s::text("Search in name, CPF/CNPJ and external code", 1, 100))
+            .arg("status", s::csv_of("Debtor status", &["active", "archived"]))
+            .arg("tag", s::text("Only debtors carrying this tag", 1, 50))
+            .arg("cnpj_cpf", s::string("Exact CPF or CNPJ (punctuation ignored)"))
+            .arg("has_overdue", s::boolean("Only debtors with (true) or without (false) overdue charges"))
+            .list(&["name", "created_at", "overdue_amount"])
+            .output(s::list_output(s::entity_output(&["id", "name", "cnpj_cpf", "status"])))
+            .run(list_debtors),
+        tool("dunning_debtors_get", "Get a debtor", "GET", "/v1/debtors/{id}")
+            .describe("One debtor with address, flags and computed totals.")
+            .read()
+            .access(Scope::Read, Some("debtors.view"))
+            .req("id", s::id("Debtor id"))
+            .output(s::entity_output(&["id", "name", "cnpj_cpf", "status"]))
+            .run(get_debtor),
+        debtor_fields(
+            tool("dunning_debtors_create", "Create a debtor", "POST", "/v1/debtors")
+                .describe("Registers a debtor. The CPF/CNPJ is validated by its check digits and decides `person_type`; a document already registered in the organization is a CONFLICT.")
+                .access(Scope::Write, Some("debtors.manage")),
+            true,
+        )
+        .output(s::entity_output(&["id", "name", "cnpj_cpf", "status"]))
+        .run(create_debtor),
+        debtor_fields(
+            tool("dunning_debtors_update", "Update a debtor", "PATCH", "/v1/debtors/{id}")
+                .describe("Changes the given fields of a debtor; fields not sent are kept.")
+                .idempotent()
+                .access(Scope::Write, Some("debtors.manage"))
+                .req("id", s::id("Debtor id")),
+            false,
+        )
+        .output(s::entity_output(&["id", "name", "cnpj_cpf", "status"]))
+        .run(update_debtor),
+        tool("dunning_debtors_archive", "Archive a debtor", "POST", "/v1/debtors/{id}/archive")
+            .describe("Archives a debtor: it leaves listings by default and no ruler contacts it. Refused while the debtor has open charges.")
+            .destructive()
+            .idempotent()
+            .access(Scope::Write, Some("debtors.manage"))
+            .req("id", s::id("Debtor id"))
+            .arg("reason", s::text("Why the debtor is archived", 1, 500))
+            .output(s::entity_output(&["id", "status"]))
+            .confirm(describe_archive)
+            .run(archive_debtor),
+    ]
+}
+
+/// The create handler (demo seeding drives it directly).
+pub fn create_run() -> crate::spec::Run {
+    create_debtor
+}
+
+/// Loads a debtor of the caller's organization or answers `NOT_FOUND`.
+pub fn load_debtor(op: &mut Op<'_>, id: &str) -> Result<Debtor, DomainError> {
+    must(op.tx, Kind::Debtor, op.org, id)
+}
+
+fn list_debtors(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let mut conds = Vec::new();
+    if let Some(q) = op.opt_str("q") {
+        conds.push(Cond::Search(
+            vec!["name", "cnpj_cpf", "external_code"],
+            q.to_owned(),
+        ));
+    }
+    if let Some(st) = op.csv("status") {
+        conds.push(Cond::In("status", st));
+    }
+    if let Some(t) = op.opt_str("tag") {
+        conds.push(Cond::Tag("tags", t.to_owned()));
+    }
+    if let Some(d) = op.opt_str("cnpj_cpf") {
+        let clean: String = d.chars().filter(char::is_ascii_alphanumeric).collect();
+        conds.push(Cond::Eq("cnpj_cpf", json!(clean.to_ascii_uppercase())));
+    }
+    match op.opt_bool("has_overdue") {
+        Some(true) => conds.push(Cond::Ge("overdue_amount", json!(0.01))),
+        Some(false) => conds.push(Cond::Le("overdue_amount", json!(0))),
+        None => {}
+    }
+    let page = op.page();
+    let total = op.tx.count(Kind::Debtor, op.org, &conds)?;
+    let q = Query {
+        conds,
+        sort: op.sort(SORTS),
+        limit: Some(page.per_page),
+        offset: page.offset(),
+    };
+    let items = op.tx.find(Kind::Debtor, op.org, &q)?;
+    Ok(list(items, page, total))
+}
+
+fn get_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    Ok(ok(load_debtor(op, id)?))
+}
+
+fn parse_document(raw: &str) -> Result<document::Document, DomainError> {
+    document::parse(raw).map_err(|why| DomainError::field("cnpj_cpf", why))
+}
+
+fn check_ruler(op: &mut Op<'_>) -> Result<(), DomainError> {
+    if let Some(r) = op.opt_str("ruler_id") {
+        if op.tx.get(Kind::Ruler, op.org, r)?.is_none() {
+            return Err(DomainError::field("ruler_id", "no such ruler"));
+        }
+    }
+    Ok(())
+}
+
+fn ensure_unique_document(
+    op: &mut Op<'_>,
+    doc: &str,
+    except: Option<&str>,
+) -> Result<(), DomainError> {
+    let q = Query::all().with(Cond::Eq("cnpj_cpf", json!(doc)));
+    let same: Vec<Debtor> = find(op.tx, Kind::Debtor, op.org, &q)?;
+    if same.iter().any(|d| Some(d.id.as_str()) != except) {
+        return Err(DomainError::Conflict(format!(
+            "a debtor with document {doc} already exists"
+        )));
+    }
+    Ok(())
+}
+
+/// Applies the writable fields present in the arguments to `d`.
+fn apply(op: &Op<'_>, d: &mut Debtor) -> Result<(), DomainError> {
+    let a = op.args;
+    let text = |k: &str| a.get(k).and_then(Value::as_str).map(str::to_owned);
+    if let Some(raw) = text("cnpj_cpf") {
+        let doc = parse_document(&raw)?;
+        d.person_type = doc.person_type().to_owned();
+        d.cnpj_cpf = doc.as_str().to_owned();
+    }
+    if let Some(n) = text("name") {
+        d.name = n;
+    }
+    for (k, slot) in [
+        ("external_code", &mut d.external_code),
+        ("nickname", &mut d.nickname),
+        ("contact_person", &mut d.contact_person),
+        ("ruler_id", &mut d.ruler_id),
+    ] {
+        if a.contains_key(k) {
+            *slot = text(k);
+        }
+    }
+    if let Some(b) = text("birthday") {
+        crate::rules::calendar::parse_date(&b)
+            .ok_or_else(|| DomainError::field("birthday", "must be a date YYYY-MM-DD"))?;
+        d.birthday = Some(b);
+    }
+    if let Some(addr) = a.get("address") {
+        let mut merged = serde_json::to_value(&d.address).unwrap_or_default();
+        if let (Some(m), Some(new)) = (merged.as_object_mut(), addr.as_object()) {
+            for (k, v) in new {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        d.address = serde_json::from_value(merged)
+            .map_err(|e| DomainError::field("address", e.to_string()))?;
+        let zip = &d.address.zipcode;
+        if !zip.is_empty() && !(zip.len() == 8 && zip.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(DomainError::field("address.zipcode", "must be 8 digits"));
+        }
+    }
+    if let Some(t) = a.get("tags").and_then(Value::as_array) {
+        d.tags = t
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+    }
+    if let Some(c) = a.get("custom_data").and_then(Value::as_object) {
+        d.custom_data = c.clone();
+    }
+    if let Some(b) = a.get("do_not_contact").and_then(Value::as_bool) {
+        d.do_not_contact = b;
+    }
+    if let Some(b) = a.get("credit_restriction_blocked").and_then(Value::as_bool) {
+        d.credit_restriction_blocked = b;
+    }
+    Ok(())
+}
+
+fn create_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(WRITABLE)?;
+    check_ruler(op)?;
+    let now = op.timestamp();
+    let mut d = Debtor {
+        id: op.new_id(),
+        external_code: None,
+        person_type: String::new(),
+        cnpj_cpf: String::new(),
+        name: String::new(),
+        nickname: None,
+        contact_person: None,
+        birthday: None,
+        address: Address::default(),
+        tags: Vec::new(),
+        custom_data: Map::new(),
+        ruler_id: None,
+        do_not_contact: false,
+        credit_restriction_blocked: false,
+        status: "active".into(),
+        archived_at: None,
+        archive_reason: None,
+        open_amount: 0.0,
+        overdue_amount: 0.0,
+        overdue_count: 0,
+        oldest_due_date: None,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    apply(op, &mut d)?;
+    ensure_unique_document(op, &d.cnpj_cpf, None)?;
+    save(op.tx, Kind::Debtor, op.org, &d)?;
+    op.event("debtor.created", "debtor", &d.id, &d, Value::Null)?;
+    Ok(created(d))
+}
+
+fn update_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let mut known = WRITABLE.to_vec();
+    known.push("id");
+    op.only(&known)?;
+    let id = op.str("id")?;
+    let before = load_debtor(op, id)?;
+    if before.status == "archived" {
+        return Err(DomainError::transition("debtor", id, "archived", "updated"));
+    }
+    check_ruler(op)?;
+    let mut d = before.clone();
+    apply(op, &mut d)?;
+    if d.cnpj_cpf != before.cnpj_cpf {
+        ensure_unique_document(op, &d.cnpj_cpf, Some(id))?;
+    }
+    if d == before {
+        return Ok(ok(d));
+    }
+    d.updated_at = op.timestamp();
+    save(op.tx, Kind::Debtor, op.org, &d)?;
+    let changes = diff(&before, &d);
+    op.event("debtor.updated", "debtor", id, &d, changes)?;
+    Ok(ok(d))
+}
+
+fn describe_archive(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let d = load_debtor(op, id)?;
+    Ok(format!(
+        "Archive debtor {} ({})? No ruler will contact them again.",
+        d.name, d.cnpj_cpf
+    ))
+}
+
+fn archive_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "reason"])?;
+    let id = op.str("id")?;
+    let mut d = load_debtor(op, id)?;
+    if d.status == "archived" {
+        return Ok(ok(d));
+    }
+    if d.open_amount > 0.0 {
+        return Err(DomainError::Conflict(format!(
+            "debtor {id} has open charges of {}; cancel or settle them first",
+            money::format_brl(money::cents(d.open_amount).unwrap_or_default())
+        )));
+    }
+    let before = d.clone();
+    d.status = "archived".into();
+    d.archived_at = Some(op.timestamp());
+    d.archive_reason = op.opt_str("reason").map(str::to_owned);
+    d.updated_at = op.timestamp();
+    save(op.tx, Kind::Debtor, op.org, &d)?;
+    op.event("debtor.archived", "debtor", id, &d, diff(&before, &d))?;
+    Ok(ok(d))
+}
+
+/// `{field: {from, to}}` for every top-level field that changed.
+pub fn diff<T: Serialize>(before: &T, after: &T) -> Value {
+    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
+        (serde_json::to_value(before), serde_json::to_value(after))
+    else {
+        return Value::Null;
+    };
+    let mut out = Map::new();
+    for (k, v) in &b {
+        if k == "updated_at" {
+            continue;
+        }
+        if a.get(k) != Some(v) {
+            out.insert(k.clone(), json!({ "from": a.get(k), "to": v }));
+        }
+    }
+    Value::Object(out)
+}
+
+/// Recomputes a debtor's open/overdue totals from its charges (called by every charge
+/// change). Charges are read as JSON: `status`, `amount`, `paid_amount`, `due_date`.
+pub fn refresh_aggregates(op: &mut Op<'_>, debtor_id: &str) -> Result<(), DomainError> {
+    let Some(mut d) = crate::store::load::<Debtor>(op.tx, Kind::Debtor, op.org, debtor_id)? else {
+        return Ok(());
+    };
+    let open = ["pending", "overdue", "partially_paid"];
+    let q = Query::all()
+        .with(Cond::Eq("debtor_id", json!(debtor_id)))
+        .with(Cond::In("status", open.iter().map(|s| json!(s)).collect()));
+    let charges = op.tx.find(Kind::Charge, op.org, &q)?;
+    let (mut open_c, mut overdue_c, mut overdue_n) = (0i64, 0i64, 0u32);
+    let mut oldest: Option<String> = None;
+    for c in &charges {
+        let amount = c.get("amount").and_then(Value::as_f64).unwrap_or_default();
+        let paid = c
+            .get("paid_amount")
+            .and_then(Value::as_f64)
+            .unwrap_or_default();
+        let due = money::cents(amount).unwrap_or_default() - money::cents(paid).unwrap_or_default();
+        open_c += due;
+        if c.get("status").and_then(Value::as_str) == Some("overdue") {
+            overdue_c += due;
+            overdue_n += 1;
+        }
+        if let Some(dd) = c.get("due_date").and_then(Value::as_str) {
+            if oldest.as_deref().is_none_or(|o| dd < o) {
+                oldest = Some(dd.to_owned());
+            }
+        }
+    }
+    let (open_amount, overdue_amount) = (money::brl(open_c), money::brl(overdue_c));
+    if (
+        d.open_amount,
+        d.overdue_amount,
+        d.overdue_count,
+        &d.oldest_due_date,
+    ) != (open_amount, overdue_amount, overdue_n, &oldest)
+    {
+        d.open_amount = open_amount;
+        d.overdue_amount = overdue_amount;
+        d.overdue_count = overdue_n;
+        d.oldest_due_date = oldest;
+        save(op.tx, Kind::Debtor, op.org, &d)?;
+    }
+    Ok(())
 }

@@ -10,3 +10,17 @@ pub mod events;
 pub mod exports;
 pub mod protests;
 pub mod rulers;
+
+use dunning_core::{Principal, UnixTime};
+
+use crate::Domain;
+use crate::demo::{Rng, Seeded};
+use crate::error::DomainError;
+
+/// A group's demo seeding: runs after debtors exist; `charges` is how many charges the
+/// organization should get in total.
+pub type DemoHook =
+    fn(&Domain, &Principal, UnixTime, &mut Rng, &Seeded, usize) -> Result<(), DomainError>;
+
+/// Demo hooks in dependency order (each group adds its own).
+pub const DEMO_HOOKS: &[DemoHook] = &[];

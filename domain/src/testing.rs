@@ -1,0 +1,161 @@
+//! A test bed for domain tests: an in-memory store with the two demo organizations and
+//! their members, a controllable clock, and direct tool calls (no HTTP, no schema
+//! validation: the end-to-end tests over sockets cover those).
+
+use dunning_core::{
+    Audience, Ctx, Dispatch, Output, Principal, Surface, ToolCall, ToolError, UnixTime,
+};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+use crate::Domain;
+use crate::demo;
+use crate::store::sqlite::SqliteStore;
+
+/// 2026-12-01T12:00:00Z (09:00 in São Paulo), a Tuesday.
+pub const T0: UnixTime = UnixTime::from_secs(1_796_126_400);
+
+/// A domain on a private in-memory store.
+pub struct Bed {
+    /// The domain under test.
+    pub domain: Domain,
+    /// Current time.
+    pub now: UnixTime,
+    counter: u64,
+}
+
+impl std::fmt::Debug for Bed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bed")
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bed {
+    /// Organizations `demo` and `acme` with their members, no other data.
+    pub fn new() -> Self {
+        let store = Arc::new(SqliteStore::in_memory().expect("in-memory SQLite"));
+        let domain = Domain::new(store);
+        demo::seed_org(&domain, "demo", "Demo Cobranças Ltda", "11222333000181", T0)
+            .expect("seed demo");
+        demo::seed_org(&domain, "acme", "Acme Serviços S.A.", "12345678000195", T0)
+            .expect("seed acme");
+        Self {
+            domain,
+            now: T0,
+            counter: 0,
+        }
+    }
+
+    /// The full demo data set.
+    pub fn demo() -> Self {
+        let bed = Self::new();
+        demo::seed(&bed.domain, T0).expect("demo seed");
+        bed
+    }
+
+    /// Moves the clock forward.
+    pub fn advance_days(&mut self, days: u64) {
+        self.now = self.now.plus_millis(days * 86_400_000);
+    }
+
+    /// A member's principal with every scope their role allows, for the MCP audience.
+    pub fn as_member(&self, email: &str) -> Principal {
+        let (org, _, _, role) = demo::MEMBERS
+            .iter()
+            .find(|m| m.1 == email)
+            .copied()
+            .expect("a demo member");
+        let scope = crate::org::role_scope(role).expect("role scope");
+        let scopes: Vec<String> = dunning_core::Scope::ALL
+            .iter()
+            .filter(|s| **s <= scope)
+            .map(|s| s.as_str().to_owned())
+            .collect();
+        self.domain
+            .principal(
+                org,
+                email,
+                &scopes,
+                Audience::Mcp,
+                self.now.plus_millis(3_600_000),
+            )
+            .expect("member principal")
+    }
+
+    /// Ana, owner of `demo`.
+    pub fn ana(&self) -> Principal {
+        self.as_member("ana@demo.example")
+    }
+
+    /// Carla, owner of `acme` (another organization).
+    pub fn carla(&self) -> Principal {
+        self.as_member("carla@acme.example")
+    }
+
+    /// Calls a tool as `who`.
+    pub fn call(&mut self, who: &Principal, tool: &str, args: Value) -> Result<Output, ToolError> {
+        self.call_with(who, tool, args, None)
+    }
+
+    /// Calls a tool as `who`, as a confirmed destructive call with `confirmation_key`.
+    pub fn call_with(
+        &mut self,
+        who: &Principal,
+        tool: &str,
+        args: Value,
+        confirmation_key: Option<&str>,
+    ) -> Result<Output, ToolError> {
+        self.counter += 1;
+        let def = self
+            .domain
+            .catalog()
+            .tools
+            .into_iter()
+            .find(|t| t.name == tool)
+            .unwrap_or_else(|| panic!("no tool {tool}"));
+        let args: Map<String, Value> = match args {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let mut entropy = [0u8; 32];
+        entropy[..8].copy_from_slice(&self.counter.to_be_bytes());
+        let request_id = format!("req-{:08}", self.counter);
+        let call = ToolCall {
+            tool: &def,
+            args: &args,
+            ctx: Ctx {
+                principal: who,
+                now: self.now,
+                request_id: &request_id,
+                entropy: &entropy,
+            },
+            confirmation_key,
+            surface: Surface::Mcp,
+        };
+        self.domain.call_tool(&call)
+    }
+
+    /// Calls a tool and returns its JSON body, panicking on errors.
+    pub fn ok(&mut self, who: &Principal, tool: &str, args: Value) -> Value {
+        match self.call(who, tool, args) {
+            Ok(out) => out.tool_value(),
+            Err(e) => panic!("{tool} failed: {e:?}"),
+        }
+    }
+
+    /// Calls a tool expecting an error; returns its code string.
+    pub fn err(&mut self, who: &Principal, tool: &str, args: Value) -> ToolError {
+        match self.call(who, tool, args) {
+            Ok(out) => panic!("{tool} unexpectedly succeeded: {:?}", out.tool_value()),
+            Err(e) => e,
+        }
+    }
+}
+
+impl Default for Bed {
+    fn default() -> Self {
+        Self::new()
+    }
+}
