@@ -333,7 +333,8 @@ fn apply(op: &Op<'_>, d: &mut Debtor) -> Result<(), DomainError> {
         d.address = serde_json::from_value(merged)
             .map_err(|e| DomainError::field("address", e.to_string()))?;
         let zip = &d.address.zipcode;
-        if !zip.is_empty() && !(zip.len() == 8 && zip.bytes().all(|b| b.is_ascii_digit())) {
+        let valid_zip = zip.len() == 8 && zip.bytes().all(|b| b.is_ascii_digit());
+        if !zip.is_empty() && !valid_zip {
             return Err(DomainError::field("address.zipcode", "must be 8 digits"));
         }
     }
