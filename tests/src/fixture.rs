@@ -4,6 +4,7 @@
 //! A case is a list of steps; each step is one request (a template, filled in at run
 //! time from the previous step's response) and the checks of its response.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -66,6 +67,34 @@ pub fn load_dir(root: &Path) -> Result<Vec<Case>, String> {
         }
     }
     Ok(cases)
+}
+
+/// The file listing cases the server is known to fail, beside the section folders.
+pub const KNOWN_FAILURES: &str = "known-failures.txt";
+
+/// Reads `known-failures.txt` under `root`: `<section>/<case> <reason>` per line, `#`
+/// comments and blank lines ignored. A missing file is an empty list.
+pub fn known_failures(root: &Path) -> Result<BTreeMap<String, String>, String> {
+    let path = root.join(KNOWN_FAILURES);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let mut out = BTreeMap::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, reason) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        if out
+            .insert(name.to_owned(), reason.trim().to_owned())
+            .is_some()
+        {
+            return Err(format!("{KNOWN_FAILURES}: {name} listed twice"));
+        }
+    }
+    Ok(out)
 }
 
 fn read_dir(dir: &Path) -> Result<Vec<PathBuf>, String> {
