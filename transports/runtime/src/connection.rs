@@ -1,0 +1,286 @@
+//! [`Connection`]: one TCP connection's codec, pending output and deadlines — everything
+//! an adapter keeps per connection except the socket.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dunning_core::Response;
+use dunning_core::dispatch::Dispatch;
+use dunning_http1::{Conn, Output, OwnedRequest};
+
+use crate::env::EnvSource;
+use crate::observer::CloseReason;
+use crate::options::Options;
+use crate::service::Service;
+
+/// What the adapter does next, from [`Connection::poll`].
+#[derive(Debug)]
+#[must_use]
+pub enum Next {
+    /// Answer this request ([`Service::handle`]), then call [`Connection::respond`].
+    Request(OwnedRequest),
+    /// Write [`Connection::output`], then read more (by [`Connection::deadline`]).
+    Read,
+    /// Write [`Connection::output`], then close the connection.
+    Close,
+}
+
+/// Where the connection is in its request cycle (for the deadlines).
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    /// Between requests, since then.
+    Idle(Instant),
+    /// A request head is arriving: its first byte came then.
+    Head(Instant, HeadEnd),
+    /// The head is complete, the body is arriving: last progress then.
+    Body(Instant),
+    /// A request is with the core.
+    Handling,
+}
+
+/// Spots the end of a request head (the first CRLFCRLF after a non-empty line) in the bytes
+/// as they arrive, so the header deadline stops applying once the head is complete. It only
+/// times the connection: framing is the codec's business.
+#[derive(Clone, Copy, Debug, Default)]
+struct HeadEnd {
+    started: bool,
+    run: u8,
+}
+
+impl HeadEnd {
+    /// Scans `bytes`; true once the head's final CRLFCRLF went by.
+    fn feed(&mut self, bytes: &[u8]) -> bool {
+        for &b in bytes {
+            if !self.started {
+                if b == b'\r' || b == b'\n' {
+                    continue;
+                }
+                self.started = true;
+            }
+            self.run = match (self.run, b) {
+                (0 | 2, b'\r') | (1 | 3, b'\n') => self.run + 1,
+                (_, b'\r') => 1,
+                _ => 0,
+            };
+            if self.run == 4 {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Output buffers larger than this are released once written, so an idle connection holds
+/// almost nothing.
+const KEEP_OUTPUT: usize = 4096;
+
+/// One connection: the codec ([`dunning_http1::Conn`]), the bytes waiting to be written,
+/// and the deadlines of [`Options`]. Holds no socket: the adapter reads into
+/// [`Connection::received`] and writes [`Connection::output`].
+///
+/// Deadlines ([`Connection::deadline`]): a request head must be complete
+/// [`Options::header_read_timeout`] after its first byte; otherwise the connection must make
+/// progress every [`Options::idle_timeout`] (idle between requests, in a body, or writing).
+/// No deadline runs while a request is with the core. Bytes of a pipelined request that
+/// arrived with the previous one count as idle until more arrive (a small, bounded leniency).
+pub struct Connection {
+    codec: Conn,
+    env: Arc<dyn EnvSource>,
+    out: Vec<u8>,
+    /// When the pending output last made progress (or was queued).
+    write_since: Option<Instant>,
+    phase: Phase,
+    closing: bool,
+    header_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+impl Connection {
+    /// A fresh connection under `opts`, idle since now.
+    pub fn new(opts: &Options) -> Self {
+        Self {
+            codec: Conn::new(opts.limits),
+            env: Arc::clone(&opts.env),
+            out: Vec::new(),
+            write_since: None,
+            phase: Phase::Idle(Instant::now()),
+            closing: false,
+            header_timeout: opts.header_read_timeout,
+            idle_timeout: opts.idle_timeout,
+        }
+    }
+
+    /// Feeds bytes read from the socket at `now`. Then [`Connection::poll`] (or
+    /// [`Connection::answer_all`]).
+    pub fn received(&mut self, bytes: &[u8], now: Instant) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.phase = match self.phase {
+            Phase::Idle(_) => Self::head(now, HeadEnd::default(), bytes, now),
+            Phase::Head(since, scan) => Self::head(since, scan, bytes, now),
+            Phase::Body(_) => Phase::Body(now),
+            Phase::Handling => Phase::Handling,
+        };
+        self.codec.set_now(self.env.now());
+        self.codec.handle_input(bytes);
+    }
+
+    /// The phase after head bytes: still the head, or the body from `now` on.
+    fn head(since: Instant, mut scan: HeadEnd, bytes: &[u8], now: Instant) -> Phase {
+        if scan.feed(bytes) {
+            Phase::Body(now)
+        } else {
+            Phase::Head(since, scan)
+        }
+    }
+
+    /// The peer closed its sending half. Requests already complete are still answered.
+    pub fn received_eof(&mut self) {
+        self.codec.handle_eof();
+    }
+
+    /// The next thing to do. Call until it returns [`Next::Read`] or [`Next::Close`],
+    /// answering each [`Next::Request`] with [`Connection::respond`] before polling again.
+    pub fn poll(&mut self) -> Next {
+        if self.closing {
+            return Next::Close;
+        }
+        while let Some(out) = self.codec.poll_output() {
+            match out {
+                Output::Transmit(bytes) => self.queue(&bytes),
+                Output::Request(req) => {
+                    self.phase = Phase::Handling;
+                    return Next::Request(req);
+                }
+                Output::Close => {
+                    self.closing = true;
+                    return Next::Close;
+                }
+            }
+        }
+        Next::Read
+    }
+
+    /// Encodes the core's answer to the request last polled (framing and `Date` by the
+    /// codec, the clock from [`Options::env`]).
+    pub fn respond(&mut self, resp: &Response) {
+        let now = Instant::now();
+        if self.out.is_empty() {
+            self.write_since = Some(now);
+        }
+        self.codec
+            .encode_response(resp, self.env.now(), &mut self.out);
+        self.phase = Phase::Idle(now);
+    }
+
+    /// Answers every request the codec yields, calling the core inline through `service`.
+    /// Returns true when the connection must close once [`Connection::output`] is written.
+    pub fn answer_all<D: Dispatch>(&mut self, service: &Service<D>) -> bool {
+        loop {
+            match self.poll() {
+                Next::Request(req) => {
+                    let resp = service.handle(&req);
+                    self.respond(&resp);
+                }
+                Next::Read => return false,
+                Next::Close => return true,
+            }
+        }
+    }
+
+    fn queue(&mut self, bytes: &[u8]) {
+        if self.out.is_empty() {
+            self.write_since = Some(Instant::now());
+        }
+        self.out.extend_from_slice(bytes);
+    }
+
+    /// Bytes waiting to be written, in order.
+    pub fn output(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// `n` bytes of [`Connection::output`] were written at `now`.
+    pub fn consume_output(&mut self, n: usize, now: Instant) {
+        let n = n.min(self.out.len());
+        if n == 0 {
+            return;
+        }
+        self.out.drain(..n);
+        if self.out.is_empty() {
+            self.write_since = None;
+            if self.out.capacity() > KEEP_OUTPUT {
+                self.out = Vec::new();
+            }
+        } else {
+            self.write_since = Some(now);
+        }
+    }
+
+    /// When the connection must be cut if nothing happens before (`None` while a request is
+    /// with the core).
+    pub fn deadline(&self) -> Option<Instant> {
+        if let Some(since) = self.write_since {
+            return Some(since + self.idle_timeout);
+        }
+        match self.phase {
+            Phase::Idle(since) | Phase::Body(since) => Some(since + self.idle_timeout),
+            Phase::Head(since, _) => Some(since + self.header_timeout),
+            Phase::Handling => None,
+        }
+    }
+
+    /// `Some(reason)` when the deadline has passed at `now`: close without another word.
+    pub fn expired(&self, now: Instant) -> Option<CloseReason> {
+        let deadline = self.deadline()?;
+        if now < deadline {
+            return None;
+        }
+        Some(match (self.write_since, self.phase) {
+            (None, Phase::Head(..)) => CloseReason::HeaderTimeout,
+            _ => CloseReason::IdleTimeout,
+        })
+    }
+
+    /// Between requests with nothing to write: safe to close when draining.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.phase, Phase::Idle(_)) && self.out.is_empty() && !self.closing
+    }
+
+    /// Why the connection closes once [`Next::Close`] was polled: [`CloseReason::Codec`]
+    /// after a framing error, else [`CloseReason::Done`].
+    pub fn close_reason(&self) -> CloseReason {
+        if self.codec.error().is_some() {
+            CloseReason::Codec
+        } else {
+            CloseReason::Done
+        }
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("phase", &self.phase)
+            .field("pending", &self.out.len())
+            .field("closing", &self.closing)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HeadEnd;
+
+    #[test]
+    fn head_end_is_found_across_reads() {
+        let mut s = HeadEnd::default();
+        assert!(!s.feed(b"\r\n\r\nGET / HTTP/1.1\r\nHost: x\r"));
+        assert!(!s.feed(b"\n\r"));
+        assert!(s.feed(b"\nbody"));
+        let mut s = HeadEnd::default();
+        assert!(!s.feed(b"GET / HTTP/1.1\r\r\n\r"));
+        assert!(s.feed(b"\n"));
+    }
+}

@@ -1,0 +1,184 @@
+//! [`Service`]: the server shared by every connection, with the gauges that decide load.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use dunning_core::dispatch::Dispatch;
+use dunning_core::{Load, Response, Server, UnixTime};
+use dunning_http1::OwnedRequest;
+use http::{HeaderValue, StatusCode, header};
+
+use crate::observer::{CloseReason, Observer};
+use crate::options::Options;
+
+/// Counters shared with [`ConnectionSlot`]s (not generic, so slots are not either).
+#[derive(Debug, Default)]
+struct Gauges {
+    connections: AtomicUsize,
+    in_flight: AtomicUsize,
+    draining: AtomicBool,
+}
+
+/// One server behind one listener: the core, the options, the observer, and the counts of
+/// open connections and in-flight requests. `Send + Sync`; adapters share it in an `Arc`.
+pub struct Service<D> {
+    server: Arc<Server<D>>,
+    opts: Options,
+    observer: Arc<dyn Observer>,
+    gauges: Arc<Gauges>,
+}
+
+impl<D: Dispatch> Service<D> {
+    /// A service over `server`, with nothing open and not draining.
+    pub fn new(server: Arc<Server<D>>, opts: Options, observer: Arc<dyn Observer>) -> Self {
+        Self {
+            server,
+            opts,
+            observer,
+            gauges: Arc::default(),
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// The observer.
+    pub fn observer(&self) -> &Arc<dyn Observer> {
+        &self.observer
+    }
+
+    /// Counts a new connection, or returns `None` when [`Options::max_connections`] are
+    /// already open (then write [`crate::CAP_RESPONSE`], close, and call
+    /// [`Service::refused`]). The slot uncounts the connection when dropped.
+    #[must_use]
+    pub fn open_connection(&self) -> Option<ConnectionSlot> {
+        let max = self.opts.max_connections;
+        self.gauges
+            .connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()?;
+        self.observer.connection_opened();
+        Some(ConnectionSlot {
+            gauges: Arc::clone(&self.gauges),
+            observer: Arc::clone(&self.observer),
+            reason: CloseReason::Done,
+        })
+    }
+
+    /// Reports a connection refused over the cap.
+    pub fn refused(&self) {
+        self.observer.connection_refused();
+    }
+
+    /// Open connections.
+    pub fn connections(&self) -> usize {
+        self.gauges.connections.load(Ordering::Acquire)
+    }
+
+    /// Requests in the core right now.
+    pub fn in_flight(&self) -> usize {
+        self.gauges.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Shutdown began: from now on requests are answered `503` (`Load::Draining`) with
+    /// `Connection: close`, and idle connections should be closed.
+    pub fn begin_drain(&self) {
+        self.gauges.draining.store(true, Ordering::Release);
+    }
+
+    /// Whether [`Service::begin_drain`] was called.
+    pub fn draining(&self) -> bool {
+        self.gauges.draining.load(Ordering::Acquire)
+    }
+
+    /// The wall clock of the environment source (for `Date`).
+    pub fn now(&self) -> UnixTime {
+        self.opts.env.now()
+    }
+
+    /// Answers one request: the only way adapters call the core.
+    ///
+    /// Counts it in flight; hands it over as `Load::Draining` while draining, as
+    /// `Load::Overloaded` when more than [`Options::max_in_flight`] are in flight (this one
+    /// included), else `Load::Normal`; adds `Connection: close` while draining; reports
+    /// it to the observer. Blocks as long as the core does (SQLite): async adapters call
+    /// it off their reactor. A panic in the domain becomes a bare `500` that closes the
+    /// connection.
+    pub fn handle(&self, req: &OwnedRequest) -> Response {
+        let n = self.gauges.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+        let _guard = InFlight(&self.gauges.in_flight);
+        let load = if self.draining() {
+            Load::Draining
+        } else if n > self.opts.max_in_flight {
+            Load::Overloaded
+        } else {
+            Load::Normal
+        };
+        let env = self.opts.env.env(load);
+        self.observer.request_started(&env.request_id);
+        let start = Instant::now();
+        let handled = catch_unwind(AssertUnwindSafe(|| {
+            req.with_core(|r| self.server.handle(r, &env))
+        }));
+        let mut resp = handled.unwrap_or_else(|_| {
+            Response::empty(StatusCode::INTERNAL_SERVER_ERROR)
+                .with_header(header::CONNECTION, HeaderValue::from_static("close"))
+        });
+        if load == Load::Draining {
+            resp.headers
+                .push((header::CONNECTION, HeaderValue::from_static("close")));
+        }
+        self.observer.request_finished(
+            &env.request_id,
+            &resp.log,
+            resp.status.as_u16(),
+            start.elapsed(),
+        );
+        resp
+    }
+}
+
+/// Decrements the in-flight gauge when the request is done, however it ends.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One counted connection; dropping it uncounts it and reports
+/// [`Observer::connection_closed`] with the reason set last.
+pub struct ConnectionSlot {
+    gauges: Arc<Gauges>,
+    observer: Arc<dyn Observer>,
+    reason: CloseReason,
+}
+
+impl ConnectionSlot {
+    /// Records why the connection ends (default [`CloseReason::Done`]).
+    pub fn set_reason(&mut self, reason: CloseReason) {
+        self.reason = reason;
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.gauges.connections.fetch_sub(1, Ordering::AcqRel);
+        self.observer.connection_closed(self.reason);
+    }
+}
+
+impl std::fmt::Debug for ConnectionSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionSlot")
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
+    }
+}
