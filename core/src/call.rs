@@ -119,6 +119,12 @@ impl<D: Dispatch> Server<D> {
                 required: Box::new(json!({ "elicitation": {} })),
             });
         }
+        // A malformed `inputResponses` is a protocol error whatever the state says; a
+        // well-formed one without a valid state still never counts as consent.
+        let answer = match answer(params.get("inputResponses")) {
+            Ok(a) => a,
+            Err(why) => return invalid(format!("Invalid inputResponses: {why}")),
+        };
         let claims = match params.get("requestState") {
             None | Some(Value::Null) => return self.ask(rpc, &call, log),
             Some(Value::String(s)) => match confirm::open(&self.keys, s) {
@@ -130,17 +136,16 @@ impl<D: Dispatch> Server<D> {
         if let Err(why) = self.binds(&claims, rpc, name, call.args) {
             return invalid(format!("Invalid requestState: {why}"));
         }
-        match answer(params.get("inputResponses")) {
-            Err(why) => invalid(format!("Invalid inputResponses: {why}")),
-            Ok(None) => self.ask(rpc, &call, log),
-            Ok(Some(Answer::Decline)) => {
+        match answer {
+            None => self.ask(rpc, &call, log),
+            Some(Answer::Decline) => {
                 let e = ToolError::new(
                     ToolErrorCode::ConfirmationDeclined,
                     format!("The user did not confirm {name}; nothing was executed."),
                 );
                 self.tool_error(rpc, e, log)
             }
-            Ok(Some(Answer::Accept)) => {
+            Some(Answer::Accept) => {
                 let call = ToolCall {
                     confirmation_key: Some(&claims.nonce),
                     ..call

@@ -73,6 +73,21 @@ pub fn parse(body: &[u8]) -> Result<Message, Refusal> {
     Ok(Message { id, method, params })
 }
 
+/// The `id` of a body, for refusals that happen before the body is parsed as a message
+/// (401, 403, 415, 429, 503 carry "the id of the request when it could be read").
+///
+/// Scans the body once without building it (other members are skipped, not allocated).
+pub fn peek_id(body: &[u8]) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        id: Option<Value>,
+    }
+    match serde_json::from_slice::<IdOnly>(body).ok()?.id {
+        Some(v @ (Value::String(_) | Value::Number(_))) => Some(v),
+        _ => None,
+    }
+}
+
 /// Serializes a success response.
 pub fn success(id: &Value, result: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
@@ -111,6 +126,17 @@ mod tests {
             let m = parse(body.as_bytes()).unwrap();
             assert_eq!(m.id.unwrap().to_string(), id);
         }
+    }
+
+    #[test]
+    fn peeking_the_id() {
+        assert_eq!(
+            peek_id(br#"{"jsonrpc":"2.0","id":"a","method":"x","params":{"big":[1,2,3]}}"#),
+            Some(json!("a"))
+        );
+        assert_eq!(peek_id(br#"{"id":null}"#), None);
+        assert_eq!(peek_id(br#"[{"id":1}]"#), None);
+        assert_eq!(peek_id(b"not json"), None);
     }
 
     #[test]

@@ -184,7 +184,14 @@ impl<D: Dispatch> Server<D> {
         let echo = header_version.and_then(Version::parse);
         let principal = match self.gate(req, env, Audience::Mcp, true) {
             Ok(p) => p,
-            Err(e) => return self.refuse(e, None, echo, log),
+            Err(e) => {
+                let id = if e.bodyless() {
+                    None
+                } else {
+                    jsonrpc::peek_id(req.body)
+                };
+                return self.refuse(e, id.as_ref(), echo, log);
+            }
         };
         log.organization = Some(principal.organization.clone());
         if req.body.len() > self.config.max_body {
@@ -258,6 +265,12 @@ impl<D: Dispatch> Server<D> {
                 if modern {
                     self.decorate(&msg.method, &mut result);
                 }
+                // `initialize` settles the version in use: that is what goes back.
+                let version = match result.get("protocolVersion").and_then(Value::as_str) {
+                    Some(v) if msg.method == "initialize" => Version::parse(v).unwrap_or(version),
+                    _ => version,
+                };
+                log.version = Some(version);
                 let body = jsonrpc::success(id, &result);
                 with_version(Response::json(StatusCode::OK, body), version)
             }
