@@ -1,1 +1,239 @@
-//! (in progress)
+//! # dunning-blocking: the `std::net` adapter
+//!
+//! [`serve`] accepts on a `std::net::TcpListener` and hands each connection, through a
+//! bounded queue, to one of [`Options::workers`] threads. A worker serves one connection
+//! at a time with plain blocking reads and writes, calling the core inline:
+//!
+//! ```text
+//! accept thread:  accept -> counted? -> queue has room? -> queue   (else CAP_RESPONSE, close)
+//! worker:         loop { answer_all (core inline) ; write ; Close? ; read (TICK timeout) }
+//! ```
+//!
+//! Why: no async runtime at all, the easiest adapter to reason about and to debug, and a
+//! reference for the other two. The price is a thread per active connection, hence the
+//! bounded pool: when accepted connections wait in the queue, a worker whose connection is
+//! idle between requests closes it ([`CloseReason::Drain`]) to serve the next one.
+//!
+//! std has no accept timeout, so the listener is non-blocking and the accept thread sleeps
+//! a millisecond when there is nothing to accept (and checks the shutdown flag). Reads use
+//! a [`TICK`] timeout so workers notice deadlines, the drain, and waiting connections.
+//!
+//! Shutdown: when the flag turns true the listener is closed, requests still arriving are
+//! answered `503` + `Connection: close`, idle connections close, and [`serve`] returns once
+//! every worker is done or [`Options::drain_timeout`] passed (workers still busy then are
+//! left to finish on their own).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use dunning_core::Server;
+use dunning_core::dispatch::Dispatch;
+use dunning_runtime::{
+    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, Observer, Options,
+    Service, TICK,
+};
+
+/// What the accept thread hands a worker.
+type Job = (TcpStream, ConnectionSlot);
+
+/// State shared by the accept thread and the workers.
+struct Pool<D> {
+    service: Service<D>,
+    jobs: Mutex<Receiver<Job>>,
+    /// Connections accepted and waiting for a worker.
+    waiting: AtomicUsize,
+}
+
+/// Serves `server` on `listener` until `shutdown` turns true and the drain is over.
+///
+/// Spawns [`Options::workers`] threads (at least one). Errors: only from configuring the
+/// listener; accept errors are survived with a short pause.
+pub fn serve<D: Dispatch + 'static>(
+    listener: TcpListener,
+    server: Arc<Server<D>>,
+    opts: Options,
+    observer: Arc<dyn Observer>,
+    shutdown: Arc<AtomicBool>,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let workers = opts.workers.max(1);
+    let (tx, rx) = sync_channel::<Job>(workers);
+    let pool = Arc::new(Pool {
+        service: Service::new(server, opts, observer),
+        jobs: Mutex::new(rx),
+        waiting: AtomicUsize::new(0),
+    });
+    let mut handles = Vec::with_capacity(workers);
+    for i in 0..workers {
+        let pool = Arc::clone(&pool);
+        let handle = thread::Builder::new()
+            .name(format!("dunning-worker-{i}"))
+            .spawn(move || worker(&pool))?;
+        handles.push(handle);
+    }
+    accept_loop(&listener, &pool, &tx, &shutdown);
+    drop(listener);
+    pool.service.begin_drain();
+    drop(tx);
+    let deadline = Instant::now() + pool.service.options().drain_timeout;
+    while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    for h in handles.into_iter().filter(|h| h.is_finished()) {
+        let _ = h.join();
+    }
+    Ok(())
+}
+
+/// Accepts until the shutdown flag turns true.
+fn accept_loop<D: Dispatch>(
+    listener: &TcpListener,
+    pool: &Pool<D>,
+    tx: &SyncSender<Job>,
+    shutdown: &AtomicBool,
+) {
+    while !shutdown.load(Ordering::Acquire) {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                // WouldBlock (nothing to accept) or a transient error (EMFILE, ...).
+                thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+        };
+        let refused = match pool.service.open_connection() {
+            None => Some(stream),
+            Some(slot) => {
+                pool.waiting.fetch_add(1, Ordering::AcqRel);
+                match tx.try_send((stream, slot)) {
+                    Ok(()) => None,
+                    Err(
+                        TrySendError::Full((stream, slot))
+                        | TrySendError::Disconnected((stream, slot)),
+                    ) => {
+                        pool.waiting.fetch_sub(1, Ordering::AcqRel);
+                        drop(slot);
+                        Some(stream)
+                    }
+                }
+            }
+        };
+        if let Some(mut stream) = refused {
+            pool.service.refused();
+            // A fresh socket's send buffer always takes these few bytes at once.
+            let _ = stream.set_nonblocking(true);
+            let _ = stream.write_all(CAP_RESPONSE);
+            let _ = stream.shutdown(Shutdown::Write);
+        }
+    }
+}
+
+/// A worker thread: takes connections until the queue is closed and empty.
+fn worker<D: Dispatch>(pool: &Pool<D>) {
+    loop {
+        let job = match pool.jobs.lock() {
+            Ok(rx) => rx.recv_timeout(TICK),
+            Err(_) => return,
+        };
+        match job {
+            Ok((stream, mut slot)) => {
+                pool.waiting.fetch_sub(1, Ordering::AcqRel);
+                let reason = serve_connection(pool, stream);
+                slot.set_reason(reason);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+/// One connection, start to end; returns why it ended.
+fn serve_connection<D: Dispatch>(pool: &Pool<D>, mut stream: TcpStream) -> CloseReason {
+    let service = &pool.service;
+    if stream.set_nonblocking(false).is_err() || stream.set_read_timeout(Some(TICK)).is_err() {
+        return CloseReason::Io;
+    }
+    let _ = stream.set_nodelay(true);
+    let mut conn = Connection::new(service.options());
+    let mut buf = vec![0u8; 16 * 1024];
+    let reason = loop {
+        let close = conn.answer_all(service);
+        if let Err(reason) = flush(&mut stream, &mut conn) {
+            return reason;
+        }
+        if close {
+            break conn.close_reason();
+        }
+        if conn.is_idle() && (service.draining() || pool.waiting.load(Ordering::Acquire) > 0) {
+            return CloseReason::Drain;
+        }
+        if let Some(reason) = conn.expired(Instant::now()) {
+            return reason;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => conn.received_eof(),
+            Ok(n) => conn.received(&buf[..n], Instant::now()),
+            Err(e) if timed_out(&e) => {}
+            Err(_) => return CloseReason::Io,
+        }
+    };
+    linger(&mut stream, &mut buf);
+    reason
+}
+
+/// Writes everything pending; a write stalled past the idle timeout fails.
+fn flush(stream: &mut TcpStream, conn: &mut Connection) -> Result<(), CloseReason> {
+    while !conn.output().is_empty() {
+        let left = conn.deadline().map_or(Duration::ZERO, |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        if left.is_zero() {
+            return Err(CloseReason::IdleTimeout);
+        }
+        if stream.set_write_timeout(Some(left)).is_err() {
+            return Err(CloseReason::Io);
+        }
+        match stream.write(conn.output()) {
+            Ok(0) => return Err(CloseReason::Io),
+            Ok(n) => conn.consume_output(n, Instant::now()),
+            Err(e) if timed_out(&e) => {}
+            Err(_) => return Err(CloseReason::Io),
+        }
+    }
+    Ok(())
+}
+
+/// `FIN`, then discard what the peer still sends until it closes (at most [`LINGER`] and
+/// [`LINGER_BYTES`]), so it reads our last response rather than a reset.
+fn linger(stream: &mut TcpStream, buf: &mut [u8]) {
+    if stream.shutdown(Shutdown::Write).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + LINGER;
+    let mut discarded = 0;
+    while discarded < LINGER_BYTES && Instant::now() < deadline {
+        match stream.read(buf) {
+            Ok(0) => return,
+            Ok(n) => discarded += n,
+            Err(e) if timed_out(&e) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// A read or write timeout (or an interruption): try again.
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}

@@ -1,1 +1,331 @@
-//! (in progress)
+//! # dunning-mio: one event loop
+//!
+//! [`serve`] runs a single thread: one [`mio::Poll`], the listener, and a [`Slab`] of
+//! connections, each a non-blocking socket plus a [`Connection`]:
+//!
+//! ```text
+//! loop {
+//!     poll (timeout: TICK, or 0 when a connection still has work)
+//!     listener readable  -> accept until WouldBlock (over the cap: CAP_RESPONSE, close)
+//!     connection event   -> drive: write pending output (WouldBlock: add WRITABLE interest,
+//!                           stop reading = backpressure); read up to READS_PER_TURN times,
+//!                           answering every request inline; Close -> lingering close
+//!     every TICK         -> sweep deadlines (header/idle timeouts); when draining, close idle
+//! }
+//! ```
+//!
+//! **The core runs inline on the loop thread**: [`Service::handle`] is called from the
+//! event loop, so a slow request (a blocking SQLite query) stalls every connection of this
+//! loop for its duration. That is the point of this adapter: the smallest per-connection
+//! footprint (no task, no thread, no buffer while idle) for workloads whose requests are
+//! fast; use the tokio adapter when requests may block.
+//!
+//! Fairness: edge-triggered readiness would let one fast client monopolize the loop, so a
+//! connection gets at most [`READS_PER_TURN`] reads per turn and is put back on a ready
+//! list. Shutdown: checked every [`TICK`]; then the listener closes, requests still arriving
+//! are answered `503` + `Connection: close`, idle connections close, and [`serve`] returns
+//! when none is left or [`Options::drain_timeout`] passed.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use dunning_core::Server;
+use dunning_core::dispatch::Dispatch;
+use dunning_runtime::{
+    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, Observer, Options,
+    Service, TICK,
+};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use slab::Slab;
+
+/// Reads one connection may do before the loop turns to the others.
+pub const READS_PER_TURN: usize = 8;
+
+/// The listener's token; connection `k` of the slab is `Token(k + 1)`.
+const LISTENER: Token = Token(0);
+
+/// One registered connection.
+struct Entry {
+    stream: TcpStream,
+    conn: Connection,
+    slot: ConnectionSlot,
+    /// Interest currently registered.
+    interest: Interest,
+    /// Set once closing: our `FIN` is sent; input is discarded until this deadline, at
+    /// most [`LINGER_BYTES`] (the count so far).
+    linger: Option<(Instant, usize)>,
+    /// Whether it is on the ready list.
+    queued: bool,
+}
+
+/// What became of a connection after it was driven.
+enum Outcome {
+    /// Waiting for readiness.
+    Wait,
+    /// Still has input to read (its read budget ran out).
+    More,
+    /// Remove it, with this reason.
+    End(CloseReason),
+}
+
+/// Serves `server` on `listener` (made non-blocking) until `shutdown` turns true and the
+/// drain is over. Runs on the calling thread.
+///
+/// Errors: creating the poll or registering the listener; a failing `poll` call other than
+/// an interruption also ends the loop with its error.
+pub fn serve<D: Dispatch>(
+    listener: std::net::TcpListener,
+    server: Arc<Server<D>>,
+    opts: Options,
+    observer: Arc<dyn Observer>,
+    shutdown: Arc<AtomicBool>,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let mut listener = Some(TcpListener::from_std(listener));
+    let service = Service::new(server, opts, observer);
+    let mut poll = Poll::new()?;
+    if let Some(l) = listener.as_mut() {
+        poll.registry().register(l, LISTENER, Interest::READABLE)?;
+    }
+    let mut events = Events::with_capacity(1024);
+    let mut conns: Slab<Entry> = Slab::new();
+    let mut ready: VecDeque<usize> = VecDeque::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut last_sweep = Instant::now();
+    let mut drain_deadline: Option<Instant> = None;
+    // Accept errors other than WouldBlock (EMFILE) leave connections in the backlog that no
+    // new edge will announce: retry on the next turn.
+    let mut accept_again = false;
+    loop {
+        let timeout = if ready.is_empty() {
+            TICK
+        } else {
+            Duration::ZERO
+        };
+        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        for event in &events {
+            match event.token() {
+                LISTENER => accept_again = true,
+                Token(t) => {
+                    if let Some(entry) = conns.get_mut(t - 1) {
+                        if !entry.queued {
+                            entry.queued = true;
+                            ready.push_back(t - 1);
+                        }
+                    }
+                }
+            }
+        }
+        if accept_again {
+            if let Some(l) = listener.as_ref() {
+                accept_again = accept(l, &poll, &service, &mut conns);
+            }
+        }
+        for _ in 0..ready.len() {
+            let Some(key) = ready.pop_front() else { break };
+            let Some(entry) = conns.get_mut(key) else {
+                continue;
+            };
+            entry.queued = false;
+            match drive(entry, &service, &mut buf) {
+                Outcome::Wait => reregister(&poll, key, entry),
+                Outcome::More => {
+                    entry.queued = true;
+                    ready.push_back(key);
+                }
+                Outcome::End(reason) => remove(&poll, &mut conns, key, reason),
+            }
+        }
+        if drain_deadline.is_none() && shutdown.load(Ordering::Acquire) {
+            if let Some(mut l) = listener.take() {
+                let _ = poll.registry().deregister(&mut l);
+            }
+            service.begin_drain();
+            drain_deadline = Some(Instant::now() + service.options().drain_timeout);
+            last_sweep = Instant::now() - TICK;
+        }
+        let now = Instant::now();
+        if now.duration_since(last_sweep) >= TICK {
+            last_sweep = now;
+            sweep(&poll, &service, &mut conns, now);
+        }
+        if let Some(deadline) = drain_deadline {
+            if conns.is_empty() || now >= deadline {
+                for key in conns.iter().map(|(k, _)| k).collect::<Vec<_>>() {
+                    remove(&poll, &mut conns, key, CloseReason::Aborted);
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Accepts until `WouldBlock` (then `false`) or another error such as EMFILE (then `true`:
+/// try again on the next turn).
+fn accept<D: Dispatch>(
+    listener: &TcpListener,
+    poll: &Poll,
+    service: &Service<D>,
+    conns: &mut Slab<Entry>,
+) -> bool {
+    loop {
+        let mut stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return e.kind() != io::ErrorKind::WouldBlock,
+        };
+        let Some(slot) = service.open_connection() else {
+            service.refused();
+            // A fresh socket's send buffer always takes these few bytes at once.
+            let _ = stream.write_all(CAP_RESPONSE);
+            let _ = stream.shutdown(Shutdown::Write);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let entry = conns.vacant_entry();
+        let token = Token(entry.key() + 1);
+        if poll
+            .registry()
+            .register(&mut stream, token, Interest::READABLE)
+            .is_err()
+        {
+            continue; // the slot is dropped: uncounted
+        }
+        entry.insert(Entry {
+            stream,
+            conn: Connection::new(service.options()),
+            slot,
+            interest: Interest::READABLE,
+            linger: None,
+            queued: false,
+        });
+    }
+}
+
+/// Moves what can be moved for one connection without blocking.
+fn drive<D: Dispatch>(entry: &mut Entry, service: &Service<D>, buf: &mut [u8]) -> Outcome {
+    if entry.linger.is_some() {
+        return discard(entry, buf);
+    }
+    for _ in 0..READS_PER_TURN {
+        let close = entry.conn.answer_all(service);
+        match flush(entry) {
+            Err(reason) => return Outcome::End(reason),
+            Ok(false) => return Outcome::Wait, // output pending: wait for WRITABLE
+            Ok(true) => {}
+        }
+        if close {
+            let reason = entry.conn.close_reason();
+            entry.slot.set_reason(reason);
+            if entry.stream.shutdown(Shutdown::Write).is_err() {
+                return Outcome::End(reason);
+            }
+            entry.linger = Some((Instant::now() + LINGER, 0));
+            return discard(entry, buf);
+        }
+        match entry.stream.read(buf) {
+            Ok(0) => entry.conn.received_eof(),
+            Ok(n) => entry.conn.received(&buf[..n], Instant::now()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Wait,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Outcome::End(CloseReason::Io),
+        }
+    }
+    Outcome::More
+}
+
+/// Writes pending output; `Ok(true)` once all is written, `Ok(false)` on `WouldBlock`.
+fn flush(entry: &mut Entry) -> Result<bool, CloseReason> {
+    while !entry.conn.output().is_empty() {
+        match entry.stream.write(entry.conn.output()) {
+            Ok(0) => return Err(CloseReason::Io),
+            Ok(n) => entry.conn.consume_output(n, Instant::now()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(CloseReason::Io),
+        }
+    }
+    Ok(true)
+}
+
+/// Lingering close: discards input until the peer closes or the linger bounds are hit.
+fn discard(entry: &mut Entry, buf: &mut [u8]) -> Outcome {
+    let Some((deadline, mut discarded)) = entry.linger else {
+        return Outcome::Wait;
+    };
+    let done = entry.conn.close_reason();
+    for _ in 0..READS_PER_TURN {
+        if discarded >= LINGER_BYTES || Instant::now() >= deadline {
+            return Outcome::End(done);
+        }
+        match entry.stream.read(buf) {
+            Ok(0) => return Outcome::End(done),
+            Ok(n) => discarded += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                entry.linger = Some((deadline, discarded));
+                return Outcome::Wait;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Outcome::End(done),
+        }
+    }
+    entry.linger = Some((deadline, discarded));
+    Outcome::More
+}
+
+/// Registers WRITABLE interest while output is pending, READABLE alone otherwise.
+fn reregister(poll: &Poll, key: usize, entry: &mut Entry) {
+    let wanted = if entry.conn.output().is_empty() {
+        Interest::READABLE
+    } else {
+        Interest::READABLE | Interest::WRITABLE
+    };
+    if wanted != entry.interest
+        && poll
+            .registry()
+            .reregister(&mut entry.stream, Token(key + 1), wanted)
+            .is_ok()
+    {
+        entry.interest = wanted;
+    }
+}
+
+/// Closes connections past their deadline, lingering past theirs, and (when draining)
+/// idle ones.
+fn sweep<D: Dispatch>(poll: &Poll, service: &Service<D>, conns: &mut Slab<Entry>, now: Instant) {
+    let draining = service.draining();
+    let expired: Vec<(usize, CloseReason)> = conns
+        .iter()
+        .filter_map(|(key, e)| {
+            let reason = match e.linger {
+                Some((deadline, _)) => (now >= deadline).then(|| e.conn.close_reason()),
+                None if draining && e.conn.is_idle() => Some(CloseReason::Drain),
+                None => e.conn.expired(now),
+            };
+            reason.map(|r| (key, r))
+        })
+        .collect();
+    for (key, reason) in expired {
+        remove(poll, conns, key, reason);
+    }
+}
+
+/// Deregisters and drops a connection (which uncounts it).
+fn remove(poll: &Poll, conns: &mut Slab<Entry>, key: usize, reason: CloseReason) {
+    if let Some(mut entry) = conns.try_remove(key) {
+        let _ = poll.registry().deregister(&mut entry.stream);
+        entry.slot.set_reason(reason);
+    }
+}

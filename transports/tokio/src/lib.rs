@@ -1,1 +1,259 @@
-//! (in progress)
+//! # dunning-tokio: the deployment adapter
+//!
+//! [`serve`] runs an accept loop on a tokio [`TcpListener`] and one task per connection.
+//! Each task is the loop of [`dunning_runtime`], moving bytes and nothing else:
+//!
+//! ```text
+//! loop {
+//!     poll the Connection: for each request, Service::handle on the blocking pool
+//!                          (spawn_blocking: the domain blocks on SQLite), then respond
+//!     write everything pending (bounded by the idle timeout)
+//!     Close polled        -> lingering close, end
+//!     draining and idle   -> end
+//!     wait for: readable | the connection's deadline | the drain signal
+//! }
+//! ```
+//!
+//! Why this shape: tokio is what the product ships on, and a task per connection keeps an
+//! idle keep-alive connection down to its task and a [`Connection`] (the read buffer lives
+//! on the stack, never across an `.await`). The core runs off the reactor so one slow
+//! SQLite query never stalls other connections' I/O.
+//!
+//! Caps: over [`Options::max_connections`] a connection gets [`CAP_RESPONSE`] and is
+//! closed; over [`Options::max_in_flight`] requests, the core itself answers `503`
+//! (`Load::Overloaded`). Shutdown: when `shutdown` resolves the listener is dropped, new
+//! requests are answered `503` + `Connection: close`, idle connections close, and `serve`
+//! returns once every connection ended or [`Options::drain_timeout`] passed.
+//!
+//! ```no_run
+//! # async fn demo<D: dunning_core::dispatch::Dispatch + 'static>(server: std::sync::Arc<dunning_core::Server<D>>) -> std::io::Result<()> {
+//! use std::sync::Arc;
+//! use dunning_runtime::{NoopObserver, Options};
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! let stop = async { let _ = tokio::signal::ctrl_c().await; };
+//! dunning_tokio::serve(listener, server, Options::default(), Arc::new(NoopObserver), stop).await
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use dunning_core::Server;
+use dunning_core::dispatch::Dispatch;
+use dunning_runtime::{
+    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, Next, Observer,
+    Options, Service,
+};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::timeout_at;
+
+/// Size of the read buffer (on the stack, per read).
+const READ_BUF: usize = 16 * 1024;
+
+/// Most refused connections being answered at once; beyond it a refused connection gets
+/// one non-blocking write of [`CAP_RESPONSE`] and is dropped.
+const MAX_REFUSING: usize = 64;
+
+/// Serves `server` on `listener` until `shutdown` resolves and the drain is over.
+///
+/// Must run inside a multi-threaded tokio runtime (it uses `spawn_blocking`). Accept
+/// errors (out of file descriptors, aborted handshakes) are survived with a 10 ms pause;
+/// the result is `Ok(())` after a graceful shutdown.
+pub async fn serve<D: Dispatch + 'static>(
+    listener: TcpListener,
+    server: Arc<Server<D>>,
+    opts: Options,
+    observer: Arc<dyn Observer>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let service = Arc::new(Service::new(server, opts, observer));
+    let (drain_tx, drain_rx) = watch::channel(false);
+    let refusing = Arc::new(AtomicUsize::new(0));
+    let mut tasks = JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                match service.open_connection() {
+                    Some(slot) => {
+                        let svc = Arc::clone(&service);
+                        tasks.spawn(connection(svc, stream, slot, drain_rx.clone()));
+                    }
+                    None => {
+                        service.refused();
+                        refuse(stream, &refusing, &mut tasks);
+                    }
+                }
+            }
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    drop(listener);
+    service.begin_drain();
+    let _ = drain_tx.send(true);
+    let deadline = tokio::time::Instant::now() + service.options().drain_timeout;
+    let _ = timeout_at(deadline, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    tasks.shutdown().await;
+    Ok(())
+}
+
+/// Answers a connection over the cap: [`CAP_RESPONSE`], then a lingering close.
+fn refuse(mut stream: TcpStream, refusing: &Arc<AtomicUsize>, tasks: &mut JoinSet<()>) {
+    if refusing.fetch_add(1, Ordering::AcqRel) >= MAX_REFUSING {
+        refusing.fetch_sub(1, Ordering::AcqRel);
+        let _ = stream.try_write(CAP_RESPONSE);
+        return;
+    }
+    let refusing = Arc::clone(refusing);
+    tasks.spawn(async move {
+        let deadline = tokio::time::Instant::now() + LINGER;
+        if let Ok(Ok(())) = timeout_at(deadline, stream.write_all(CAP_RESPONSE)).await {
+            linger(&mut stream).await;
+        }
+        refusing.fetch_sub(1, Ordering::AcqRel);
+    });
+}
+
+/// One connection's task.
+async fn connection<D: Dispatch + 'static>(
+    service: Arc<Service<D>>,
+    mut stream: TcpStream,
+    mut slot: ConnectionSlot,
+    mut drain: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut conn = Connection::new(service.options());
+    let reason = drive(&service, &mut stream, &mut conn, &mut drain).await;
+    if matches!(reason, CloseReason::Done | CloseReason::Codec) {
+        linger(&mut stream).await;
+    }
+    slot.set_reason(reason);
+}
+
+/// The loop of the crate docs; returns why the connection ends.
+async fn drive<D: Dispatch + 'static>(
+    service: &Arc<Service<D>>,
+    stream: &mut TcpStream,
+    conn: &mut Connection,
+    drain: &mut watch::Receiver<bool>,
+) -> CloseReason {
+    let mut eof = false;
+    loop {
+        let close = loop {
+            match conn.poll() {
+                Next::Request(req) => {
+                    let svc = Arc::clone(service);
+                    match tokio::task::spawn_blocking(move || svc.handle(&req)).await {
+                        Ok(resp) => conn.respond(&resp),
+                        Err(_) => return CloseReason::Aborted,
+                    }
+                }
+                Next::Read => break false,
+                Next::Close => break true,
+            }
+        };
+        if let Err(reason) = flush(stream, conn).await {
+            return reason;
+        }
+        if close {
+            return conn.close_reason();
+        }
+        if eof || (*drain.borrow() && conn.is_idle()) {
+            return if eof {
+                CloseReason::Done
+            } else {
+                CloseReason::Drain
+            };
+        }
+        let Some(deadline) = conn.deadline() else {
+            return CloseReason::Aborted; // unreachable: no request is with the core here
+        };
+        tokio::select! {
+            ready = stream.readable() => {
+                if ready.is_err() {
+                    return CloseReason::Io;
+                }
+                let mut buf = [0u8; READ_BUF];
+                match stream.try_read(&mut buf) {
+                    Ok(0) => {
+                        eof = true;
+                        conn.received_eof();
+                    }
+                    Ok(n) => conn.received(&buf[..n], Instant::now()),
+                    Err(e) if retry(&e) => {}
+                    Err(_) => return CloseReason::Io,
+                }
+            }
+            () = tokio::time::sleep_until(deadline.into()) => {
+                if let Some(reason) = conn.expired(Instant::now()) {
+                    return reason;
+                }
+            }
+            _ = drain.changed(), if !*drain.borrow() => {}
+        }
+    }
+}
+
+/// Writes everything pending, each write bounded by the connection's deadline.
+async fn flush(stream: &mut TcpStream, conn: &mut Connection) -> Result<(), CloseReason> {
+    while !conn.output().is_empty() {
+        let Some(deadline) = conn.deadline() else {
+            return Err(CloseReason::Aborted);
+        };
+        match timeout_at(deadline.into(), stream.write(conn.output())).await {
+            Ok(Ok(0)) => return Err(CloseReason::Io),
+            Ok(Ok(n)) => conn.consume_output(n, Instant::now()),
+            Ok(Err(e)) if retry(&e) => {}
+            Ok(Err(_)) => return Err(CloseReason::Io),
+            Err(_) => return Err(CloseReason::IdleTimeout),
+        }
+    }
+    Ok(())
+}
+
+/// Sends `FIN`, then reads and discards what the peer still sends, until it closes, for at
+/// most [`LINGER`] and [`LINGER_BYTES`]: our last response is read, not reset away.
+async fn linger(stream: &mut TcpStream) {
+    let deadline = tokio::time::Instant::now() + LINGER;
+    if timeout_at(deadline, stream.shutdown()).await.is_err() {
+        return;
+    }
+    let mut discarded = 0;
+    while discarded < LINGER_BYTES {
+        if !matches!(timeout_at(deadline, stream.readable()).await, Ok(Ok(()))) {
+            return;
+        }
+        let mut buf = [0u8; READ_BUF];
+        match stream.try_read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => discarded += n,
+            Err(e) if retry(&e) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Errors after which the same call is simply tried again.
+fn retry(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
+}
