@@ -595,7 +595,7 @@ fn fixture_step(step: &str) -> Vec<u8> {
     let (head, body) = rest
         .split_once("\n\n")
         .or_else(|| rest.split_once("\r\n\r\n"))
-        .unwrap_or((rest.trim_end_matches(['\r', '\n']), ""));
+        .unwrap_or_else(|| (rest.trim_end_matches(['\r', '\n']), ""));
     let body = body.strip_suffix('\n').unwrap_or(body);
     let body = body.strip_suffix('\r').unwrap_or(body);
     let body = pad_to(substitute(body));

@@ -78,6 +78,12 @@ fn variants() -> Vec<(&'static str, ProtocolError)> {
     ]
 }
 
+/// (HTTP status, JSON-RPC code).
+type Wire = (u16, i32);
+
+/// Variant name, its wire form in era 2026, its wire form in era 2025.
+type Row = (&'static str, Wire, Wire);
+
 /// (variant, era 2026 (status, code), era 2025 (status, code)), as spec §11 says.
 ///
 /// Where §11 has "-" for era 2025 (envelope, mirrored headers: era-2026 only) the
@@ -85,7 +91,7 @@ fn variants() -> Vec<(&'static str, ProtocolError)> {
 /// never produced in era 2025 (the tool answers `isError` `CONFIRMATION_REQUIRED`).
 /// `PathNotFound` and `MethodNotAllowed` are bodyless (`404`, `405`; §11 "may have an
 /// empty body"); their codes only reach the log.
-const TABLE: &[(&str, (u16, i32), (u16, i32))] = &[
+const TABLE: &[Row] = &[
     ("Parse", (400, -32700), (400, -32700)),
     ("InvalidRequest", (400, -32600), (400, -32600)),
     ("Batch", (400, -32600), (400, -32600)),

@@ -376,9 +376,12 @@ fn set(args: &mut Map<String, Value>, key: &str, v: &Option<Option<Value>>) {
     }
 }
 
+/// An annotated argument: header suffix, type, and its text when it has a value.
+type Bound = (&'static str, ParamKind, Option<String>);
+
 impl EchoArgs {
     /// The argument object, and each binding with its text when the value is present.
-    fn build(&self) -> (Value, Vec<(&'static str, ParamKind, Option<String>)>) {
+    fn build(&self) -> (Value, Vec<Bound>) {
         let mut a = Map::new();
         set(
             &mut a,
@@ -551,7 +554,7 @@ fn build(ing: &Ingredients) -> Tagged {
     };
     let mut params = json!({ "_meta": common::envelope(caps) });
     let mut name = None;
-    let mut bindings: Vec<(&'static str, ParamKind, Option<String>)> = Vec::new();
+    let mut bindings: Vec<Bound> = Vec::new();
     match ing.method {
         "tools/call" => {
             let tool = if ing.tool.is_empty() {
