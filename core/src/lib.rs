@@ -44,6 +44,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jsonrpc;
+pub mod jwt;
 pub mod methods;
 pub mod mirror;
 pub mod origin;
@@ -67,6 +68,7 @@ pub use dispatch::{
 pub use env::{Env, Load, UnixTime};
 pub use era::{Era, Version};
 pub use error::{ErrorCode, ProtocolError};
+pub use jwt::{Claims, KeySet, Validation};
 pub use limit::{Limited, RateLimit, Unlimited};
 pub use principal::{Access, Audience, Principal, Scope};
 pub use registry::ConfigError;
