@@ -314,3 +314,36 @@ impl SplitMix {
         z ^ (z >> 31)
     }
 }
+
+/// An era-2026 `server/discover` request by `tok-owner`, with every header it needs.
+pub fn discover_request() -> Vec<u8> {
+    rpc_request("server/discover", None, "{}")
+}
+
+/// An era-2026 `tools/call` of `tool` with `arguments` (a JSON object), by `tok-owner`.
+pub fn call_request(tool: &str, arguments: &str) -> Vec<u8> {
+    rpc_request("tools/call", Some(tool), arguments)
+}
+
+fn rpc_request(method: &str, tool: Option<&str>, arguments: &str) -> Vec<u8> {
+    const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let (name_header, params) = match tool {
+        Some(t) => (
+            format!("Mcp-Name: {t}\r\n"),
+            format!(r#"{{{META},"name":"{t}","arguments":{arguments}}}"#),
+        ),
+        None => (String::new(), format!("{{{META}}}")),
+    };
+    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+    format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-owner\r\n\
+         Content-Type: application/json\r\nAccept: application/json\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{name_header}\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+pub mod gate;
+pub mod observe;
