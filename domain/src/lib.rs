@@ -71,6 +71,7 @@ impl std::fmt::Debug for Domain {
 /// Every tool, in catalogue order (domain.md §2).
 pub fn all_tools() -> Vec<ToolSpec> {
     let mut v = org::tools();
+    v.extend(ops::summary::tools());
     v.extend(ops::debtors::tools());
     v.extend(ops::contact_points::tools());
     v.extend(ops::charges::tools());
@@ -234,6 +235,40 @@ impl Domain {
         })
     }
 
+    /// Runs a read-only tool for the caller in `ctx` (resources and prompts are views of
+    /// the same handlers). `None` when no such read tool is built.
+    pub fn read_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        ctx: Ctx<'_>,
+    ) -> Option<Result<Output, DomainError>> {
+        let spec = self.spec(tool).ok()?;
+        if !spec.def.annotations.read_only {
+            return None;
+        }
+        if !ctx.principal.may(&spec.def.access) {
+            return Some(Err(DomainError::Forbidden(format!(
+                "{tool} is not allowed"
+            ))));
+        }
+        let call = ToolCall {
+            tool: &spec.def,
+            args: &args,
+            ctx,
+            confirmation_key: None,
+            surface: dunning_core::Surface::Mcp,
+        };
+        Some(store::read(&*self.store, |tx| {
+            self.op_run(tx, &call, false, spec.run)
+        }))
+    }
+
+    /// The definition of a built tool.
+    pub fn tool_def(&self, tool: &str) -> Option<&dunning_core::ToolDef> {
+        self.spec(tool).ok().map(|s| &s.def)
+    }
+
     /// Forgets idempotency records older than the retention (run by the worker).
     pub fn sweep_idempotency(&self, now: UnixTime) -> Result<u64, DomainError> {
         let before = now.as_millis().saturating_sub(IDEMPOTENCY_TTL_MS);
@@ -264,9 +299,9 @@ impl Dispatch for Domain {
     fn catalog(&self) -> Catalog {
         Catalog {
             tools: self.tools.iter().map(|t| t.def.clone()).collect(),
-            resources: mcp::resources(),
-            templates: mcp::templates(),
-            prompts: mcp::prompts(),
+            resources: mcp::resources(self),
+            templates: mcp::templates(self),
+            prompts: mcp::prompts(self),
         }
     }
 

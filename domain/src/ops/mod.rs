@@ -10,6 +10,7 @@ pub mod events;
 pub mod exports;
 pub mod protests;
 pub mod rulers;
+pub mod summary;
 
 use dunning_core::{Principal, UnixTime};
 

@@ -1,0 +1,156 @@
+//! `dunning_summary_get` (#2): the organization's collection KPIs, all computed here
+//! (open and overdue amounts, aging buckets, 30-day recovery rate) so no client re-sums.
+
+use chrono::Duration;
+use dunning_core::{Output, Scope};
+use serde_json::{Value, json};
+
+use crate::error::DomainError;
+use crate::op::{Op, ok};
+use crate::rules::{calendar, money};
+use crate::schema as s;
+use crate::spec::{ToolSpec, tool};
+use crate::store::{Cond, Kind, Query};
+
+/// The tools of this module.
+pub fn tools() -> Vec<ToolSpec> {
+    vec![
+        tool("dunning_summary_get", "Collection summary", "GET", "/v1/summary")
+            .describe("Key figures of the organization's collection: open and overdue amounts and counts, aging buckets of overdue debt (1–15, 16–30, 31–60, 61–90, 90+ days), amount paid and recovery rate over the period (default: the last 30 days). All totals are computed by the server.")
+            .read()
+            .access(Scope::Read, Some("dashboard.view"))
+            .arg("from", s::date("Start of the period for payments (default: 30 days ago)"))
+            .arg("to", s::date("End of the period for payments (default: today)"))
+            .arg("ruler_id", s::id("Only charges under this ruler"))
+            .output(s::object(
+                "Collection summary",
+                &[
+                    ("open_amount", s::money("Open amount")),
+                    ("overdue_amount", s::money("Overdue amount")),
+                    ("aging", s::any_object("Overdue amount and count per aging bucket")),
+                    ("recovery_rate", s::number("Paid in the period over overdue at its start plus paid", 0.0, 1.0)),
+                ],
+                &["open_amount", "overdue_amount", "aging", "recovery_rate"],
+            ))
+            .run(summary),
+    ]
+}
+
+const BUCKETS: [(&str, i64, i64); 5] = [
+    ("1-15", 1, 15),
+    ("16-30", 16, 30),
+    ("31-60", 31, 60),
+    ("61-90", 61, 90),
+    ("90+", 91, i64::MAX),
+];
+
+fn summary(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let today = op.today();
+    let to = op.opt_date("to")?.unwrap_or(today);
+    let from = op.opt_date("from")?.unwrap_or(to - Duration::days(30));
+    if from > to {
+        return Err(DomainError::field("from", "must not be after `to`"));
+    }
+    let mut base = Vec::new();
+    if let Some(r) = op.opt_str("ruler_id") {
+        base.push(Cond::Eq("ruler_id", json!(r)));
+    }
+    let open_statuses = ["pending", "overdue", "partially_paid"];
+    let q = Query {
+        conds: [
+            base.clone(),
+            vec![Cond::In(
+                "status",
+                open_statuses.iter().map(|s| json!(s)).collect(),
+            )],
+        ]
+        .concat(),
+        ..Query::all()
+    };
+    let open = op.tx.find(Kind::Charge, op.org, &q)?;
+    let remaining = |c: &Value| {
+        let amount = c.get("amount").and_then(Value::as_f64).unwrap_or_default();
+        let paid = c
+            .get("paid_amount")
+            .and_then(Value::as_f64)
+            .unwrap_or_default();
+        money::cents(amount).unwrap_or_default() - money::cents(paid).unwrap_or_default()
+    };
+    let (mut open_c, mut overdue_c, mut overdue_n, mut pending_n) = (0i64, 0i64, 0u64, 0u64);
+    let mut aging = [(0i64, 0u64); 5];
+    for c in &open {
+        let due = remaining(c);
+        open_c += due;
+        if c.get("status").and_then(Value::as_str) == Some("overdue") {
+            overdue_c += due;
+            overdue_n += 1;
+            let days = c
+                .get("due_date")
+                .and_then(Value::as_str)
+                .and_then(calendar::parse_date)
+                .map_or(0, |d| (today - d).num_days());
+            if let Some(i) = BUCKETS.iter().position(|b| days >= b.1 && days <= b.2) {
+                aging[i].0 += due;
+                aging[i].1 += 1;
+            }
+        } else {
+            pending_n += 1;
+        }
+    }
+    let paid_q = Query {
+        conds: [
+            base,
+            vec![
+                Cond::In("status", vec![json!("paid"), json!("partially_paid")]),
+                Cond::Ge("paid_at", json!(from.format("%Y-%m-%d").to_string())),
+                Cond::Le(
+                    "paid_at",
+                    json!(format!("{}T23:59:59-03:00", to.format("%Y-%m-%d"))),
+                ),
+            ],
+        ]
+        .concat(),
+        ..Query::all()
+    };
+    let paid = op.tx.find(Kind::Charge, op.org, &paid_q)?;
+    let paid_c: i64 = paid
+        .iter()
+        .map(|c| {
+            money::cents(
+                c.get("paid_amount")
+                    .and_then(Value::as_f64)
+                    .unwrap_or_default(),
+            )
+            .unwrap_or_default()
+        })
+        .sum();
+    let denominator = paid_c + overdue_c;
+    let rate = if denominator == 0 {
+        0.0
+    } else {
+        money::round2(paid_c as f64 / denominator as f64 * 100.0) / 100.0
+    };
+    let aging: serde_json::Map<String, Value> = BUCKETS
+        .iter()
+        .zip(aging)
+        .map(|(b, (c, n))| {
+            (
+                b.0.to_owned(),
+                json!({ "amount": money::brl(c), "count": n }),
+            )
+        })
+        .collect();
+    Ok(ok(json!({
+        "as_of": today.format("%Y-%m-%d").to_string(),
+        "period": { "from": from.format("%Y-%m-%d").to_string(), "to": to.format("%Y-%m-%d").to_string() },
+        "open_amount": money::brl(open_c),
+        "open_count": open.len(),
+        "pending_count": pending_n,
+        "overdue_amount": money::brl(overdue_c),
+        "overdue_count": overdue_n,
+        "aging": aging,
+        "paid_amount": money::brl(paid_c),
+        "paid_count": paid.len(),
+        "recovery_rate": rate,
+    })))
+}
