@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod demo;
+pub mod engine;
 pub mod error;
 pub mod mcp;
 pub mod op;

@@ -1,8 +1,91 @@
-//! Tools of the `events` group (domain.md §2). Not built yet.
+//! The audit trail (domain.md §1 event, tool #68): every change writes an event in the
+//! same transaction ([`crate::op::Op::event`]); this lists them.
 
-use crate::spec::ToolSpec;
+use dunning_core::{Output, Scope};
+use serde_json::json;
+
+use crate::error::DomainError;
+use crate::op::{Op, list};
+use crate::ops::deliveries::time_bound;
+use crate::schema as s;
+use crate::spec::{ToolSpec, tool};
+use crate::store::{Cond, Kind, Order, Query};
 
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
-    Vec::new()
+    vec![
+        tool("dunning_events_list", "List events", "GET", "/v1/events")
+            .describe("The organization's audit trail, newest first: what changed (code such as charge.paid or delivery.sent), on which resource, when, by whom, with the changed fields. Filters: code (exact, a comma-separated list, or a prefix such as charge.*), resource_type, resource_id, and from/to on the time it happened.")
+            .read()
+            .access(Scope::Read, Some("dashboard.view"))
+            .arg("code", s::text("Event code: exact (charge.paid), several separated by commas, or a prefix ending in .* (charge.*)", 1, 500))
+            .arg("resource_type", s::text("Resource type, e.g. charge, debtor, delivery, ruler", 1, 50))
+            .arg("resource_id", s::id("Only events about this resource"))
+            .arg("from", s::string("Happened at or after (date YYYY-MM-DD or RFC 3339)"))
+            .arg("to", s::string("Happened at or before (date YYYY-MM-DD, inclusive, or RFC 3339)"))
+            .list(&["occurred_at"])
+            .output(s::list_output(s::entity_output(&["id", "code", "resource_type", "resource_id", "occurred_at"])))
+            .run(list_events),
+    ]
+}
+
+const SORTS: &[(&str, &str, Order)] = &[("occurred_at", "occurred_at", Order::Desc)];
+
+fn list_events(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let mut conds = Vec::new();
+    if let Some(code) = op.opt_str("code") {
+        let codes: Vec<&str> = code
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        match codes.as_slice() {
+            [] => return Err(DomainError::field("code", "must name an event code")),
+            [one] if one.ends_with(".*") || *one == "*" => {
+                let prefix = one.trim_end_matches('*');
+                if !prefix.is_empty() {
+                    conds.push(Cond::Ge("code", json!(prefix)));
+                    conds.push(Cond::Le("code", json!(format!("{prefix}\u{10FFFF}"))));
+                }
+            }
+            many => {
+                if let Some(bad) = many.iter().find(|c| c.contains('*')) {
+                    return Err(DomainError::field(
+                        "code",
+                        format!("{bad}: a prefix (.*) can only be given alone"),
+                    ));
+                }
+                conds.push(Cond::In("code", many.iter().map(|c| json!(c)).collect()));
+            }
+        }
+    }
+    if let Some(t) = op.opt_str("resource_type") {
+        conds.push(Cond::Eq("resource_type", json!(t)));
+    }
+    if let Some(r) = op.opt_str("resource_id") {
+        conds.push(Cond::Eq("resource_id", json!(r)));
+    }
+    let from = time_bound(op, "from", false)?;
+    let to = time_bound(op, "to", true)?;
+    if let (Some(f), Some(t)) = (&from, &to) {
+        if f > t {
+            return Err(DomainError::field("to", "must not be before from"));
+        }
+    }
+    if let Some(f) = from {
+        conds.push(Cond::Ge("occurred_at", json!(f)));
+    }
+    if let Some(t) = to {
+        conds.push(Cond::Le("occurred_at", json!(t)));
+    }
+    let page = op.page();
+    let total = op.tx.count(Kind::Event, op.org, &conds)?;
+    let q = Query {
+        conds,
+        sort: op.sort(SORTS),
+        limit: Some(page.per_page),
+        offset: page.offset(),
+    };
+    let items = op.tx.find(Kind::Event, op.org, &q)?;
+    Ok(list(items, page, total))
 }

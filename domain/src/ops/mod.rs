@@ -24,4 +24,7 @@ pub type DemoHook =
     fn(&Domain, &Principal, UnixTime, &mut Rng, &Seeded, usize) -> Result<(), DomainError>;
 
 /// Demo hooks in dependency order (each group adds its own).
-pub const DEMO_HOOKS: &[DemoHook] = &[];
+pub const DEMO_HOOKS: &[DemoHook] = &[
+    // Last: deliveries need charges and contact points.
+    rulers::seed_demo,
+];

@@ -1,0 +1,660 @@
+//! The ruler engine: the clock-driven part of dunning.
+//!
+//! [`tick`] runs, for every organization, in this order:
+//! 1. the `pending→overdue` sweep (the day after the effective due date, rule 5);
+//! 2. **planning**: for each open charge that follows an active ruler
+//!    ([`rulers::resolve_among`]), every step whose slot (offset in calendar or business
+//!    days, `send_at`, send window, holidays — [`rulers::slot`]) has come, within
+//!    [`CATCH_UP_DAYS`], gets one delivery in `scheduled`, unless dunning stops on the
+//!    charge (rule 6), the debtor is `do_not_contact`, the step's conditions fail, or no
+//!    contact point may receive it (opt-out, invalid, WhatsApp without `opted_in`).
+//!    The delivery id derives from (charge, step) ([`deliveries::ruler_delivery_id`]),
+//!    so a step fires at most once per charge across ticks and replicas;
+//! 3. **outbox**: deliveries whose time has come are re-checked (a stop, an opt-out or
+//!    `do_not_contact` arriving after scheduling cancels them), wait while the send
+//!    window is closed, are claimed (`queued`, with a lease of [`CLAIM_MS`] so a
+//!    crashed sender's work is picked up again), rendered with the creditor's name and
+//!    CNPJ (CDC art. 42-A), handed to the [`DeliveryDriver`] outside any transaction,
+//!    and marked `sent` or `failed` (`delivery.sent` / `delivery.failed` events).
+//!
+//! Steps whose action is `negativate`, `protest` or `escalate` only produce a `task`
+//! delivery for a person: the engine never negativates, protests or escalates by itself.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::Duration;
+use dunning_core::{Audience, Principal, UnixTime};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::Domain;
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::deliveries::{self, Delivery, Refusal};
+use crate::ops::rulers::{self, DUNNABLE, Ruler, Step};
+use crate::org::Organization;
+use crate::rules::calendar;
+use crate::store::{self, Cond, Kind, Order, Query, find, load, save};
+
+/// A step is sent at most this many days after its slot; older missed slots (a server
+/// that was down, a ruler activated on an old debt) are skipped instead of sent in a burst.
+pub const CATCH_UP_DAYS: i64 = 3;
+/// How long a claimed (`queued`) delivery belongs to the tick that claimed it.
+pub const CLAIM_MS: u64 = 5 * 60 * 1000;
+/// Most deliveries handed to the driver per organization and tick.
+pub const BATCH: u32 = 1000;
+/// The actor of the engine's events.
+pub const ACTOR: &str = "system:ruler-engine";
+
+/// A message ready to go: what the driver sends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Rendered {
+    /// `email`, `sms`, `whatsapp`, `webhook` or `task`.
+    pub channel: String,
+    /// Address or number (none for tasks and webhooks).
+    pub to: Option<String>,
+    /// Subject (e-mail, tasks).
+    pub subject: Option<String>,
+    /// Body, ending with the creditor's identification.
+    pub body: String,
+    /// Creditor's legal name.
+    pub creditor_name: String,
+    /// Creditor's CNPJ.
+    pub creditor_cnpj: String,
+}
+
+/// The provider accepted the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriverReceipt {
+    /// The provider's id for it.
+    pub provider_message_id: String,
+}
+
+/// The provider refused or failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriverError {
+    /// Machine code (e.g. `provider_timeout`, `invalid_address`).
+    pub code: String,
+    /// Detail.
+    pub message: String,
+}
+
+/// Sends messages (e-mail, SMS and WhatsApp providers, the creditor's webhook, the task
+/// queue). Called outside any store transaction.
+pub trait DeliveryDriver: Send + Sync {
+    /// Sends one delivery (its JSON document) with its rendered content.
+    fn send(&self, delivery: &Value, rendered: &Rendered) -> Result<DriverReceipt, DriverError>;
+}
+
+/// One message the [`RecordingDriver`] kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// Delivery id.
+    pub delivery_id: String,
+    /// Charge id.
+    pub charge_id: String,
+    /// Step id, for ruler deliveries.
+    pub step_id: Option<String>,
+    /// What was sent.
+    pub rendered: Rendered,
+}
+
+/// The default driver: records every message in memory (and the delivery itself keeps
+/// the rendered text in the store); nothing leaves the machine.
+#[derive(Debug, Default)]
+pub struct RecordingDriver {
+    sent: Mutex<Vec<Recorded>>,
+    fail_with: Mutex<Option<DriverError>>,
+}
+
+impl RecordingDriver {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Everything sent so far.
+    pub fn messages(&self) -> Vec<Recorded> {
+        self.sent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Makes every following send fail with `err` (`None`: succeed again). For tests.
+    pub fn fail_with(&self, err: Option<DriverError>) {
+        *self
+            .fail_with
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = err;
+    }
+}
+
+impl DeliveryDriver for RecordingDriver {
+    fn send(&self, delivery: &Value, rendered: &Rendered) -> Result<DriverReceipt, DriverError> {
+        if let Some(e) = self
+            .fail_with
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+        {
+            return Err(e);
+        }
+        let id = delivery
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let mut sent = self
+            .sent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sent.push(Recorded {
+            delivery_id: id.clone(),
+            charge_id: delivery
+                .get("charge_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            step_id: delivery
+                .get("step_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            rendered: rendered.clone(),
+        });
+        Ok(DriverReceipt {
+            provider_message_id: format!("rec-{}-{}", sent.len(), &id[..id.len().min(8)]),
+        })
+    }
+}
+
+/// What one tick did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TickReport {
+    /// Organizations visited.
+    pub organizations: u32,
+    /// Charges that became overdue.
+    pub overdue: u32,
+    /// Ruler deliveries created (`scheduled`).
+    pub scheduled: u32,
+    /// Deliveries the driver accepted.
+    pub sent: u32,
+    /// Deliveries the driver refused or that could not be rendered.
+    pub failed: u32,
+    /// Deliveries canceled before sending (stop, opt-out, do_not_contact, ...).
+    pub canceled: u32,
+    /// Due deliveries waiting for the send window to open.
+    pub waiting: u32,
+}
+
+/// Runs the engine once for every organization at `now`.
+pub fn tick(
+    domain: &Domain,
+    now: UnixTime,
+    driver: &dyn DeliveryDriver,
+) -> Result<TickReport, DomainError> {
+    let orgs = store::read(domain.store(), |tx| Ok(tx.organizations()?))?;
+    let mut report = TickReport::default();
+    for org in orgs {
+        report.organizations += 1;
+        tick_org(domain, &org, now, driver, &mut report)?;
+    }
+    Ok(report)
+}
+
+/// Runs the engine once for one organization.
+pub fn tick_org(
+    domain: &Domain,
+    org: &str,
+    now: UnixTime,
+    driver: &dyn DeliveryDriver,
+    report: &mut TickReport,
+) -> Result<(), DomainError> {
+    report.overdue += with_op(
+        domain,
+        org,
+        now,
+        "sweep",
+        crate::ops::charges::sweep_overdue,
+    )?;
+    report.scheduled += with_op(domain, org, now, "plan", plan)?;
+    let claimed = with_op(domain, org, now, "claim", |op| claim(op, report))?;
+    let mut results = Vec::with_capacity(claimed.len());
+    for c in claimed {
+        let result = driver.send(&c.doc, &c.rendered);
+        results.push((c, result));
+    }
+    with_op(domain, org, now, "finish", |op| finish(op, results, report))
+}
+
+static TICKS: AtomicU64 = AtomicU64::new(0);
+
+/// Entropy for the engine's ids: unique per call, process and replica.
+fn entropy(org: &str, now: UnixTime, phase: &str) -> [u8; 32] {
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let mut h = Sha256::new();
+    h.update(org.as_bytes());
+    h.update(now.as_millis().to_be_bytes());
+    h.update(phase.as_bytes());
+    h.update(TICKS.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+    h.update(random.to_be_bytes());
+    h.finalize().into()
+}
+
+/// The engine's principal in `org`.
+fn system(org: &str, now: UnixTime) -> Principal {
+    Principal {
+        subject: ACTOR.into(),
+        organization: org.to_owned(),
+        scope: Some(dunning_core::Scope::Write),
+        scopes: Vec::new(),
+        permissions: Default::default(),
+        expires_at: now.plus_millis(3_600_000),
+        audience: Audience::Api,
+    }
+}
+
+/// Runs `f` on an [`Op`] of the engine in a write transaction of `org`.
+fn with_op<R>(
+    domain: &Domain,
+    org: &str,
+    now: UnixTime,
+    phase: &str,
+    f: impl FnOnce(&mut Op<'_>) -> Result<R, DomainError>,
+) -> Result<R, DomainError> {
+    let principal = system(org, now);
+    let args = Map::new();
+    store::write(domain.store(), |tx| {
+        let settings = load::<Organization>(tx, Kind::Organization, org, org)?
+            .map(|o| o.settings)
+            .unwrap_or_default();
+        let mut op = Op::new(
+            tx,
+            org,
+            &principal,
+            now,
+            &args,
+            "ruler-engine",
+            entropy(org, now, phase),
+            settings,
+            domain.outbound(),
+        );
+        f(&mut op)
+    })
+}
+
+fn text<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+/// Step 2: creates the deliveries of every step whose slot has come (a step skipped
+/// by a stop or a missing contact point is recorded as a canceled delivery). Returns
+/// how many were scheduled.
+fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
+    let q = Query::all().with(Cond::In(
+        "status",
+        vec![json!("draft"), json!("active"), json!("paused")],
+    ));
+    let rulers: Vec<Ruler> = find(op.tx, Kind::Ruler, op.org, &q)?;
+    if !rulers.iter().any(|r| r.status == "active") {
+        return Ok(0);
+    }
+    let mut steps: HashMap<String, Vec<Step>> = HashMap::new();
+    for r in rulers.iter().filter(|r| r.status == "active") {
+        let s: Vec<Step> = rulers::steps_of(op.tx, op.org, &r.id)?
+            .into_iter()
+            .filter(|s| s.active)
+            .collect();
+        steps.insert(r.id.clone(), s);
+    }
+    let now_local = deliveries::local_now(op.now);
+    let open = Query {
+        conds: vec![Cond::In(
+            "status",
+            DUNNABLE.iter().map(|s| json!(s)).collect(),
+        )],
+        sort: ("due_date", Order::Asc),
+        limit: None,
+        offset: 0,
+    };
+    let charges = op.tx.find(Kind::Charge, op.org, &open)?;
+    let mut debtors: HashMap<String, Option<Value>> = HashMap::new();
+    let mut made = 0;
+    for charge in charges {
+        let debtor_id = text(&charge, "debtor_id").unwrap_or_default().to_owned();
+        if !debtors.contains_key(&debtor_id) {
+            let d = op.tx.get(Kind::Debtor, op.org, &debtor_id)?;
+            debtors.insert(debtor_id.clone(), d);
+        }
+        let Some(Some(debtor)) = debtors.get(&debtor_id).cloned() else {
+            continue;
+        };
+        let Some(ruler) = rulers::resolve_among(&rulers, &charge, &debtor) else {
+            continue;
+        };
+        if ruler.status != "active" {
+            continue;
+        }
+        let Some(due) = text(&charge, "due_date").and_then(calendar::parse_date) else {
+            continue;
+        };
+        // A stop (pause, agreement, do_not_contact) skips the steps that come due
+        // meanwhile for good: they are recorded as canceled with the reason.
+        let stop = match deliveries::charge_stop(op.tx, op.org, &charge, op.now)? {
+            Some(r) => Some(r),
+            None => deliveries::debtor_refusal(&debtor),
+        };
+        let window = ruler.send_window.window();
+        let charge_id = text(&charge, "id").unwrap_or_default().to_owned();
+        for step in steps.get(&ruler.id).map(Vec::as_slice).unwrap_or_default() {
+            let Some(at) = rulers::slot(step, &window, due).at else {
+                continue;
+            };
+            if at > now_local || now_local - at > Duration::days(CATCH_UP_DAYS) {
+                continue;
+            }
+            if rulers::condition_refusal(step, &charge).is_some() {
+                continue;
+            }
+            let id = deliveries::ruler_delivery_id(op.org, &charge_id, &step.id);
+            if op.tx.get(Kind::Delivery, op.org, &id)?.is_some() {
+                continue;
+            }
+            let mut refusal = stop.clone();
+            let mut contact = None;
+            if refusal.is_none()
+                && step.action == "notify"
+                && deliveries::MESSAGE_CHANNELS.contains(&step.channel.as_str())
+            {
+                match deliveries::pick_contact_point(op.tx, op.org, &debtor_id, &step.channel)? {
+                    Some(cp) => contact = Some(cp),
+                    None => {
+                        refusal = Some(deliveries::no_contact_refusal(
+                            op.tx,
+                            op.org,
+                            &debtor,
+                            &step.channel,
+                        )?);
+                    }
+                }
+            }
+            let ts = op.timestamp();
+            let mut d = Delivery {
+                id,
+                charge_id: charge_id.clone(),
+                debtor_id: debtor_id.clone(),
+                contact_point_id: contact
+                    .as_ref()
+                    .and_then(|c| text(c, "id"))
+                    .map(str::to_owned),
+                step_id: Some(step.id.clone()),
+                ruler_id: Some(ruler.id.clone()),
+                channel: step.channel.clone(),
+                action: step.action.clone(),
+                origin: "ruler".into(),
+                status: "scheduled".into(),
+                to: contact
+                    .as_ref()
+                    .and_then(|c| text(c, "value"))
+                    .map(str::to_owned),
+                scheduled_at: rulers::local_timestamp(at),
+                requested_by: Some(ACTOR.into()),
+                created_at: ts.clone(),
+                updated_at: ts.clone(),
+                ..Delivery::default()
+            };
+            match refusal {
+                None => {
+                    save(op.tx, Kind::Delivery, op.org, &d)?;
+                    op.event("delivery.scheduled", "delivery", &d.id, &d, Value::Null)?;
+                    made += 1;
+                }
+                Some(r) => {
+                    d.status = "canceled".into();
+                    d.canceled_at = Some(ts);
+                    d.cancel_reason = Some(r.code);
+                    d.error_message = Some(r.message);
+                    save(op.tx, Kind::Delivery, op.org, &d)?;
+                    op.event("delivery.canceled", "delivery", &d.id, &d, Value::Null)?;
+                }
+            }
+        }
+    }
+    Ok(made)
+}
+
+/// A delivery claimed for sending.
+#[derive(Debug)]
+struct Claimed {
+    id: String,
+    token: String,
+    doc: Value,
+    rendered: Rendered,
+}
+
+/// Why a due delivery may no longer go out, re-checked right before sending.
+fn recheck(op: &mut Op<'_>, d: &Delivery) -> Result<Option<(Refusal, Value, Value)>, DomainError> {
+    let gone = |what: &str, id: &str| Refusal {
+        code: format!("{what}_missing"),
+        message: format!("{what} {id} no longer exists"),
+        field: None,
+    };
+    let Some(charge) = op.tx.get(Kind::Charge, op.org, &d.charge_id)? else {
+        return Ok(Some((
+            gone("charge", &d.charge_id),
+            Value::Null,
+            Value::Null,
+        )));
+    };
+    let Some(debtor) = op.tx.get(Kind::Debtor, op.org, &d.debtor_id)? else {
+        return Ok(Some((gone("debtor", &d.debtor_id), charge, Value::Null)));
+    };
+    if let Some(r) = deliveries::charge_stop(op.tx, op.org, &charge, op.now)? {
+        return Ok(Some((r, charge, debtor)));
+    }
+    if let Some(r) = deliveries::debtor_refusal(&debtor) {
+        return Ok(Some((r, charge, debtor)));
+    }
+    if let Some(cp_id) = &d.contact_point_id {
+        match op.tx.get(Kind::ContactPoint, op.org, cp_id)? {
+            None => return Ok(Some((gone("contact_point", cp_id), charge, debtor))),
+            Some(cp) => {
+                if let Some(r) = deliveries::contact_refusal(&cp, &d.channel) {
+                    return Ok(Some((r, charge, debtor)));
+                }
+            }
+        }
+    }
+    if d.origin == "ruler" {
+        if let Some(rid) = &d.ruler_id {
+            let r: Option<Ruler> = load(op.tx, Kind::Ruler, op.org, rid)?;
+            if let Some(r) = r.filter(|r| r.status != "active") {
+                return Ok(Some((
+                    Refusal {
+                        code: "ruler_not_active".into(),
+                        message: format!("ruler {} ({}) is {}", r.id, r.name, r.status),
+                        field: None,
+                    },
+                    charge,
+                    debtor,
+                )));
+            }
+        }
+        if let Some(sid) = &d.step_id {
+            let st: Option<Step> = load(op.tx, Kind::Step, op.org, sid)?;
+            match st {
+                Some(st) if st.active => {}
+                _ => {
+                    return Ok(Some((
+                        Refusal {
+                            code: "step_inactive".into(),
+                            message: format!("step {sid} was deactivated or deleted"),
+                            field: None,
+                        },
+                        charge,
+                        debtor,
+                    )));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The window a delivery waits for: its ruler's, else the charge's ruler's, else the default.
+fn window_of(
+    op: &mut Op<'_>,
+    d: &Delivery,
+    charge: &Value,
+    debtor: &Value,
+) -> Result<rulers::Window, DomainError> {
+    if let Some(rid) = &d.ruler_id {
+        if let Some(r) = load::<Ruler>(op.tx, Kind::Ruler, op.org, rid)? {
+            return Ok(r.send_window.window());
+        }
+    }
+    Ok(deliveries::window_for(op.tx, op.org, charge, debtor)?.1)
+}
+
+/// Step 3a: re-checks, cancels or claims the due deliveries.
+fn claim(op: &mut Op<'_>, report: &mut TickReport) -> Result<Vec<Claimed>, DomainError> {
+    let now_ts = op.timestamp();
+    let q = Query {
+        conds: vec![
+            Cond::In("status", vec![json!("scheduled"), json!("queued")]),
+            Cond::Le("scheduled_at", json!(now_ts)),
+        ],
+        sort: ("scheduled_at", Order::Asc),
+        limit: Some(BATCH),
+        offset: 0,
+    };
+    let due: Vec<Delivery> = find(op.tx, Kind::Delivery, op.org, &q)?;
+    let now_local = deliveries::local_now(op.now);
+    let mut out = Vec::new();
+    for mut d in due {
+        if d.status == "queued"
+            && d.claim_until
+                .as_deref()
+                .is_some_and(|u| u > now_ts.as_str())
+        {
+            continue;
+        }
+        let (charge, debtor) = match recheck(op, &d)? {
+            Some((r, _, _)) => {
+                if d.status == "scheduled" || d.status == "queued" {
+                    deliveries::advance(op, &mut d, "canceled", Some((&r.code, &r.message)))?;
+                    report.canceled += 1;
+                }
+                continue;
+            }
+            None => {
+                let c = op
+                    .tx
+                    .get(Kind::Charge, op.org, &d.charge_id)?
+                    .unwrap_or_default();
+                let b = op
+                    .tx
+                    .get(Kind::Debtor, op.org, &d.debtor_id)?
+                    .unwrap_or_default();
+                (c, b)
+            }
+        };
+        if !window_of(op, &d, &charge, &debtor)?.allows(now_local) {
+            report.waiting += 1;
+            continue;
+        }
+        let rendered =
+            match deliveries::render_delivery(op.tx, op.org, &d, &charge, &debtor, op.now)? {
+                Ok(r) => r,
+                Err(r) => {
+                    if d.status == "scheduled" {
+                        deliveries::advance(op, &mut d, "queued", None)?;
+                    }
+                    deliveries::advance(op, &mut d, "failed", Some((&r.code, &r.message)))?;
+                    report.failed += 1;
+                    continue;
+                }
+            };
+        let token = op.new_id();
+        let until = calendar::timestamp(op.now.plus_millis(CLAIM_MS));
+        if d.status == "scheduled" {
+            d.status = "queued".into();
+            d.queued_at = Some(now_ts.clone());
+        }
+        d.claim_token = Some(token.clone());
+        d.claim_until = Some(until);
+        d.attempt += 1;
+        d.updated_at = now_ts.clone();
+        save(op.tx, Kind::Delivery, op.org, &d)?;
+        let mut doc = serde_json::to_value(&d).unwrap_or(Value::Null);
+        if let Some(m) = doc.as_object_mut() {
+            m.remove("claim_token");
+            m.remove("claim_until");
+        }
+        out.push(Claimed {
+            id: d.id.clone(),
+            token,
+            doc,
+            rendered,
+        });
+    }
+    Ok(out)
+}
+
+/// Keeps a contact point's `last_delivery_status` and `bounce_count` (fields the
+/// contact-point module leaves to deliveries), editing its JSON in place.
+fn touch_contact_point(op: &mut Op<'_>, d: &Delivery) -> Result<(), DomainError> {
+    let Some(cp_id) = &d.contact_point_id else {
+        return Ok(());
+    };
+    let Some(mut cp) = op.tx.get(Kind::ContactPoint, op.org, cp_id)? else {
+        return Ok(());
+    };
+    if let Some(m) = cp.as_object_mut() {
+        m.insert("last_delivery_status".into(), json!(d.status));
+        if d.status == "bounced" {
+            let n = m.get("bounce_count").and_then(Value::as_u64).unwrap_or(0);
+            m.insert("bounce_count".into(), json!(n + 1));
+        }
+    }
+    op.tx.put(Kind::ContactPoint, op.org, &cp)?;
+    Ok(())
+}
+
+/// Step 3c: records what the driver answered.
+fn finish(
+    op: &mut Op<'_>,
+    results: Vec<(Claimed, Result<DriverReceipt, DriverError>)>,
+    report: &mut TickReport,
+) -> Result<(), DomainError> {
+    for (c, result) in results {
+        let Some(mut d) = load::<Delivery>(op.tx, Kind::Delivery, op.org, &c.id)? else {
+            continue;
+        };
+        if d.status != "queued" || d.claim_token.as_deref() != Some(c.token.as_str()) {
+            // Canceled meanwhile, or another sender took it over after the lease.
+            continue;
+        }
+        match result {
+            Ok(receipt) => {
+                d.provider_message_id = Some(receipt.provider_message_id);
+                d.subject = c.rendered.subject.clone();
+                d.body = Some(c.rendered.body.clone());
+                deliveries::advance(op, &mut d, "sent", None)?;
+                report.sent += 1;
+            }
+            Err(e) => {
+                deliveries::advance(op, &mut d, "failed", Some((&e.code, &e.message)))?;
+                report.failed += 1;
+            }
+        }
+        touch_contact_point(op, &d)?;
+    }
+    Ok(())
+}
