@@ -1,1 +1,104 @@
-fn main() {}
+//! # kobana-dunning: the product binary
+//!
+//! One binary, three commands (product spec §17):
+//!
+//! * `serve` — the MCP server (and the `/v1` REST API) on the tokio, blocking or mio
+//!   adapter: [`serve`] wires the OS into the sans-IO core;
+//! * `token` — prints a development access token signed with the data dir's key;
+//! * `demo` — re-seeds the demo organizations.
+//!
+//! This crate is the one place where sockets, the clock, randomness, files and signals
+//! meet the core. Its own pieces: [`auth`] (JWT → cache → store), [`limiter`] (GCRA per
+//! organization and token), [`telemetry`] (request log line and `/metrics`),
+//! [`settings`] (TOML file and flags), [`datadir`] (database and keys on disk).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod auth;
+mod cli;
+mod datadir;
+mod instructions;
+mod limiter;
+mod serve;
+mod settings;
+mod telemetry;
+mod token;
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use dunning_domain::Domain;
+use dunning_runtime::SystemClock;
+
+use crate::cli::{Cli, Command, DemoArgs, TokenArgs};
+use crate::datadir::DataDir;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Token(args) => token_command(args),
+        Command::Demo(args) => demo_command(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kobana-dunning: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `token`: prints only the token on stdout.
+fn token_command(args: &TokenArgs) -> Result<(), String> {
+    let now = SystemClock::now();
+    let dir = DataDir::create(&args.data_dir)?;
+    let (store, _) = dir.open_store(0, now)?;
+    let (org_id, member) = token::lookup(&*store, &args.org, &args.person)?;
+    let scope = match (&args.scope, &member) {
+        (Some(s), Some(_)) => s.clone(),
+        (Some(s), None) => {
+            eprintln!(
+                "kobana-dunning: warning: {} is not a member of {}; the server will refuse this token",
+                args.person, args.org
+            );
+            s.clone()
+        }
+        (None, Some(m)) => token::role_scopes(&m.role),
+        (None, None) => {
+            return Err(format!("{} is not a member of {}", args.person, args.org));
+        }
+    };
+    let seed = dir.dev_key()?;
+    let endpoint = token::endpoint_of(&dir);
+    let person = member
+        .as_ref()
+        .map_or(args.person.as_str(), |m| m.email.as_str());
+    let t = token::mint(
+        &seed,
+        &endpoint,
+        &token::Request {
+            org_id: &org_id,
+            person,
+            scope: &scope,
+            ttl: args.ttl,
+            audience: args.audience,
+        },
+        now,
+    );
+    println!("{t}");
+    Ok(())
+}
+
+/// `demo`: wipes and re-seeds the demo organizations.
+fn demo_command(args: &DemoArgs) -> Result<(), String> {
+    let now = SystemClock::now();
+    let dir = DataDir::create(&args.data_dir)?;
+    let (store, fresh) = dir.open_store(0, now)?;
+    if !fresh {
+        datadir::reseed(&Domain::new(store), now)?;
+    }
+    eprintln!("demo data seeded in {}", dir.path().display());
+    Ok(())
+}

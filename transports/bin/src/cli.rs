@@ -1,0 +1,112 @@
+//! The command line (product spec §17).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// `kobana-dunning`: the MCP server of Kobana Dunning (Régua de Cobrança).
+#[derive(Debug, Parser)]
+#[command(name = "kobana-dunning", version, about, long_about = None)]
+pub(crate) struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Serve the MCP endpoint and the /v1 API. On a new data dir: creates the database,
+    /// the development keys and the demo data, and prints a development token.
+    Serve(ServeArgs),
+    /// Print a signed development access token (only the token) on stdout.
+    Token(TokenArgs),
+    /// Re-seed the demo organizations (`demo`, `acme`) of the data dir.
+    Demo(DemoArgs),
+}
+
+/// Which network adapter serves the connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Transport {
+    /// tokio: a task per connection, the core on the blocking pool (the default).
+    Tokio,
+    /// std::net: a bounded pool of worker threads.
+    Blocking,
+    /// mio: one event loop, the core called inline.
+    Mio,
+}
+
+/// Log line format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Which audience a token is minted for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum AudienceArg {
+    /// The MCP endpoint (the MCP resource identifier).
+    Mcp,
+    /// The REST API (`<public url>/v1`).
+    Api,
+}
+
+/// `serve` options; each also has a config-file key, and the flag wins.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<SocketAddr>,
+    /// Data directory (database, development keys) [default: ./data].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Public base URL [default: http://<listen address>].
+    #[arg(long, value_name = "URL")]
+    pub(crate) public_url: Option<String>,
+    /// Network adapter [default: tokio].
+    #[arg(long, value_enum)]
+    pub(crate) transport: Option<Transport>,
+    /// TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Log line format [default: text].
+    #[arg(long, value_enum)]
+    pub(crate) log_format: Option<LogFormat>,
+}
+
+/// `token` options.
+#[derive(Debug, Args)]
+pub(crate) struct TokenArgs {
+    /// Organization slug or id.
+    #[arg(long)]
+    pub(crate) org: String,
+    /// The person's e-mail (a member of the organization).
+    #[arg(long, value_name = "EMAIL")]
+    pub(crate) person: String,
+    /// Space-separated scopes, minted exactly as given [default: what the person's role allows].
+    #[arg(long)]
+    pub(crate) scope: Option<String>,
+    /// Lifetime in seconds; negative mints an already expired token.
+    #[arg(long, default_value_t = 3600, allow_negative_numbers = true)]
+    pub(crate) ttl: i64,
+    /// Audience.
+    #[arg(long, value_enum, default_value = "mcp")]
+    pub(crate) audience: AudienceArg,
+    /// Data directory [default: ./data].
+    #[arg(long, value_name = "DIR", default_value = "./data")]
+    pub(crate) data_dir: PathBuf,
+}
+
+/// `demo` options.
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Data directory [default: ./data].
+    #[arg(long, value_name = "DIR", default_value = "./data")]
+    pub(crate) data_dir: PathBuf,
+}

@@ -1,0 +1,268 @@
+//! Rate limiting (product spec §12): GCRA per organization and per token.
+//!
+//! GCRA keeps one number per bucket, the theoretical arrival time (TAT). With emission
+//! interval `T = 60 s / per_minute` and burst `b`, a request at `now` is allowed when
+//! `max(TAT, now) + T - now <= b·T`, and then moves TAT there: `b` requests may arrive at
+//! once, after which they flow at `per_minute`. A request must pass both the
+//! organization's and the token's bucket; it is counted in both or in neither.
+//!
+//! A refusal carries IETF `RateLimit-Policy` / `RateLimit` values
+//! (draft-ietf-httpapi-ratelimit-headers): both policies, and the state (`r=0`, `t` =
+//! seconds until a retry may pass) of the bucket that refused.
+//!
+//! "Per token": the core hands the limiter a [`Principal`], not the token, so a token
+//! is identified by what the principal holds of it: organization, subject, audience,
+//! expiry and scopes. Two tokens equal in all of those share a bucket.
+//!
+//! Buckets whose TAT is in the past are equivalent to absent ones and are swept when the
+//! table grows, so memory follows the number of recently active callers.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use dunning_core::{Audience, Limited, Principal, RateLimit, UnixTime};
+use sha2::{Digest, Sha256};
+
+use crate::settings::RateLimits;
+
+/// One bucket's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rate {
+    /// Emission interval, in microseconds.
+    interval_us: u64,
+    /// Requests allowed at once.
+    burst: u64,
+    /// Requests per minute (for the policy header).
+    per_minute: u32,
+}
+
+impl Rate {
+    fn new(per_minute: u32, burst: u32) -> Self {
+        Self {
+            interval_us: 60_000_000 / u64::from(per_minute.max(1)),
+            burst: u64::from(burst.max(1)),
+            per_minute,
+        }
+    }
+
+    /// The new TAT if a request at `now` is allowed, else how long until it would be.
+    fn admit(self, tat: Option<u64>, now: u64) -> Result<u64, u64> {
+        let next = tat.unwrap_or(now).max(now) + self.interval_us;
+        let limit = self.burst * self.interval_us;
+        if next - now > limit {
+            Err(next - now - limit)
+        } else {
+            Ok(next)
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    tats: HashMap<[u8; 16], u64>,
+    sweep_at: usize,
+}
+
+impl Table {
+    fn sweep(&mut self, now: u64) {
+        if self.tats.len() >= self.sweep_at.max(4096) {
+            self.tats.retain(|_, tat| *tat > now);
+            self.sweep_at = self.tats.len() * 2;
+        }
+    }
+}
+
+/// The product's [`RateLimit`]: organization and token buckets.
+#[derive(Debug)]
+pub(crate) struct Gcra {
+    org: Rate,
+    token: Rate,
+    state: Mutex<(Table, Table)>,
+}
+
+impl Gcra {
+    /// Limits from `[rate_limit]`.
+    pub(crate) fn new(cfg: &RateLimits) -> Self {
+        Self {
+            org: Rate::new(cfg.org_per_minute, cfg.org_burst),
+            token: Rate::new(cfg.token_per_minute, cfg.token_burst),
+            state: Mutex::default(),
+        }
+    }
+
+    fn policy(&self) -> String {
+        format!(
+            "\"org\";q={};w=60, \"token\";q={};w=60",
+            self.org.per_minute, self.token.per_minute
+        )
+    }
+}
+
+/// Bucket key of an organization.
+fn org_key(p: &Principal) -> [u8; 16] {
+    digest(&[b"org", p.organization.as_bytes()])
+}
+
+/// Bucket key of a token, from what the principal holds of it.
+fn token_key(p: &Principal) -> [u8; 16] {
+    let aud: &[u8] = match p.audience {
+        Audience::Mcp => b"mcp",
+        Audience::Api => b"api",
+    };
+    let exp = p.expires_at.as_millis().to_be_bytes();
+    let scopes = p.scopes.join(" ");
+    digest(&[
+        b"token",
+        p.organization.as_bytes(),
+        p.subject.as_bytes(),
+        aud,
+        &exp,
+        scopes.as_bytes(),
+    ])
+}
+
+fn digest(parts: &[&[u8]]) -> [u8; 16] {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_be_bytes());
+        h.update(p);
+    }
+    let d = h.finalize();
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&d[..16]);
+    out
+}
+
+impl RateLimit for Gcra {
+    fn check(&self, principal: &Principal, now: UnixTime) -> Result<(), Limited> {
+        let now_us = now.as_millis().saturating_mul(1000);
+        let (ok, tk) = (org_key(principal), token_key(principal));
+        let mut guard = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (orgs, tokens) = &mut *guard;
+        let org = self.org.admit(orgs.tats.get(&ok).copied(), now_us);
+        let token = self.token.admit(tokens.tats.get(&tk).copied(), now_us);
+        match (org, token) {
+            (Ok(o), Ok(t)) => {
+                orgs.sweep(now_us);
+                tokens.sweep(now_us);
+                orgs.tats.insert(ok, o);
+                tokens.tats.insert(tk, t);
+                Ok(())
+            }
+            (o, t) => {
+                // The longer wait decides; report the bucket that imposes it.
+                let (name, wait) = match (o, t) {
+                    (Err(a), Err(b)) if a >= b => ("org", a),
+                    (Err(a), Ok(_)) => ("org", a),
+                    (_, Err(b)) => ("token", b),
+                    (Ok(_), Ok(_)) => unreachable!("handled above"),
+                };
+                let retry_after_ms = wait.div_ceil(1000).max(1);
+                Err(Limited {
+                    retry_after_ms,
+                    policy: self.policy(),
+                    state: format!("\"{name}\";r=0;t={}", retry_after_ms.div_ceil(1000).max(1)),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn who(org: &str, sub: &str) -> Principal {
+        Principal {
+            subject: sub.into(),
+            organization: org.into(),
+            scope: None,
+            scopes: vec!["dunning.read".into()],
+            permissions: BTreeSet::new(),
+            expires_at: UnixTime::from_secs(2_000_000_000),
+            audience: Audience::Mcp,
+        }
+    }
+
+    fn limits(org: (u32, u32), token: (u32, u32)) -> RateLimits {
+        RateLimits {
+            enabled: true,
+            org_per_minute: org.0,
+            org_burst: org.1,
+            token_per_minute: token.0,
+            token_burst: token.1,
+        }
+    }
+
+    #[test]
+    fn burst_then_rate() {
+        let g = Gcra::new(&limits((6000, 1000), (60, 3)));
+        let t0 = UnixTime::from_secs(1_800_000_000);
+        let p = who("o1", "a");
+        for _ in 0..3 {
+            assert!(g.check(&p, t0).is_ok());
+        }
+        let l = g.check(&p, t0).unwrap_err();
+        assert_eq!(l.retry_after_ms, 1000);
+        assert_eq!(l.state, "\"token\";r=0;t=1");
+        assert_eq!(l.policy, "\"org\";q=6000;w=60, \"token\";q=60;w=60");
+        assert!(g.check(&p, t0.plus_millis(999)).is_err());
+        assert!(g.check(&p, t0.plus_millis(1000)).is_ok());
+        assert!(g.check(&p, t0.plus_millis(1000)).is_err());
+        // Another token of the same organization has its own bucket.
+        assert!(g.check(&who("o1", "b"), t0).is_ok());
+    }
+
+    #[test]
+    fn organization_bucket_is_shared() {
+        let g = Gcra::new(&limits((60, 2), (1200, 200)));
+        let t0 = UnixTime::from_secs(1_800_000_000);
+        assert!(g.check(&who("o1", "a"), t0).is_ok());
+        assert!(g.check(&who("o1", "b"), t0).is_ok());
+        let l = g.check(&who("o1", "c"), t0).unwrap_err();
+        assert!(l.state.starts_with("\"org\""));
+        assert!(g.check(&who("o2", "a"), t0).is_ok(), "other organization");
+    }
+
+    #[test]
+    fn refused_requests_are_not_counted() {
+        let g = Gcra::new(&limits((60, 1), (60, 5)));
+        let t0 = UnixTime::from_secs(1_800_000_000);
+        let p = who("o1", "a");
+        assert!(g.check(&p, t0).is_ok());
+        for _ in 0..10 {
+            assert!(g.check(&p, t0).is_err());
+        }
+        // The token bucket did not pay for the refusals: after the org refills, it passes.
+        assert!(g.check(&p, t0.plus_millis(1000)).is_ok());
+    }
+
+    #[test]
+    fn defaults_allow_the_documented_burst() {
+        let g = Gcra::new(&RateLimits::default());
+        let t0 = UnixTime::from_secs(1_800_000_000);
+        let p = who("o1", "a");
+        for i in 0..200 {
+            assert!(g.check(&p, t0).is_ok(), "{i}");
+        }
+        let l = g.check(&p, t0).unwrap_err();
+        assert_eq!(l.retry_after_ms, 50, "1200/min = one every 50 ms");
+    }
+
+    #[test]
+    fn sweep_forgets_idle_buckets() {
+        let g = Gcra::new(&limits((6000, 1000), (1200, 200)));
+        let t0 = UnixTime::from_secs(1_800_000_000);
+        for i in 0..5000 {
+            assert!(g.check(&who(&format!("o{i}"), "a"), t0).is_ok());
+        }
+        let later = t0.plus_millis(3_600_000);
+        for i in 0..4000 {
+            assert!(g.check(&who(&format!("p{i}"), "a"), later).is_ok());
+        }
+        let n = g.state.lock().unwrap().0.tats.len();
+        assert!(n <= 4000, "{n}");
+    }
+}

@@ -1,0 +1,410 @@
+//! `kobana-dunning serve`: wire the OS (sockets, clock, randomness, files, signals) to
+//! the sans-IO core, and run until SIGTERM/SIGINT.
+//!
+//! Startup, in order: settings (file, then flags) → data dir (database, demo data on a
+//! new one, keys) → bind → verification keys (development key, JWKS file or URL) →
+//! [`Server`] with the [`Authenticator`], the [`Gcra`] limiter and the telemetry → print
+//! the endpoint (and a development token when the development key is trusted) → serve
+//! on the chosen adapter. Beside the adapter run a jobs thread (idempotency sweep, ruler
+//! engine) and, with a JWKS URL, a refresher thread.
+//!
+//! Shutdown: the first SIGTERM or SIGINT sets a flag the adapter watches (stop
+//! accepting, answer what arrives `503`, drain, bounded by `drain_timeout_secs`); a
+//! second one exits at once. Then the threads are stopped and the process exits 0.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use dunning_core::jwt::{Jwk, KeySet, Validation};
+use dunning_core::{Config, Dispatch, Keys, Server, StateKey};
+use dunning_domain::Domain;
+use dunning_runtime::{Observer, Options, SystemClock};
+use zeroize::Zeroizing;
+
+use crate::auth::{self, Authenticator};
+use crate::cli::{AudienceArg, ServeArgs, Transport};
+use crate::datadir::{DataDir, Endpoint};
+use crate::instructions::INSTRUCTIONS;
+use crate::limiter::Gcra;
+use crate::settings::{JwksSource, Settings};
+use crate::telemetry::{self, MetricsView, Telemetry};
+use crate::token;
+
+/// Largest JWKS document fetched.
+const MAX_JWKS_BYTES: u64 = 1024 * 1024;
+
+/// Lifetime of the development token printed at startup.
+const DEV_TOKEN_TTL_SECS: i64 = 24 * 3600;
+
+/// Runs `serve`; `Err` is a startup failure (printed, exit code 1).
+pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
+    let settings = Settings::load(args)?;
+    telemetry::init_logging(settings.log_format);
+    let now = SystemClock::now();
+
+    let dir = DataDir::create(&settings.data_dir)?;
+    let (store, fresh) = dir.open_store(settings.limits.store_readers, now)?;
+    if fresh {
+        tracing::info!(data_dir = %dir.path().display(), "created the database and the demo data");
+    }
+
+    let listener = TcpListener::bind(settings.listen)
+        .map_err(|e| format!("listen on {}: {e}", settings.listen))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let public_url = settings
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{bound}"));
+    let endpoint = Endpoint::new(
+        &public_url,
+        &settings.mcp_path,
+        settings.auth.issuer.as_deref(),
+    );
+
+    let dev_seed = if settings.auth.dev_key {
+        Some(dir.dev_key()?)
+    } else {
+        None
+    };
+    let keys = Arc::new(auth::Keys::new(initial_keys(
+        &settings,
+        dev_seed.as_deref(),
+    )?));
+    let mut validation = Validation::new(
+        &endpoint.issuer,
+        &endpoint.mcp_audience,
+        &endpoint.api_audience,
+    );
+    validation.leeway_secs = settings.auth.leeway_secs;
+    validation.require_at_jwt = settings.auth.require_at_jwt;
+
+    let config = Config {
+        mcp_path: settings.mcp_path.clone(),
+        public_url: public_url.clone(),
+        allowed_origins: settings.allowed_origins.clone(),
+        loopback: bound.ip().is_loopback(),
+        max_body: settings.limits.max_body_bytes,
+        authorization_servers: settings
+            .auth
+            .authorization_servers
+            .clone()
+            .unwrap_or_else(|| vec![endpoint.issuer.clone()]),
+        instructions: INSTRUCTIONS.to_owned(),
+        confirmation_ttl_ms: settings.confirmation.ttl_secs.saturating_mul(1000),
+        ..Config::default()
+    };
+    let state_keys = state_keys(&settings, &dir)?;
+
+    let domain = Domain::new(store.clone());
+    let telemetry = Arc::new(Telemetry::new(&domain.catalog()));
+    let authenticator = Authenticator::new(
+        keys.clone(),
+        validation,
+        settings.auth.token_cache_size,
+        Domain::new(store.clone()),
+    );
+    let mut server = Server::new(config, state_keys, domain, authenticator)
+        .map_err(|e| format!("catalog: {e}"))?
+        .with_metrics(MetricsView(telemetry.clone()));
+    if settings.rate_limit.enabled {
+        server = server.with_limiter(Gcra::new(&settings.rate_limit));
+    }
+    let server = Arc::new(server);
+
+    dir.write_endpoint(&endpoint)?;
+    println!(
+        "kobana-dunning {} listening on {bound}",
+        env!("CARGO_PKG_VERSION")
+    );
+    println!("MCP endpoint: {}", endpoint.mcp_audience_url());
+    println!("REST API: {}", endpoint.api_audience);
+    if let Some(seed) = dev_seed.as_deref() {
+        let token = token::mint(
+            seed,
+            &endpoint,
+            &token::Request {
+                org_id: &dunning_domain::demo::stable_id("org:demo"),
+                person: "ana@demo.example",
+                scope: &token::role_scopes("owner"),
+                ttl: DEV_TOKEN_TTL_SECS,
+                audience: AudienceArg::Mcp,
+            },
+            now,
+        );
+        println!("Development token (ana@demo.example, organization demo, MCP audience, 24 h):");
+        println!("{token}");
+    }
+    tracing::info!(
+        listen = %bound,
+        public_url = %public_url,
+        transport = ?settings.transport,
+        dev_key = settings.auth.dev_key,
+        "serving"
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        // A second signal while shutting down exits at once.
+        signal_hook::flag::register_conditional_shutdown(sig, 1, stop.clone())
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+            .map_err(|e| format!("signal handler: {e}"))?;
+    }
+
+    let (jobs_stop, jobs_rx) = mpsc::channel::<()>();
+    let jobs = spawn_jobs(server.clone(), &settings, jobs_rx);
+    let refresher = match &settings.auth.jwks {
+        Some(JwksSource::Url(url)) => Some(spawn_refresher(
+            keys.clone(),
+            url.clone(),
+            dev_seed.as_deref().copied(),
+            settings.auth.jwks_refresh,
+            stop.clone(),
+        )),
+        _ => None,
+    };
+
+    let opts = options(&settings);
+    let observer: Arc<dyn Observer> = telemetry;
+    let served = match settings.transport {
+        Transport::Tokio => serve_tokio(listener, server, opts, observer, stop.clone()),
+        Transport::Blocking => {
+            dunning_blocking::serve(listener, server, opts, observer, stop.clone())
+        }
+        Transport::Mio => dunning_mio::serve(listener, server, opts, observer, stop.clone()),
+    };
+    stop.store(true, Ordering::Release);
+    drop(jobs_stop);
+    let _ = jobs.join();
+    if let Some(r) = refresher {
+        let _ = r.join();
+    }
+    served.map_err(|e| format!("serve: {e}"))?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+impl Endpoint {
+    /// The URL clients POST to.
+    fn mcp_audience_url(&self) -> String {
+        format!("{}{}", self.public_url, self.mcp_path)
+    }
+}
+
+/// Adapter options from `[limits]`.
+fn options(s: &Settings) -> Options {
+    let l = &s.limits;
+    let mut o = Options {
+        header_read_timeout: Duration::from_secs(l.header_read_timeout_secs),
+        idle_timeout: Duration::from_secs(l.idle_timeout_secs),
+        max_connections: l.max_connections,
+        max_in_flight: l.max_in_flight,
+        drain_timeout: Duration::from_secs(l.drain_timeout_secs),
+        workers: l.workers,
+        ..Options::default()
+    };
+    o.limits.max_body = l.max_body_bytes;
+    o
+}
+
+/// The tokio adapter on a multi-threaded runtime, until `stop`.
+fn serve_tokio<D: Dispatch + 'static>(
+    listener: TcpListener,
+    server: Arc<Server<D>>,
+    opts: Options,
+    observer: Arc<dyn Observer>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("dunning-io")
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let shutdown = async move {
+            while !stop.load(Ordering::Acquire) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        dunning_tokio::serve(listener, server, opts, observer, shutdown).await
+    })
+}
+
+/// The verification keys at startup: the development key and/or the configured JWKS.
+fn initial_keys(s: &Settings, dev_seed: Option<&[u8; 32]>) -> Result<KeySet, String> {
+    let dev = dev_seed.map(dev_key_set).transpose()?.unwrap_or_default();
+    let jwks = match &s.auth.jwks {
+        None => return Ok(dev),
+        Some(JwksSource::File(path)) => read_jwks_file(path)?,
+        Some(JwksSource::Url(url)) => {
+            let mut last = String::new();
+            let mut got = None;
+            for attempt in 0..3 {
+                if attempt > 0 {
+                    thread::sleep(Duration::from_secs(1));
+                }
+                match fetch_jwks(url) {
+                    Ok(k) => {
+                        got = Some(k);
+                        break;
+                    }
+                    Err(e) => last = e,
+                }
+            }
+            match got {
+                Some(k) => k,
+                None if !dev.is_empty() => {
+                    tracing::error!(url = %url, error = %last, "JWKS unavailable; only the development key is trusted until it is fetched");
+                    return Ok(dev);
+                }
+                None => return Err(format!("JWKS {url}: {last}")),
+            }
+        }
+    };
+    for why in jwks.skipped() {
+        tracing::warn!(reason = %why, "JWKS key skipped");
+    }
+    Ok(jwks.merged(&dev))
+}
+
+fn dev_key_set(seed: &[u8; 32]) -> Result<KeySet, String> {
+    let public = dunning_core::jwt::ed25519_public(seed);
+    let jwk = Jwk::ed25519(Some(&token::dev_kid(seed)), &public).map_err(|e| e.to_string())?;
+    Ok(KeySet::new(vec![jwk]))
+}
+
+fn read_jwks_file(path: &Path) -> Result<KeySet, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    KeySet::from_jwks(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Fetches and parses a JWKS document (bounded time and size).
+fn fetch_jwks(url: &str) -> Result<KeySet, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let bytes = agent
+        .get(url)
+        .header("Accept", "application/jwk-set+json, application/json")
+        .call()
+        .map_err(|e| e.to_string())?
+        .body_mut()
+        .with_config()
+        .limit(MAX_JWKS_BYTES)
+        .read_to_vec()
+        .map_err(|e| e.to_string())?;
+    KeySet::from_jwks(&bytes).map_err(|e| e.to_string())
+}
+
+/// Refetches the JWKS every `period`, or early when a failed signature asked for it.
+fn spawn_refresher(
+    keys: Arc<auth::Keys>,
+    url: String,
+    dev_seed: Option<[u8; 32]>,
+    period: Duration,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<()> {
+    let dev_seed = dev_seed.map(Zeroizing::new);
+    thread::Builder::new()
+        .name("jwks-refresh".into())
+        .spawn(move || {
+            let mut last = Instant::now();
+            while !stop.load(Ordering::Acquire) {
+                thread::sleep(Duration::from_millis(200));
+                if last.elapsed() < period && !keys.take_wanted() {
+                    continue;
+                }
+                last = Instant::now();
+                match fetch_jwks(&url) {
+                    Ok(k) => {
+                        let k = match dev_seed.as_deref().map(dev_key_set) {
+                            Some(Ok(dev)) => k.merged(&dev),
+                            _ => k,
+                        };
+                        if keys.set(k) {
+                            tracing::info!(url = %url, "JWKS changed");
+                        }
+                    }
+                    Err(e) => tracing::warn!(url = %url, error = %e, "JWKS refresh failed; keeping the current keys"),
+                }
+            }
+        })
+        .unwrap_or_else(|e| panic!("spawning the JWKS refresher: {e}"))
+}
+
+/// The periodic jobs: idempotency sweep (and the ruler engine once the domain has it).
+fn spawn_jobs(
+    server: Arc<Server<Domain>>,
+    s: &Settings,
+    stop: mpsc::Receiver<()>,
+) -> JoinHandle<()> {
+    let sweep_every = Duration::from_secs(s.jobs.sweep_interval_secs.max(1));
+    thread::Builder::new()
+        .name("jobs".into())
+        .spawn(move || {
+            let mut next_sweep = Instant::now();
+            loop {
+                let now = Instant::now();
+                if now >= next_sweep {
+                    next_sweep = now + sweep_every;
+                    match server.dispatch().sweep_idempotency(SystemClock::now()) {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(forgotten = n, "idempotency sweep"),
+                        Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),
+                    }
+                }
+                let wait = next_sweep.saturating_duration_since(Instant::now());
+                match stop.recv_timeout(wait) {
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        })
+        .unwrap_or_else(|e| panic!("spawning the jobs thread: {e}"))
+}
+
+/// The requestState keys: the configured ones (first seals), else the data dir's own.
+fn state_keys(s: &Settings, dir: &DataDir) -> Result<Keys, String> {
+    if s.confirmation.keys.is_empty() {
+        return Ok(Keys {
+            request_state: vec![StateKey {
+                id: "d1".into(),
+                secret: Zeroizing::new(dir.state_key()?.to_vec()),
+            }],
+        });
+    }
+    let mut out = Vec::new();
+    for k in &s.confirmation.keys {
+        let secret = match (&k.secret, &k.file) {
+            (Some(b64), None) => decode_secret(b64.trim())
+                .ok_or_else(|| format!("[confirmation] key {:?}: not base64", k.id))?,
+            (None, Some(path)) => {
+                Zeroizing::new(std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?)
+            }
+            _ => return Err(format!("[confirmation] key {:?}: secret or file", k.id)),
+        };
+        if secret.len() < 32 {
+            return Err(format!("[confirmation] key {:?}: at least 32 bytes", k.id));
+        }
+        out.push(StateKey {
+            id: k.id.clone(),
+            secret,
+        });
+    }
+    Ok(Keys { request_state: out })
+}
+
+fn decode_secret(text: &str) -> Option<Zeroizing<Vec<u8>>> {
+    [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD]
+        .iter()
+        .find_map(|e| e.decode(text).ok())
+        .map(Zeroizing::new)
+}

@@ -1,0 +1,463 @@
+//! The configuration file (TOML) and the flags merged over it: everything `serve` needs.
+//!
+//! Every flag of `serve` has a key here; a flag given on the command line wins. Unknown
+//! keys are an error (a typo must not silently fall back to a default). Example:
+//!
+//! ```toml
+//! listen = "0.0.0.0:8080"
+//! data_dir = "/var/lib/kobana-dunning"
+//! public_url = "https://mcp.example.com"
+//! mcp_path = "/"
+//! transport = "tokio"          # tokio | blocking | mio
+//! log_format = "json"          # text | json
+//! allowed_origins = ["https://app.example.com"]
+//!
+//! [limits]
+//! max_body_bytes = 2097152
+//! max_connections = 10000
+//! max_in_flight = 256
+//! header_read_timeout_secs = 10
+//! idle_timeout_secs = 60
+//! drain_timeout_secs = 10
+//! workers = 64                 # blocking adapter threads
+//! store_readers = 4            # SQLite read connections
+//!
+//! [rate_limit]
+//! enabled = true
+//! org_per_minute = 6000
+//! org_burst = 1000
+//! token_per_minute = 1200
+//! token_burst = 200
+//!
+//! [auth]
+//! issuer = "https://auth.example.com"
+//! jwks_file = "/etc/kobana-dunning/jwks.json"   # or:
+//! jwks_url = "https://auth.example.com/.well-known/jwks.json"
+//! jwks_refresh_secs = 300
+//! dev_key = false              # default: true only without jwks_file/jwks_url
+//! authorization_servers = ["https://auth.example.com"]   # default: [issuer]
+//! leeway_secs = 60
+//! require_at_jwt = true
+//! token_cache_size = 10000
+//!
+//! [confirmation]
+//! ttl_secs = 300
+//! # requestState sealing keys: the first seals, all open (rotation). Default: the
+//! # data dir's own key.
+//! keys = [{ id = "k2", secret = "<base64, >= 32 bytes>" }, { id = "k1", file = "/etc/k1" }]
+//!
+//! [jobs]
+//! sweep_interval_secs = 3600   # idempotency records past retention
+//! engine_interval_secs = 60    # ruler engine tick
+//! ```
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::cli::{LogFormat, ServeArgs, Transport};
+
+/// The configuration file as written (every key optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct File {
+    listen: Option<SocketAddr>,
+    data_dir: Option<PathBuf>,
+    public_url: Option<String>,
+    mcp_path: Option<String>,
+    transport: Option<Transport>,
+    log_format: Option<LogFormat>,
+    allowed_origins: Vec<String>,
+    limits: Limits,
+    rate_limit: RateLimits,
+    auth: AuthFile,
+    confirmation: Confirmation,
+    jobs: Jobs,
+}
+
+/// `[limits]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct Limits {
+    /// Request body limit.
+    pub(crate) max_body_bytes: usize,
+    /// Most open connections.
+    pub(crate) max_connections: usize,
+    /// Most requests in the core at once (above: `503`).
+    pub(crate) max_in_flight: usize,
+    /// A request head must arrive within this.
+    pub(crate) header_read_timeout_secs: u64,
+    /// A connection making no progress is closed after this.
+    pub(crate) idle_timeout_secs: u64,
+    /// How long shutdown waits for in-flight work.
+    pub(crate) drain_timeout_secs: u64,
+    /// Worker threads of the blocking adapter.
+    pub(crate) workers: usize,
+    /// SQLite read connections.
+    pub(crate) store_readers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 2_097_152,
+            max_connections: 10_000,
+            max_in_flight: 256,
+            header_read_timeout_secs: 10,
+            idle_timeout_secs: 60,
+            drain_timeout_secs: 10,
+            workers: 64,
+            store_readers: 4,
+        }
+    }
+}
+
+/// `[rate_limit]` (product spec §12).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct RateLimits {
+    /// Off: every request passes step 6.
+    pub(crate) enabled: bool,
+    /// Sustained requests per minute per organization.
+    pub(crate) org_per_minute: u32,
+    /// Requests an organization may send at once.
+    pub(crate) org_burst: u32,
+    /// Sustained requests per minute per token.
+    pub(crate) token_per_minute: u32,
+    /// Requests a token may send at once.
+    pub(crate) token_burst: u32,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            org_per_minute: 6000,
+            org_burst: 1000,
+            token_per_minute: 1200,
+            token_burst: 200,
+        }
+    }
+}
+
+/// `[auth]` as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct AuthFile {
+    issuer: Option<String>,
+    jwks_file: Option<PathBuf>,
+    jwks_url: Option<String>,
+    jwks_refresh_secs: u64,
+    dev_key: Option<bool>,
+    authorization_servers: Option<Vec<String>>,
+    leeway_secs: u64,
+    require_at_jwt: bool,
+    token_cache_size: usize,
+}
+
+impl Default for AuthFile {
+    fn default() -> Self {
+        Self {
+            issuer: None,
+            jwks_file: None,
+            jwks_url: None,
+            jwks_refresh_secs: 300,
+            dev_key: None,
+            authorization_servers: None,
+            leeway_secs: dunning_core::jwt::LEEWAY_SECS,
+            require_at_jwt: true,
+            token_cache_size: 10_000,
+        }
+    }
+}
+
+/// `[confirmation]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct Confirmation {
+    /// Lifetime of a `requestState`.
+    pub(crate) ttl_secs: u64,
+    /// Sealing keys, first seals.
+    pub(crate) keys: Vec<StateKeyFile>,
+}
+
+impl Default for Confirmation {
+    fn default() -> Self {
+        Self {
+            ttl_secs: 300,
+            keys: Vec::new(),
+        }
+    }
+}
+
+/// One `requestState` key: inline base64 `secret`, or a `file` holding the raw bytes.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StateKeyFile {
+    /// Key id (no dots).
+    pub(crate) id: String,
+    /// The secret, base64 (standard or URL-safe).
+    pub(crate) secret: Option<String>,
+    /// A file holding the secret bytes.
+    pub(crate) file: Option<PathBuf>,
+}
+
+/// `[jobs]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct Jobs {
+    /// Idempotency sweep period.
+    pub(crate) sweep_interval_secs: u64,
+    /// Ruler engine period.
+    pub(crate) engine_interval_secs: u64,
+}
+
+impl Default for Jobs {
+    fn default() -> Self {
+        Self {
+            sweep_interval_secs: 3600,
+            engine_interval_secs: 60,
+        }
+    }
+}
+
+/// Where verification keys come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum JwksSource {
+    /// A JWKS document on disk (read at start).
+    File(PathBuf),
+    /// A JWKS URL (fetched at start, refreshed periodically).
+    Url(String),
+}
+
+/// `[auth]` resolved.
+#[derive(Clone, Debug)]
+pub(crate) struct Auth {
+    /// Configured issuer (`None`: the public URL, development).
+    pub(crate) issuer: Option<String>,
+    /// Configured JWKS.
+    pub(crate) jwks: Option<JwksSource>,
+    /// JWKS refresh period.
+    pub(crate) jwks_refresh: Duration,
+    /// Whether the data dir's development key is trusted.
+    pub(crate) dev_key: bool,
+    /// Issuers listed in the protected-resource metadata (`None`: the issuer).
+    pub(crate) authorization_servers: Option<Vec<String>>,
+    /// Clock skew tolerated.
+    pub(crate) leeway_secs: u64,
+    /// Require `typ: at+jwt`.
+    pub(crate) require_at_jwt: bool,
+    /// Verified-token cache capacity.
+    pub(crate) token_cache_size: usize,
+}
+
+/// Everything `serve` runs with.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// Listen address.
+    pub(crate) listen: SocketAddr,
+    /// Data directory.
+    pub(crate) data_dir: PathBuf,
+    /// Public base URL (`None`: `http://<bound address>`).
+    pub(crate) public_url: Option<String>,
+    /// MCP endpoint path.
+    pub(crate) mcp_path: String,
+    /// Network adapter.
+    pub(crate) transport: Transport,
+    /// Log format.
+    pub(crate) log_format: LogFormat,
+    /// Extra allowed origins.
+    pub(crate) allowed_origins: Vec<String>,
+    /// Caps and timeouts.
+    pub(crate) limits: Limits,
+    /// Rate limits.
+    pub(crate) rate_limit: RateLimits,
+    /// Authentication.
+    pub(crate) auth: Auth,
+    /// Confirmation state.
+    pub(crate) confirmation: Confirmation,
+    /// Background jobs.
+    pub(crate) jobs: Jobs,
+}
+
+impl Settings {
+    /// Reads the config file (if any) and lays the flags over it.
+    pub(crate) fn load(args: &ServeArgs) -> Result<Self, String> {
+        let file = match &args.config {
+            Some(path) => parse_file(path)?,
+            None => File::default(),
+        };
+        Self::merge(file, args)
+    }
+
+    fn merge(file: File, args: &ServeArgs) -> Result<Self, String> {
+        let mcp_path = file.mcp_path.unwrap_or_else(|| "/".into());
+        if !mcp_path.starts_with('/') || mcp_path.contains(['?', '#', ' ']) {
+            return Err(format!("mcp_path {mcp_path:?}: must be an absolute path"));
+        }
+        let public_url = args
+            .public_url
+            .clone()
+            .or(file.public_url)
+            .map(|u| u.trim_end_matches('/').to_owned());
+        if let Some(u) = &public_url {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                return Err(format!("public_url {u:?}: must be an http(s) URL"));
+            }
+        }
+        let a = file.auth;
+        let jwks = match (a.jwks_file, a.jwks_url) {
+            (Some(_), Some(_)) => return Err("[auth]: jwks_file and jwks_url are exclusive".into()),
+            (Some(f), None) => Some(JwksSource::File(f)),
+            (None, Some(u)) => Some(JwksSource::Url(u)),
+            (None, None) => None,
+        };
+        if jwks.is_some() && a.issuer.is_none() {
+            return Err("[auth]: a JWKS needs its issuer (auth.issuer)".into());
+        }
+        let dev_key = a.dev_key.unwrap_or_else(|| jwks.is_none());
+        if !dev_key && jwks.is_none() {
+            return Err("[auth]: dev_key = false needs jwks_file or jwks_url".into());
+        }
+        let rl = &file.rate_limit;
+        if rl.enabled
+            && [
+                rl.org_per_minute,
+                rl.org_burst,
+                rl.token_per_minute,
+                rl.token_burst,
+            ]
+            .contains(&0)
+        {
+            return Err("[rate_limit]: rates and bursts must be positive".into());
+        }
+        for k in &file.confirmation.keys {
+            if k.id.is_empty() || k.id.contains('.') {
+                return Err(format!(
+                    "[confirmation] key id {:?}: non-empty, no dots",
+                    k.id
+                ));
+            }
+            if k.secret.is_some() == k.file.is_some() {
+                return Err(format!(
+                    "[confirmation] key {:?}: give exactly one of secret, file",
+                    k.id
+                ));
+            }
+        }
+        Ok(Self {
+            listen: args
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+            data_dir: args
+                .data_dir
+                .clone()
+                .or(file.data_dir)
+                .unwrap_or_else(|| PathBuf::from("./data")),
+            public_url,
+            mcp_path,
+            transport: args
+                .transport
+                .or(file.transport)
+                .unwrap_or(Transport::Tokio),
+            log_format: args
+                .log_format
+                .or(file.log_format)
+                .unwrap_or(LogFormat::Text),
+            allowed_origins: file.allowed_origins,
+            limits: file.limits,
+            rate_limit: file.rate_limit,
+            auth: Auth {
+                issuer: a.issuer,
+                jwks,
+                jwks_refresh: Duration::from_secs(a.jwks_refresh_secs.max(10)),
+                dev_key,
+                authorization_servers: a.authorization_servers,
+                leeway_secs: a.leeway_secs,
+                require_at_jwt: a.require_at_jwt,
+                token_cache_size: a.token_cache_size,
+            },
+            confirmation: file.confirmation,
+            jobs: file.jobs,
+        })
+    }
+}
+
+/// Parses a configuration file.
+fn parse_file(path: &Path) -> Result<File, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ServeArgs {
+        ServeArgs {
+            listen: None,
+            data_dir: None,
+            public_url: None,
+            transport: None,
+            config: None,
+            log_format: None,
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let s = Settings::merge(File::default(), &args()).unwrap();
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(s.mcp_path, "/");
+        assert_eq!(s.transport, Transport::Tokio);
+        assert!(s.auth.dev_key);
+        assert_eq!(s.rate_limit.org_per_minute, 6000);
+        assert_eq!(s.rate_limit.token_burst, 200);
+        assert_eq!(s.limits.max_body_bytes, 2_097_152);
+    }
+
+    #[test]
+    fn flags_win() {
+        let file: File = toml::from_str(
+            "listen = \"127.0.0.1:9000\"\ntransport = \"mio\"\npublic_url = \"https://a.example\"\n\
+             [rate_limit]\ntoken_per_minute = 5\ntoken_burst = 2\n",
+        )
+        .unwrap();
+        let mut a = args();
+        a.transport = Some(Transport::Blocking);
+        let s = Settings::merge(file, &a).unwrap();
+        assert_eq!(s.listen.port(), 9000);
+        assert_eq!(s.transport, Transport::Blocking);
+        assert_eq!(s.public_url.as_deref(), Some("https://a.example"));
+        assert_eq!(s.rate_limit.token_per_minute, 5);
+        assert_eq!(s.rate_limit.org_per_minute, 6000);
+    }
+
+    #[test]
+    fn refusals() {
+        assert!(toml::from_str::<File>("lissten = \"x\"").is_err());
+        assert!(toml::from_str::<File>("[auth]\njwks = \"x\"").is_err());
+        let bad = [
+            "[auth]\njwks_url = \"https://a/jwks\"",
+            "[auth]\ndev_key = false",
+            "[auth]\nissuer = \"i\"\njwks_url = \"u\"\njwks_file = \"f\"",
+            "mcp_path = \"mcp\"",
+            "public_url = \"ftp://x\"",
+            "[rate_limit]\ntoken_burst = 0",
+            "[confirmation]\nkeys = [{ id = \"a.b\", secret = \"x\" }]",
+            "[confirmation]\nkeys = [{ id = \"a\" }]",
+        ];
+        for text in bad {
+            let file: File = toml::from_str(text).unwrap();
+            assert!(Settings::merge(file, &args()).is_err(), "{text}");
+        }
+        let file: File =
+            toml::from_str("[auth]\nissuer = \"https://i\"\njwks_file = \"/j\"").unwrap();
+        let s = Settings::merge(file, &args()).unwrap();
+        assert!(!s.auth.dev_key);
+        assert_eq!(s.auth.jwks, Some(JwksSource::File("/j".into())));
+    }
+}
