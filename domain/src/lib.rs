@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod demo;
+pub mod documents;
 pub mod engine;
 pub mod error;
 pub mod mcp;
@@ -74,6 +75,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
     let mut v = org::tools();
     v.extend(ops::summary::tools());
     v.extend(ops::debtors::tools());
+    v.extend(ops::charges::statement_tools());
     v.extend(ops::contact_points::tools());
     v.extend(ops::charges::tools());
     v.extend(ops::bureau::tools());

@@ -25,6 +25,7 @@ pub type DemoHook =
 
 /// Demo hooks in dependency order (each group adds its own).
 pub const DEMO_HOOKS: &[DemoHook] = &[
+    charges::seed_demo,
     // Last: deliveries need charges and contact points.
     rulers::seed_demo,
 ];

@@ -1,8 +1,0 @@
-//! Tools of the `charges` group (domain.md §2). Not built yet.
-
-use crate::spec::ToolSpec;
-
-/// The tools of this module.
-pub fn tools() -> Vec<ToolSpec> {
-    Vec::new()
-}

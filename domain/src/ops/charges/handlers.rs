@@ -1,0 +1,848 @@
+//! The charge tools' handlers (#13–#21, #23, #25) and their confirmation messages.
+
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
+use dunning_core::Output;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{
+    Charge, Discount, MAX_AMOUNT_CENTS, NewCharge, OPEN, Payment, breakdown, brl_text, commit,
+    due_date, effective_due_date, is_open, issue, label, load_charge, register, validate_discount,
+    view,
+};
+use crate::error::DomainError;
+use crate::op::{Op, created, list, ok};
+use crate::ops::debtors::Debtor;
+use crate::rules::{calendar, money};
+use crate::store::{Cond, Kind, Order, Query, find, load, save};
+
+/// The decisions an operator can take on a debt (domain.md §1 `debt_decision`).
+pub(super) const DECISIONS: &[&str] = &[
+    "continue",
+    "negotiate",
+    "negativate",
+    "protest",
+    "write_off",
+    "send_to_legal",
+    "suspend",
+];
+
+const SORTS: &[(&str, &str, Order)] = &[
+    ("due_date", "due_date", Order::Asc),
+    ("amount", "amount", Order::Desc),
+    ("created_at", "created_at", Order::Desc),
+];
+
+// ---- argument helpers ----
+
+fn opt_number(op: &Op<'_>, k: &str) -> Result<Option<f64>, DomainError> {
+    match op.args.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| DomainError::field(k, "must be a number")),
+    }
+}
+
+fn opt_text(op: &Op<'_>, k: &str) -> Result<Option<String>, DomainError> {
+    match op.args.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => {
+            let t = s.trim();
+            Ok((!t.is_empty()).then(|| t.to_owned()))
+        }
+        Some(_) => Err(DomainError::field(k, "must be a string")),
+    }
+}
+
+fn money_arg(op: &Op<'_>, k: &str) -> Result<Option<i64>, DomainError> {
+    opt_number(op, k)?;
+    op.opt_money(k)
+}
+
+fn tags_arg(op: &Op<'_>) -> Result<Option<Vec<String>>, DomainError> {
+    match op.args.get("tags") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|t| {
+                t.as_str()
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| DomainError::field("tags", "must be non-empty strings"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(DomainError::field("tags", "must be an array of strings")),
+    }
+}
+
+fn discount_arg(op: &Op<'_>, due: NaiveDate) -> Result<Option<Discount>, DomainError> {
+    let Some(v) = op.args.get("discount").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let m = v
+        .as_object()
+        .ok_or_else(|| DomainError::field("discount", "must be an object"))?;
+    if let Some(k) = m
+        .keys()
+        .find(|k| !matches!(k.as_str(), "type" | "value" | "until"))
+    {
+        return Err(DomainError::field(
+            &format!("discount.{k}"),
+            "unknown field",
+        ));
+    }
+    let kind = m
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| DomainError::field("discount.type", "is required (fixed or percentage)"))?;
+    let value = m
+        .get("value")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| DomainError::field("discount.value", "is required (a number)"))?;
+    let until = match m.get("until") {
+        None | Some(Value::Null) => due.format("%Y-%m-%d").to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(DomainError::field("discount.until", "must be a date")),
+    };
+    Ok(Some(Discount {
+        kind: kind.to_owned(),
+        value,
+        until,
+    }))
+}
+
+fn debtor_of(op: &mut Op<'_>, c: &Charge) -> Result<Option<Debtor>, DomainError> {
+    load::<Debtor>(op.tx, Kind::Debtor, op.org, &c.debtor_id)
+}
+
+fn debtor_name(op: &mut Op<'_>, c: &Charge) -> Result<String, DomainError> {
+    Ok(debtor_of(op, c)?.map_or_else(|| c.debtor_id.clone(), |d| d.name))
+}
+
+fn with_debtor(mut v: Value, debtor: Option<&Debtor>) -> Value {
+    if let Some(m) = v.as_object_mut() {
+        m.insert("debtor_name".into(), json!(debtor.map(|d| d.name.clone())));
+    }
+    v
+}
+
+// ---- reads ----
+
+pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let today = op.today();
+    let mut conds = Vec::new();
+    if let Some(st) = op.csv("status") {
+        conds.push(Cond::In("status", st));
+    }
+    if let Some(d) = op.opt_str("debtor_id") {
+        conds.push(Cond::Eq("debtor_id", json!(d)));
+    }
+    let (due_from, due_to) = (op.opt_date("due_from")?, op.opt_date("due_to")?);
+    if let (Some(a), Some(b)) = (due_from, due_to) {
+        if a > b {
+            return Err(DomainError::field("due_to", "must not be before due_from"));
+        }
+    }
+    if let Some(a) = due_from {
+        conds.push(Cond::Ge(
+            "due_date",
+            json!(a.format("%Y-%m-%d").to_string()),
+        ));
+    }
+    if let Some(b) = due_to {
+        conds.push(Cond::Le(
+            "due_date",
+            json!(b.format("%Y-%m-%d").to_string()),
+        ));
+    }
+    let (paid_from, paid_to) = (op.opt_date("paid_from")?, op.opt_date("paid_to")?);
+    if let (Some(a), Some(b)) = (paid_from, paid_to) {
+        if a > b {
+            return Err(DomainError::field(
+                "paid_to",
+                "must not be before paid_from",
+            ));
+        }
+    }
+    if let Some(a) = paid_from {
+        conds.push(Cond::Ge("paid_at", json!(a.format("%Y-%m-%d").to_string())));
+    }
+    if let Some(b) = paid_to {
+        // Timestamps sort after their date and before "T99".
+        conds.push(Cond::Le(
+            "paid_at",
+            json!(format!("{}T99", b.format("%Y-%m-%d"))),
+        ));
+    }
+    if let Some(m) = op.opt_str("payment_method") {
+        conds.push(Cond::Eq("payment_method", json!(m)));
+    }
+    let (min, max) = (money_arg(op, "min_amount")?, money_arg(op, "max_amount")?);
+    if let (Some(a), Some(b)) = (min, max) {
+        if a > b {
+            return Err(DomainError::field(
+                "max_amount",
+                "must not be less than min_amount",
+            ));
+        }
+    }
+    if let Some(a) = min {
+        conds.push(Cond::Ge("amount", json!(money::brl(a))));
+    }
+    if let Some(b) = max {
+        conds.push(Cond::Le("amount", json!(money::brl(b))));
+    }
+    if let Some(r) = op.opt_str("ruler_id") {
+        conds.push(Cond::Eq("ruler_id", json!(r)));
+    }
+    if let Some(t) = op.opt_str("tag") {
+        conds.push(Cond::Tag("tags", t.to_owned()));
+    }
+    let page = op.page();
+    let by_days = op.opt_str("sort_by") == Some("days_overdue");
+    let search = op.opt_str("q").map(str::to_lowercase);
+    let mut debtors: HashMap<String, Option<Debtor>> = HashMap::new();
+    let mut debtor = |op: &mut Op<'_>, id: &str| -> Result<Option<Debtor>, DomainError> {
+        if let Some(d) = debtors.get(id) {
+            return Ok(d.clone());
+        }
+        let d = load::<Debtor>(op.tx, Kind::Debtor, op.org, id)?;
+        debtors.insert(id.to_owned(), d.clone());
+        Ok(d)
+    };
+    let (rows, total) = if search.is_none() && !by_days {
+        let total = op.tx.count(Kind::Charge, op.org, &conds)?;
+        let q = Query {
+            conds,
+            sort: op.sort(SORTS),
+            limit: Some(page.per_page),
+            offset: page.offset(),
+        };
+        (find::<Charge>(op.tx, Kind::Charge, op.org, &q)?, total)
+    } else {
+        // Free text spans the debtor's name and the computed days need today: both are
+        // filtered and sorted here rather than in the store.
+        let sort = if by_days {
+            ("due_date", Order::Asc)
+        } else {
+            op.sort(SORTS)
+        };
+        let q = Query {
+            conds,
+            sort,
+            limit: None,
+            offset: 0,
+        };
+        let mut all = find::<Charge>(op.tx, Kind::Charge, op.org, &q)?;
+        if let Some(needle) = &search {
+            let digits: String = needle.chars().filter(char::is_ascii_alphanumeric).collect();
+            let mut kept = Vec::new();
+            for c in all {
+                let d = debtor(op, &c.debtor_id)?;
+                let hit = c.id.contains(needle.as_str())
+                    || c.description
+                        .as_deref()
+                        .is_some_and(|s| s.to_lowercase().contains(needle.as_str()))
+                    || c.external_id
+                        .as_deref()
+                        .is_some_and(|s| s.to_lowercase().contains(needle.as_str()))
+                    || d.as_ref().is_some_and(|d| {
+                        d.name.to_lowercase().contains(needle.as_str())
+                            || (!digits.is_empty()
+                                && d.cnpj_cpf.to_lowercase().contains(digits.as_str()))
+                    });
+                if hit {
+                    kept.push(c);
+                }
+            }
+            all = kept;
+        }
+        if by_days {
+            let desc = op.opt_str("sort_order") != Some("asc");
+            // Stable sort: ties stay in due-date order.
+            all.sort_by_key(|c| {
+                let d = super::days_overdue(c, today);
+                if desc { -d } else { d }
+            });
+        }
+        let total = all.len() as u64;
+        let rows = all
+            .into_iter()
+            .skip(page.offset() as usize)
+            .take(page.per_page as usize)
+            .collect();
+        (rows, total)
+    };
+    let mut items = Vec::with_capacity(rows.len());
+    for c in &rows {
+        let d = debtor(op, &c.debtor_id)?;
+        items.push(with_debtor(view(c, today), d.as_ref()));
+    }
+    Ok(list(items, page, total))
+}
+
+pub(super) fn get_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    let c = load_charge(op, id)?;
+    let d = debtor_of(op, &c)?;
+    Ok(ok(with_debtor(view(&c, op.today()), d.as_ref())))
+}
+
+pub(super) fn timeline(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    load_charge(op, id)?;
+    let mut conds = vec![
+        Cond::Eq("resource_type", json!("charge")),
+        Cond::Eq("resource_id", json!(id)),
+    ];
+    if let Some(codes) = op.csv("code") {
+        conds.push(Cond::In("code", codes));
+    }
+    let page = op.page();
+    let total = op.tx.count(Kind::Event, op.org, &conds)?;
+    let q = Query {
+        conds,
+        sort: op.sort(&[("occurred_at", "occurred_at", Order::Asc)]),
+        limit: Some(page.per_page),
+        offset: page.offset(),
+    };
+    let items = op.tx.find(Kind::Event, op.org, &q)?;
+    Ok(list(items, page, total))
+}
+
+// ---- writes ----
+
+const CREATE_FIELDS: &[&str] = &[
+    "debtor_id",
+    "amount",
+    "due_date",
+    "payment_method",
+    "description",
+    "fine_percentage",
+    "interest_percentage",
+    "discount",
+    "ruler_id",
+    "external_id",
+    "tags",
+    "custom_data",
+    "draft",
+];
+
+pub(super) fn create_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(CREATE_FIELDS)?;
+    let debtor_id = op.str("debtor_id")?.to_owned();
+    let amount_cents =
+        money_arg(op, "amount")?.ok_or_else(|| DomainError::field("amount", "is required"))?;
+    let due = op
+        .opt_date("due_date")?
+        .ok_or_else(|| DomainError::field("due_date", "is required"))?;
+    let payment_method = op.str("payment_method")?.to_owned();
+    let custom_data = match op.args.get("custom_data") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(DomainError::field("custom_data", "must be an object")),
+    };
+    let n = NewCharge {
+        debtor_id,
+        amount_cents,
+        due_date: due,
+        payment_method,
+        description: opt_text(op, "description")?,
+        fine_percentage: opt_number(op, "fine_percentage")?.unwrap_or(0.0),
+        interest_percentage: opt_number(op, "interest_percentage")?.unwrap_or(0.0),
+        discount: discount_arg(op, due)?,
+        ruler_id: opt_text(op, "ruler_id")?,
+        external_id: opt_text(op, "external_id")?,
+        tags: tags_arg(op)?.unwrap_or_default(),
+        custom_data,
+        agreement_id: None,
+        draft: op.opt_bool("draft").unwrap_or(false),
+    };
+    let c = issue(op, n)?;
+    let d = debtor_of(op, &c)?;
+    Ok(created(with_debtor(view(&c, op.today()), d.as_ref())))
+}
+
+pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&[
+        "id",
+        "due_date",
+        "amount",
+        "description",
+        "ruler_id",
+        "tags",
+    ])?;
+    let id = op.str("id")?;
+    let mut c = load_charge(op, id)?;
+    if !matches!(c.status.as_str(), "pending" | "overdue") {
+        return Err(DomainError::Conflict(format!(
+            "invalid_transition: charge {id} is {}; only pending or overdue charges can be updated",
+            c.status
+        )));
+    }
+    let today = op.today();
+    let before = c.clone();
+    if let Some(d) = op.opt_date("due_date")? {
+        if d < today {
+            return Err(DomainError::field(
+                "due_date",
+                format!("may not be in the past (today is {today})"),
+            ));
+        }
+        c.due_date = d.format("%Y-%m-%d").to_string();
+    }
+    if let Some(a) = money_arg(op, "amount")? {
+        if a <= 0 {
+            return Err(DomainError::field("amount", "must be greater than zero"));
+        }
+        if a > MAX_AMOUNT_CENTS {
+            return Err(DomainError::field(
+                "amount",
+                "must be at most 99999999.99 (a boleto's limit)",
+            ));
+        }
+        c.amount = money::brl(a);
+    }
+    if op.args.contains_key("description") {
+        c.description = opt_text(op, "description")?;
+    }
+    if op.args.contains_key("ruler_id") {
+        let r = opt_text(op, "ruler_id")?;
+        if let Some(r) = &r {
+            if op.tx.get(Kind::Ruler, op.org, r)?.is_none() {
+                return Err(DomainError::field("ruler_id", "no such ruler"));
+            }
+        }
+        c.ruler_id = r;
+    }
+    if let Some(t) = tags_arg(op)? {
+        c.tags = t;
+    }
+    if c == before {
+        let d = debtor_of(op, &c)?;
+        return Ok(ok(with_debtor(view(&c, today), d.as_ref())));
+    }
+    let due = due_date(&c);
+    if let Some(d) = c.discount.as_mut() {
+        // A discount never outlives the due date.
+        if calendar::parse_date(&d.until).is_some_and(|u| u > due) {
+            d.until = c.due_date.clone();
+        }
+    }
+    if let Some(d) = &c.discount {
+        let cents = money::cents(c.amount).unwrap_or_default();
+        validate_discount(d, cents, due).map_err(|_| {
+            DomainError::field(
+                "amount",
+                "must stay greater than the charge's fixed discount",
+            )
+        })?;
+    }
+    if c.due_date != before.due_date || c.amount != before.amount {
+        register(op, &mut c)?;
+    }
+    if c.status == "overdue" && effective_due_date(&c) >= today {
+        // Re-dated to the future: the clock no longer makes it overdue.
+        c.status = "pending".into();
+    }
+    commit(op, "charge.updated", Some(&before), &mut c)?;
+    let d = debtor_of(op, &c)?;
+    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+}
+
+pub(super) fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let c = load_charge(op, id)?;
+    let name = debtor_name(op, &c)?;
+    Ok(format!(
+        "Delete draft {} of {} for {name}? It is removed for good.",
+        label(&c),
+        brl_text(c.amount)
+    ))
+}
+
+pub(super) fn delete_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id"])?;
+    let id = op.str("id")?;
+    let c = load_charge(op, id)?;
+    if c.status != "draft" {
+        return Err(DomainError::Conflict(format!(
+            "invalid_transition: charge {id} is {}; only draft charges can be deleted (cancel it instead)",
+            c.status
+        )));
+    }
+    op.tx.delete(Kind::Charge, op.org, id)?;
+    let data = view(&c, op.today());
+    op.event("charge.deleted", "charge", id, &data, Value::Null)?;
+    crate::ops::debtors::refresh_aggregates(op, &c.debtor_id)?;
+    Ok(Output::NoContent)
+}
+
+pub(super) fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let c = load_charge(op, id)?;
+    let name = debtor_name(op, &c)?;
+    Ok(format!(
+        "Cancel {} of {} for {name}? Its boleto/Pix stop being payable and dunning stops.",
+        label(&c),
+        brl_text(c.amount)
+    ))
+}
+
+pub(super) fn cancel_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "reason"])?;
+    let id = op.str("id")?;
+    let mut c = load_charge(op, id)?;
+    let today = op.today();
+    if c.status != "canceled" {
+        if !is_open(&c) {
+            return Err(DomainError::transition("charge", id, &c.status, "canceled"));
+        }
+        let before = c.clone();
+        c.status = "canceled".into();
+        c.canceled_at = Some(op.timestamp());
+        c.cancellation_reason = opt_text(op, "reason")?;
+        commit(op, "charge.canceled", Some(&before), &mut c)?;
+    }
+    let d = debtor_of(op, &c)?;
+    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+}
+
+/// A payment as the arguments describe it.
+struct PaymentArgs {
+    paid_at: String,
+    paid_on: NaiveDate,
+    owed: i64,
+    amount: i64,
+    via: String,
+    note: Option<String>,
+}
+
+fn payment_args(op: &Op<'_>, c: &Charge) -> Result<PaymentArgs, DomainError> {
+    let (paid_at, paid_on) = match opt_text(op, "paid_at")? {
+        None => (op.timestamp(), op.today()),
+        Some(s) => {
+            let t = calendar::parse_timestamp(&s).ok_or_else(|| {
+                DomainError::field("paid_at", "must be an RFC 3339 timestamp or a date")
+            })?;
+            if t.timestamp_millis() > i64::try_from(op.now.as_millis()).unwrap_or(i64::MAX) {
+                return Err(DomainError::field("paid_at", "may not be in the future"));
+            }
+            let local = t.with_timezone(&calendar::offset());
+            (
+                local.format("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+                local.date_naive(),
+            )
+        }
+    };
+    let owed = breakdown(c, paid_on).total;
+    let amount = match money_arg(op, "paid_amount")? {
+        Some(a) if a <= 0 => {
+            return Err(DomainError::field(
+                "paid_amount",
+                "must be greater than zero",
+            ));
+        }
+        Some(a) => a,
+        None if owed > 0 => owed,
+        None => {
+            return Err(DomainError::field(
+                "paid_amount",
+                "is required: nothing is owed at that date",
+            ));
+        }
+    };
+    let via = opt_text(op, "paid_via")?.unwrap_or_else(|| "manual".into());
+    if !matches!(via.as_str(), "boleto" | "pix" | "manual") {
+        return Err(DomainError::field(
+            "paid_via",
+            "must be boleto, pix or manual",
+        ));
+    }
+    Ok(PaymentArgs {
+        paid_at,
+        paid_on,
+        owed,
+        amount,
+        via,
+        note: opt_text(op, "note")?,
+    })
+}
+
+pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let c = load_charge(op, id)?;
+    let name = debtor_name(op, &c)?;
+    if c.status == "paid" {
+        return Ok(format!(
+            "{} for {name} is already paid; nothing will change. Continue?",
+            label(&c)
+        ));
+    }
+    let p = payment_args(op, &c)?;
+    let outcome = if p.amount >= p.owed {
+        "paid in full".to_owned()
+    } else {
+        format!(
+            "partially paid ({} still owed)",
+            money::format_brl(p.owed - p.amount)
+        )
+    };
+    Ok(format!(
+        "Record a payment of {} via {} on {} for {} of {} ({} updated) owed by {name}? The charge becomes {outcome}.",
+        money::format_brl(p.amount),
+        p.via,
+        p.paid_on,
+        label(&c),
+        brl_text(c.amount),
+        money::format_brl(p.owed),
+    ))
+}
+
+pub(super) fn mark_paid(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "paid_at", "paid_amount", "paid_via", "note"])?;
+    let id = op.str("id")?;
+    let mut c = load_charge(op, id)?;
+    let today = op.today();
+    if c.status != "paid" {
+        if !is_open(&c) {
+            return Err(DomainError::transition("charge", id, &c.status, "paid"));
+        }
+        let p = payment_args(op, &c)?;
+        let before = c.clone();
+        let total = money::cents(c.paid_amount).unwrap_or_default() + p.amount;
+        c.paid_amount = money::brl(total);
+        c.payments.push(Payment {
+            amount: money::brl(p.amount),
+            paid_at: p.paid_at.clone(),
+            paid_via: p.via.clone(),
+            note: p.note,
+            recorded_by: op.principal.subject.clone(),
+        });
+        let code = if p.amount >= p.owed {
+            c.status = "paid".into();
+            c.paid_at = Some(p.paid_at);
+            c.paid_via = Some(p.via);
+            c.dunning_paused = false;
+            c.dunning_paused_until = None;
+            "charge.paid"
+        } else {
+            c.status = "partially_paid".into();
+            "charge.partially_paid"
+        };
+        commit(op, code, Some(&before), &mut c)?;
+    }
+    let d = debtor_of(op, &c)?;
+    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+}
+
+fn pause_with(
+    op: &mut Op<'_>,
+    c: &mut Charge,
+    until: Option<NaiveDate>,
+    reason: Option<String>,
+) -> Result<(), DomainError> {
+    let until = until.map(|u| u.format("%Y-%m-%d").to_string());
+    if c.dunning_paused && c.dunning_paused_until == until && c.pause_reason == reason {
+        return Ok(());
+    }
+    let before = c.clone();
+    c.dunning_paused = true;
+    c.dunning_paused_until = until;
+    c.pause_reason = reason;
+    commit(op, "charge.paused", Some(&before), c)
+}
+
+pub(super) fn pause_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "until", "reason"])?;
+    let id = op.str("id")?;
+    let mut c = load_charge(op, id)?;
+    if !is_open(&c) {
+        return Err(DomainError::transition("charge", id, &c.status, "paused"));
+    }
+    let today = op.today();
+    let until = op.opt_date("until")?;
+    if until.is_some_and(|u| u < today) {
+        return Err(DomainError::field("until", "must be today or later"));
+    }
+    let reason = opt_text(op, "reason")?;
+    pause_with(op, &mut c, until, reason)?;
+    let d = debtor_of(op, &c)?;
+    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+}
+
+fn resume_with(op: &mut Op<'_>, c: &mut Charge) -> Result<(), DomainError> {
+    if !c.dunning_paused {
+        return Ok(());
+    }
+    let before = c.clone();
+    c.dunning_paused = false;
+    c.dunning_paused_until = None;
+    c.pause_reason = None;
+    commit(op, "charge.resumed", Some(&before), c)
+}
+
+pub(super) fn resume_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id"])?;
+    let id = op.str("id")?;
+    let mut c = load_charge(op, id)?;
+    resume_with(op, &mut c)?;
+    let d = debtor_of(op, &c)?;
+    Ok(ok(with_debtor(view(&c, op.today()), d.as_ref())))
+}
+
+/// An audited decision on a debt (`Kind::Decision`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// UUID.
+    pub id: String,
+    /// The charge decided on.
+    pub charge_id: String,
+    /// Its debtor.
+    pub debtor_id: String,
+    /// `continue`, `negotiate`, `negativate`, `protest`, `write_off`, `send_to_legal`
+    /// or `suspend`.
+    pub decision: String,
+    /// Why.
+    pub reason: String,
+    /// Who decided (the token's person).
+    pub decided_by: String,
+    /// When.
+    pub decided_at: String,
+    /// Status of the charge when decided.
+    pub charge_status: String,
+    /// Updated amount when decided.
+    pub updated_amount: f64,
+    /// What the decision changed, in words.
+    pub effect: String,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+}
+
+/// What a decision does to the charge, or why it cannot be taken.
+fn decision_effect(c: &Charge, decision: &str) -> Result<&'static str, DomainError> {
+    let needs_overdue = |effect| {
+        if c.status == "overdue" {
+            Ok(effect)
+        } else {
+            Err(DomainError::Conflict(format!(
+                "invalid_transition: charge {} is {}; the decision {decision} needs an overdue charge",
+                c.id, c.status
+            )))
+        }
+    };
+    if !is_open(c) {
+        return Err(DomainError::Conflict(format!(
+            "invalid_transition: charge {} is {}; decisions apply to open charges ({})",
+            c.id,
+            c.status,
+            OPEN.join(", ")
+        )));
+    }
+    match decision {
+        "write_off" => {
+            if c.status == "overdue" {
+                Ok("the charge becomes written_off and leaves dunning")
+            } else {
+                Err(DomainError::transition(
+                    "charge",
+                    &c.id,
+                    &c.status,
+                    "written_off",
+                ))
+            }
+        }
+        "negativate" => needs_overdue(
+            "recorded; run dunning_charges_negativate to register the debtor (notice rules apply)",
+        ),
+        "protest" => needs_overdue("recorded; run dunning_charges_protest to send it to a notary"),
+        "send_to_legal" => {
+            if matches!(c.status.as_str(), "overdue" | "partially_paid") {
+                Ok("dunning is paused while the debt is with the legal team")
+            } else {
+                Err(DomainError::Conflict(format!(
+                    "invalid_transition: charge {} is {}; send_to_legal needs an overdue or partially paid charge",
+                    c.id, c.status
+                )))
+            }
+        }
+        "suspend" => Ok("dunning is paused until resumed"),
+        "continue" if c.dunning_paused => Ok("dunning resumes"),
+        "continue" => Ok("dunning goes on as planned"),
+        "negotiate" => Ok("recorded; propose an agreement with dunning_agreements_create"),
+        other => Err(DomainError::field(
+            "decision",
+            format!("unknown decision {other}; one of {}", DECISIONS.join(", ")),
+        )),
+    }
+}
+
+pub(super) fn describe_decide(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let decision = op.str("decision")?;
+    let c = load_charge(op, id)?;
+    let effect = decision_effect(&c, decision)?;
+    let name = debtor_name(op, &c)?;
+    Ok(format!(
+        "Record the decision {decision} on {} of {} ({} updated) owed by {name}? Effect: {effect}.",
+        label(&c),
+        brl_text(c.amount),
+        brl_text(super::updated_amount(&c, op.today())),
+    ))
+}
+
+pub(super) fn decide(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "decision", "reason"])?;
+    let id = op.str("id")?;
+    let decision = op.str("decision")?;
+    let reason = opt_text(op, "reason")?
+        .filter(|r| r.chars().count() >= 3)
+        .ok_or_else(|| DomainError::field("reason", "is required (at least 3 characters)"))?;
+    let mut c = load_charge(op, id)?;
+    let effect = decision_effect(&c, decision)?;
+    let today = op.today();
+    let now = op.timestamp();
+    let record = Decision {
+        id: op.new_id(),
+        charge_id: c.id.clone(),
+        debtor_id: c.debtor_id.clone(),
+        decision: decision.to_owned(),
+        reason: reason.clone(),
+        decided_by: op.principal.subject.clone(),
+        decided_at: now.clone(),
+        charge_status: c.status.clone(),
+        updated_amount: super::updated_amount(&c, today),
+        effect: effect.to_owned(),
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    save(op.tx, Kind::Decision, op.org, &record)?;
+    op.event("charge.decided", "charge", &c.id, &record, Value::Null)?;
+    match decision {
+        "write_off" => {
+            let before = c.clone();
+            c.status = "written_off".into();
+            c.written_off_at = Some(op.timestamp());
+            c.dunning_paused = false;
+            c.dunning_paused_until = None;
+            commit(op, "charge.written_off", Some(&before), &mut c)?;
+        }
+        "suspend" | "send_to_legal" => {
+            pause_with(op, &mut c, None, Some(format!("{decision}: {reason}")))?;
+        }
+        "continue" => resume_with(op, &mut c)?,
+        _ => {}
+    }
+    let d = debtor_of(op, &c)?;
+    Ok(ok(json!({
+        "decision": record,
+        "charge": with_debtor(view(&c, today), d.as_ref()),
+    })))
+}

@@ -1,0 +1,768 @@
+//! Charges (domain.md §1, tools #13–#21, #23–#25) and the debtor statement (#8): what a
+//! debtor owes, how much it has grown, and what happened to it.
+//!
+//! ## Money that grows
+//! A charge stores what was agreed (`amount`, `fine_percentage`, monthly
+//! `interest_percentage`, `discount`); what settles it *today* is computed on every read
+//! from the op's clock ([`breakdown`]): until the effective due date (the due date rolled
+//! to the next bank business day, rule 5) the discount applies while its `until` date
+//! has not passed; after it, the fine is charged once and interest pro rata by day
+//! (monthly rate / 30) since the effective due date. Partial payments are subtracted;
+//! fine and interest keep accruing on the original amount (the usual bank practice for a
+//! boleto paid in parts). Nothing computed is stored, so nothing goes stale.
+//!
+//! ## Status
+//! `pending` on creation (registered: boleto line/barcode and/or Pix txid/BR Code are
+//! generated, see [`codes`]); the clock alone makes it `overdue` ([`sweep_overdue`], the
+//! day after the effective due date); payments make it `partially_paid` or `paid`;
+//! operators cancel it or decide on it (`written_off`); agreements fold it
+//! (`renegotiated`, [`mark_renegotiated`]). Every change writes an event and refreshes
+//! the debtor's aggregates.
+//!
+//! Event codes: the catalogue's `charge.{created,updated,overdue,paid,canceled,
+//! renegotiated,written_off}`, plus `charge.partially_paid`, `charge.paused`,
+//! `charge.resumed`, `charge.deleted` and `charge.decided` for changes the catalogue has
+//! no code for.
+
+pub mod codes;
+mod demo;
+mod handlers;
+mod statement;
+
+use std::collections::BTreeSet;
+
+use chrono::NaiveDate;
+use dunning_core::Scope;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+pub use codes::{Boleto, Pix};
+pub use demo::seed_demo;
+pub use handlers::Decision;
+
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::debtors::{self, Debtor};
+use crate::rules::{calendar, money};
+use crate::schema as s;
+use crate::spec::{ToolSpec, tool};
+use crate::store::{Cond, Kind, Query, find, must, save};
+
+/// Every charge status (domain.md §1.1).
+pub const STATUSES: &[&str] = &[
+    "draft",
+    "pending",
+    "overdue",
+    "partially_paid",
+    "paid",
+    "canceled",
+    "renegotiated",
+    "written_off",
+    "refunded",
+    "chargeback",
+];
+
+/// Statuses in which something is still owed and dunning may run.
+pub const OPEN: &[&str] = &["pending", "overdue", "partially_paid"];
+
+/// A discount for paying early.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Discount {
+    /// `fixed` (BRL) or `percentage` (of the amount).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The BRL amount or the percentage.
+    pub value: f64,
+    /// Last day the discount applies (`YYYY-MM-DD`, at most the due date).
+    pub until: String,
+}
+
+/// One payment received.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Payment {
+    /// Amount paid (BRL).
+    pub amount: f64,
+    /// When it was paid.
+    pub paid_at: String,
+    /// `boleto`, `pix` or `manual`.
+    pub paid_via: String,
+    /// Free note.
+    pub note: Option<String>,
+    /// Who recorded it.
+    pub recorded_by: String,
+}
+
+/// A charge. `days_overdue` and `updated_amount` are not stored: see [`view`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Charge {
+    /// UUID.
+    pub id: String,
+    /// The debtor.
+    pub debtor_id: String,
+    /// The creditor's own id for this charge (unique in the organization).
+    pub external_id: Option<String>,
+    /// What is being charged.
+    pub description: Option<String>,
+    /// Amount (BRL, 2 decimals).
+    pub amount: f64,
+    /// Due date `YYYY-MM-DD`.
+    pub due_date: String,
+    /// Due date at creation (re-dating keeps it).
+    pub original_due_date: String,
+    /// `boleto`, `pix` or `bolepix`.
+    pub payment_method: String,
+    /// Status (§1.1).
+    pub status: String,
+    /// Sum of the payments received (BRL).
+    pub paid_amount: f64,
+    /// When the charge was fully paid.
+    pub paid_at: Option<String>,
+    /// How the settling payment came: `boleto`, `pix` or `manual`.
+    pub paid_via: Option<String>,
+    /// Every payment received.
+    pub payments: Vec<Payment>,
+    /// When canceled.
+    pub canceled_at: Option<String>,
+    /// Why canceled.
+    pub cancellation_reason: Option<String>,
+    /// Fine charged once after the effective due date (percent of the amount).
+    pub fine_percentage: f64,
+    /// Interest per month, charged pro rata by day (percent of the amount).
+    pub interest_percentage: f64,
+    /// Early-payment discount.
+    pub discount: Option<Discount>,
+    /// Boleto (methods `boleto`, `bolepix`).
+    pub boleto: Option<Boleto>,
+    /// Pix with due date (methods `pix`, `bolepix`).
+    pub pix: Option<Pix>,
+    /// Ruler (régua) for this charge; none: the debtor's or the organization's default.
+    pub ruler_id: Option<String>,
+    /// Whether dunning is paused (see [`is_paused`]).
+    pub dunning_paused: bool,
+    /// Last day of the pause; none while paused means until resumed.
+    pub dunning_paused_until: Option<String>,
+    /// Why dunning is paused.
+    pub pause_reason: Option<String>,
+    /// The agreement that folded or issued this charge.
+    pub agreement_id: Option<String>,
+    /// Credit-bureau state (kept by the bureau module).
+    pub negativation_status: Option<String>,
+    /// Protest state (kept by the protest module).
+    pub protest_status: Option<String>,
+    /// When written off.
+    pub written_off_at: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Free-form data.
+    pub custom_data: Map<String, Value>,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+    /// Fields other modules keep on the document, preserved on every save.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// How the amount owed on a day is made up, in centavos.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Breakdown {
+    /// The charge's amount.
+    pub principal: i64,
+    /// Early-payment discount in force.
+    pub discount: i64,
+    /// Late fine (once).
+    pub fine: i64,
+    /// Late interest, pro rata.
+    pub interest: i64,
+    /// Already paid.
+    pub paid: i64,
+    /// What settles the charge that day (never negative; 0 when nothing is owed).
+    pub total: i64,
+    /// Days after the effective due date (0 when on time or not open).
+    pub days_late: i64,
+}
+
+/// The due date of a charge.
+pub fn due_date(c: &Charge) -> NaiveDate {
+    calendar::parse_date(&c.due_date).unwrap_or_default()
+}
+
+/// The last day a charge is paid on time (due date rolled to a business day).
+pub fn effective_due_date(c: &Charge) -> NaiveDate {
+    calendar::effective_due(due_date(c))
+}
+
+fn pct_of(cents: i64, pct: f64) -> i64 {
+    (cents as f64 * pct / 100.0).round() as i64
+}
+
+/// What settles `c` on `on`, part by part (rule 3: always computed by the server).
+pub fn breakdown(c: &Charge, on: NaiveDate) -> Breakdown {
+    let principal = money::cents(c.amount).unwrap_or_default();
+    let paid = money::cents(c.paid_amount).unwrap_or_default();
+    let mut b = Breakdown {
+        principal,
+        paid,
+        ..Breakdown::default()
+    };
+    match c.status.as_str() {
+        "draft" => {
+            b.total = principal;
+            return b;
+        }
+        "pending" | "overdue" | "partially_paid" => {}
+        _ => return b,
+    }
+    let eff = effective_due_date(c);
+    if on <= eff {
+        if let Some(d) = &c.discount {
+            let until = calendar::parse_date(&d.until).unwrap_or_else(|| due_date(c));
+            if on <= until {
+                b.discount = match d.kind.as_str() {
+                    "percentage" => pct_of(principal, d.value),
+                    _ => money::cents(d.value).unwrap_or_default(),
+                }
+                .clamp(0, principal);
+            }
+        }
+    } else {
+        b.days_late = (on - eff).num_days();
+        b.fine = pct_of(principal, c.fine_percentage);
+        b.interest =
+            (principal as f64 * c.interest_percentage * b.days_late as f64 / 3000.0).round() as i64;
+    }
+    b.total = (principal - b.discount + b.fine + b.interest - paid).max(0);
+    b
+}
+
+/// What settles `charge` on `today` (BRL): 0 when nothing is owed.
+pub fn updated_amount(charge: &Charge, today: NaiveDate) -> f64 {
+    money::brl(breakdown(charge, today).total)
+}
+
+/// Days after the effective due date on `today` (0 unless open and late).
+pub fn days_overdue(charge: &Charge, today: NaiveDate) -> i64 {
+    breakdown(charge, today).days_late
+}
+
+/// Whether dunning is paused for `c` on `today` (a pause with `until` ends after it).
+pub fn is_paused(c: &Charge, today: NaiveDate) -> bool {
+    c.dunning_paused
+        && c.dunning_paused_until
+            .as_deref()
+            .and_then(calendar::parse_date)
+            .is_none_or(|until| today <= until)
+}
+
+/// Whether something is still owed on `c`.
+pub fn is_open(c: &Charge) -> bool {
+    OPEN.contains(&c.status.as_str())
+}
+
+/// A charge as every read returns it: the stored fields plus `effective_due_date`,
+/// `days_overdue`, `updated_amount` and its `amount_breakdown`, as of `today`.
+pub fn view(c: &Charge, today: NaiveDate) -> Value {
+    let b = breakdown(c, today);
+    let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
+    if let Some(m) = v.as_object_mut() {
+        m.insert(
+            "effective_due_date".into(),
+            json!(effective_due_date(c).format("%Y-%m-%d").to_string()),
+        );
+        m.insert("days_overdue".into(), json!(b.days_late));
+        m.insert("updated_amount".into(), json!(money::brl(b.total)));
+        m.insert(
+            "amount_breakdown".into(),
+            json!({
+                "as_of": today.format("%Y-%m-%d").to_string(),
+                "principal": money::brl(b.principal),
+                "discount": money::brl(b.discount),
+                "fine": money::brl(b.fine),
+                "interest": money::brl(b.interest),
+                "paid": money::brl(b.paid),
+            }),
+        );
+        m.insert(
+            "dunning_active".into(),
+            json!(is_open(c) && !is_paused(c, today)),
+        );
+    }
+    v
+}
+
+/// Loads a charge of the caller's organization or answers `NOT_FOUND`.
+pub fn load_charge(op: &mut Op<'_>, id: &str) -> Result<Charge, DomainError> {
+    must(op.tx, Kind::Charge, op.org, id)
+}
+
+/// Saves a changed charge (stamping `updated_at`), writes its event and refreshes the
+/// debtor's aggregates. `before` is the charge as loaded (for the `changes` diff).
+pub fn commit(
+    op: &mut Op<'_>,
+    code: &str,
+    before: Option<&Charge>,
+    c: &mut Charge,
+) -> Result<(), DomainError> {
+    c.updated_at = op.timestamp();
+    save(op.tx, Kind::Charge, op.org, c)?;
+    let changes = before.map_or(Value::Null, |b| debtors::diff(b, c));
+    let data = view(c, op.today());
+    op.event(code, "charge", &c.id, &data, changes)?;
+    debtors::refresh_aggregates(op, &c.debtor_id)
+}
+
+/// A short name for a charge in messages: its id, external id and description.
+pub fn label(c: &Charge) -> String {
+    let mut s = format!("charge {}", c.id);
+    if let Some(e) = &c.external_id {
+        s.push_str(&format!(" ({e})"));
+    }
+    if let Some(d) = &c.description {
+        s.push_str(&format!(" \"{d}\""));
+    }
+    s
+}
+
+/// `R$ 1.234,56` for a BRL float.
+pub fn brl_text(x: f64) -> String {
+    money::format_brl(money::cents(money::round2(x)).unwrap_or_default())
+}
+
+/// Moves every `pending` charge whose effective due date is before today (org time) to
+/// `overdue` (rule 5), writing `charge.overdue` and refreshing the debtors' aggregates.
+/// Returns how many charges moved. The ruler engine calls it before each run.
+pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
+    let today = op.today();
+    let yesterday = today - chrono::Duration::days(1);
+    let q = Query::all()
+        .with(Cond::Eq("status", json!("pending")))
+        .with(Cond::Le(
+            "due_date",
+            json!(yesterday.format("%Y-%m-%d").to_string()),
+        ));
+    let candidates: Vec<Charge> = find(op.tx, Kind::Charge, op.org, &q)?;
+    let mut moved = 0;
+    let mut touched = BTreeSet::new();
+    for mut c in candidates {
+        if effective_due_date(&c) >= today {
+            continue;
+        }
+        let before = c.clone();
+        c.status = "overdue".into();
+        c.updated_at = op.timestamp();
+        save(op.tx, Kind::Charge, op.org, &c)?;
+        let data = view(&c, today);
+        op.event(
+            "charge.overdue",
+            "charge",
+            &c.id,
+            &data,
+            debtors::diff(&before, &c),
+        )?;
+        touched.insert(c.debtor_id.clone());
+        moved += 1;
+    }
+    for d in touched {
+        debtors::refresh_aggregates(op, &d)?;
+    }
+    Ok(moved)
+}
+
+/// Folds a charge into an accepted agreement: `overdue|partially_paid → renegotiated`
+/// (§1.1), writing `charge.renegotiated`. For the agreements module.
+pub fn mark_renegotiated(
+    op: &mut Op<'_>,
+    id: &str,
+    agreement_id: Option<&str>,
+) -> Result<Charge, DomainError> {
+    let mut c = load_charge(op, id)?;
+    if !matches!(c.status.as_str(), "overdue" | "partially_paid") {
+        return Err(DomainError::transition(
+            "charge",
+            id,
+            &c.status,
+            "renegotiated",
+        ));
+    }
+    let before = c.clone();
+    c.status = "renegotiated".into();
+    c.agreement_id = agreement_id.map(str::to_owned);
+    commit(op, "charge.renegotiated", Some(&before), &mut c)?;
+    Ok(c)
+}
+
+/// What a new charge is made of (the create tool's arguments, or an agreement's
+/// installment).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NewCharge {
+    /// The debtor (must exist and be active).
+    pub debtor_id: String,
+    /// Amount in centavos (> 0).
+    pub amount_cents: i64,
+    /// Due date (not in the past).
+    pub due_date: NaiveDate,
+    /// `boleto`, `pix` or `bolepix`.
+    pub payment_method: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Fine, percent.
+    pub fine_percentage: f64,
+    /// Monthly interest, percent.
+    pub interest_percentage: f64,
+    /// Discount.
+    pub discount: Option<Discount>,
+    /// Ruler.
+    pub ruler_id: Option<String>,
+    /// External id (unique in the organization).
+    pub external_id: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Free-form data.
+    pub custom_data: Map<String, Value>,
+    /// The agreement issuing it (installments).
+    pub agreement_id: Option<String>,
+    /// Keep as an unregistered draft (no boleto/Pix yet).
+    pub draft: bool,
+}
+
+/// Validates and registers a new charge (`pending`, or `draft`), with its payment codes,
+/// its `charge.created` event and the debtor's aggregates. The create tool runs it; so
+/// can an agreement issuing installments.
+pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
+    let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, &n.debtor_id)?;
+    if debtor.status != "active" {
+        return Err(DomainError::Conflict(format!(
+            "debtor {} is {}; charges can only be created for active debtors",
+            debtor.id, debtor.status
+        )));
+    }
+    validate_terms(&n, &debtor, op.today())?;
+    if let Some(r) = &n.ruler_id {
+        if op.tx.get(Kind::Ruler, op.org, r)?.is_none() {
+            return Err(DomainError::field("ruler_id", "no such ruler"));
+        }
+    }
+    if let Some(e) = &n.external_id {
+        let q = Query::all().with(Cond::Eq("external_id", json!(e)));
+        if op.tx.count(Kind::Charge, op.org, &q.conds)? > 0 {
+            return Err(DomainError::Conflict(format!(
+                "a charge with external_id {e} already exists"
+            )));
+        }
+    }
+    let now = op.timestamp();
+    let due = n.due_date.format("%Y-%m-%d").to_string();
+    let mut c = Charge {
+        id: op.new_id(),
+        debtor_id: n.debtor_id,
+        external_id: n.external_id,
+        description: n.description,
+        amount: money::brl(n.amount_cents),
+        due_date: due.clone(),
+        original_due_date: due,
+        payment_method: n.payment_method,
+        status: if n.draft { "draft" } else { "pending" }.into(),
+        fine_percentage: n.fine_percentage,
+        interest_percentage: n.interest_percentage,
+        discount: n.discount,
+        ruler_id: n.ruler_id,
+        agreement_id: n.agreement_id,
+        tags: n.tags,
+        custom_data: n.custom_data,
+        created_at: now.clone(),
+        updated_at: now,
+        ..Charge::default()
+    };
+    if !n.draft {
+        register(op, &mut c)?;
+    }
+    commit(op, "charge.created", None, &mut c)?;
+    Ok(c)
+}
+
+/// (Re)generates the boleto and/or Pix of a charge for its amount and due date.
+fn register(op: &mut Op<'_>, c: &mut Charge) -> Result<(), DomainError> {
+    let due = due_date(c);
+    let cents = money::cents(c.amount).unwrap_or_default();
+    let wants_boleto = matches!(c.payment_method.as_str(), "boleto" | "bolepix");
+    let wants_pix = matches!(c.payment_method.as_str(), "pix" | "bolepix");
+    c.boleto = wants_boleto.then(|| codes::boleto(&c.id, cents, due));
+    c.pix = if wants_pix {
+        let org = crate::store::load::<crate::org::Organization>(
+            op.tx,
+            Kind::Organization,
+            op.org,
+            op.org,
+        )?;
+        let name = org.map(|o| o.name).unwrap_or_default();
+        Some(codes::pix(&c.id, due, &name))
+    } else {
+        None
+    };
+    Ok(())
+}
+
+/// The largest amount a boleto carries (10 digits of centavos).
+pub const MAX_AMOUNT_CENTS: i64 = 9_999_999_999;
+
+/// Checks amount, due date, penalties and discount of a new charge.
+fn validate_terms(n: &NewCharge, debtor: &Debtor, today: NaiveDate) -> Result<(), DomainError> {
+    if n.amount_cents <= 0 {
+        return Err(DomainError::field("amount", "must be greater than zero"));
+    }
+    if n.amount_cents > MAX_AMOUNT_CENTS {
+        return Err(DomainError::field(
+            "amount",
+            "must be at most 99999999.99 (a boleto's limit)",
+        ));
+    }
+    if !matches!(n.payment_method.as_str(), "boleto" | "pix" | "bolepix") {
+        return Err(DomainError::field(
+            "payment_method",
+            "must be boleto, pix or bolepix",
+        ));
+    }
+    if n.due_date < today {
+        return Err(DomainError::field(
+            "due_date",
+            format!("may not be in the past (today is {today})"),
+        ));
+    }
+    if !(0.0..=100.0).contains(&n.fine_percentage) {
+        return Err(DomainError::field(
+            "fine_percentage",
+            "must be between 0 and 100",
+        ));
+    }
+    if debtor.person_type == "natural" && n.fine_percentage > 2.0 {
+        return Err(DomainError::field(
+            "fine_percentage",
+            "may not exceed 2% for a consumer (natural person): CDC art. 52 §1",
+        ));
+    }
+    if !(0.0..=100.0).contains(&n.interest_percentage) {
+        return Err(DomainError::field(
+            "interest_percentage",
+            "must be a monthly rate between 0 and 100",
+        ));
+    }
+    if let Some(d) = &n.discount {
+        validate_discount(d, n.amount_cents, n.due_date)?;
+    }
+    Ok(())
+}
+
+fn validate_discount(d: &Discount, amount_cents: i64, due: NaiveDate) -> Result<(), DomainError> {
+    match d.kind.as_str() {
+        "fixed" => {
+            let v = money::cents(d.value).ok_or_else(|| {
+                DomainError::field("discount.value", "must have at most 2 decimals")
+            })?;
+            if v <= 0 || v >= amount_cents {
+                return Err(DomainError::field(
+                    "discount.value",
+                    "must be greater than zero and less than the amount",
+                ));
+            }
+        }
+        "percentage" => {
+            if !(d.value > 0.0 && d.value < 100.0) {
+                return Err(DomainError::field(
+                    "discount.value",
+                    "must be a percentage greater than 0 and less than 100",
+                ));
+            }
+        }
+        _ => {
+            return Err(DomainError::field(
+                "discount.type",
+                "must be fixed or percentage",
+            ));
+        }
+    }
+    let until = calendar::parse_date(&d.until)
+        .ok_or_else(|| DomainError::field("discount.until", "must be a date YYYY-MM-DD"))?;
+    if until > due {
+        return Err(DomainError::field(
+            "discount.until",
+            "may not be after the due date",
+        ));
+    }
+    Ok(())
+}
+
+fn charge_output() -> Value {
+    s::entity_output(&[
+        "id",
+        "debtor_id",
+        "amount",
+        "due_date",
+        "status",
+        "days_overdue",
+        "updated_amount",
+    ])
+}
+
+fn discount_schema() -> Value {
+    s::object(
+        "Early-payment discount",
+        &[
+            (
+                "type",
+                s::one_of(
+                    "fixed (BRL) or percentage (of the amount)",
+                    &["fixed", "percentage"],
+                ),
+            ),
+            ("value", s::number("BRL amount or percentage", 0.01, 1e11)),
+            (
+                "until",
+                s::date("Last day the discount applies (default and at most: the due date)"),
+            ),
+        ],
+        &["type", "value"],
+    )
+}
+
+fn id_arg(b: crate::spec::ToolBuilder) -> crate::spec::ToolBuilder {
+    b.req("id", s::id("Charge id"))
+}
+
+/// The tools of this module.
+pub fn tools() -> Vec<ToolSpec> {
+    let manage = |b: crate::spec::ToolBuilder| b.access(Scope::Write, Some("charges.manage"));
+    vec![
+        tool("dunning_charges_list", "List charges", "GET", "/v1/charges")
+            .describe("Lists charges with their server-computed `days_overdue` and `updated_amount` (fine + pro-rata interest, or discount, as of today). Filters combine: `status` (CSV, e.g. `pending,overdue`), `debtor_id`, due and payment date ranges, `payment_method`, amount range, `ruler_id`, `tag`, free-text `q` (description, external id, debtor name or document).")
+            .read()
+            .access(Scope::Read, Some("charges.view"))
+            .arg("status", s::csv_of("Charge status", STATUSES))
+            .arg("debtor_id", s::id("Only this debtor's charges"))
+            .arg("due_from", s::date("Due on or after"))
+            .arg("due_to", s::date("Due on or before"))
+            .arg("paid_from", s::date("Paid on or after"))
+            .arg("paid_to", s::date("Paid on or before"))
+            .arg("payment_method", s::one_of("Payment method", &["boleto", "pix", "bolepix"]))
+            .arg("min_amount", s::money("Amount at least"))
+            .arg("max_amount", s::money("Amount at most"))
+            .arg("ruler_id", s::id("Only charges on this ruler"))
+            .arg("tag", s::text("Only charges carrying this tag", 1, 50))
+            .arg("q", s::text("Search in description, external id, debtor name and CPF/CNPJ", 1, 100))
+            .list(&["due_date", "amount", "days_overdue", "created_at"])
+            .output(s::list_output(charge_output()))
+            .run(handlers::list_charges),
+        id_arg(tool("dunning_charges_get", "Get a charge", "GET", "/v1/charges/{id}"))
+            .describe("One charge with its boleto/Pix codes, payments, and the server-computed `days_overdue`, `updated_amount` and `amount_breakdown` as of today.")
+            .read()
+            .access(Scope::Read, Some("charges.view"))
+            .output(charge_output())
+            .run(handlers::get_charge),
+        manage(tool("dunning_charges_create", "Create a charge", "POST", "/v1/charges"))
+            .describe("Creates and registers a charge for an active debtor: a boleto (47-digit line, 44-digit barcode), a Pix with due date (txid and BR Code) or both (`bolepix`). The due date may not be in the past; a consumer's (CPF) fine is capped at 2% (CDC art. 52 §1); interest is monthly, charged pro rata by day after the due date rolled to the next business day. `draft: true` keeps it unregistered.")
+            .req("debtor_id", s::id("The debtor who owes it"))
+            .req("amount", s::money("Amount"))
+            .req("due_date", s::date("Due date, today or later"))
+            .req("payment_method", s::one_of("How the debtor pays", &["boleto", "pix", "bolepix"]))
+            .arg("description", s::text("What is being charged", 1, 500))
+            .arg("fine_percentage", s::number("Late fine, percent of the amount, charged once (at most 2 for a natural person)", 0.0, 100.0))
+            .arg("interest_percentage", s::number("Late interest, percent per month, charged pro rata by day", 0.0, 100.0))
+            .arg("discount", discount_schema())
+            .arg("ruler_id", s::id("Ruler (régua) for this charge; default: the debtor's or the organization's"))
+            .arg("external_id", s::text("Your own id for this charge (unique)", 1, 100))
+            .arg("tags", s::array("Tags", s::text("tag", 1, 50)))
+            .arg("custom_data", s::any_object("Free-form data kept with the charge"))
+            .arg("draft", s::boolean("Keep as an unregistered draft (no boleto/Pix yet); a draft can be deleted"))
+            .output(charge_output())
+            .run(handlers::create_charge),
+        id_arg(manage(tool("dunning_charges_update", "Update a charge", "PATCH", "/v1/charges/{id}")))
+            .describe("Changes due date, amount, description, ruler or tags of a pending or overdue charge (CONFLICT otherwise). A new due date may not be in the past; re-dating an overdue charge to a future date makes it pending again. The boleto and Pix codes are regenerated for the new amount and date.")
+            .idempotent()
+            .arg("due_date", s::date("New due date, today or later"))
+            .arg("amount", s::money("New amount"))
+            .arg("description", s::text("What is being charged", 1, 500))
+            .arg("ruler_id", s::id("Ruler (régua) for this charge"))
+            .arg("tags", s::array("Tags (replace the current ones)", s::text("tag", 1, 50)))
+            .output(charge_output())
+            .run(handlers::update_charge),
+        id_arg(manage(tool("dunning_charges_delete", "Delete a draft charge", "DELETE", "/v1/charges/{id}")))
+            .describe("Deletes a draft charge. Registered charges cannot be deleted, only canceled (CONFLICT).")
+            .destructive()
+            .idempotent()
+            .confirm(handlers::describe_delete)
+            .run(handlers::delete_charge),
+        id_arg(manage(tool("dunning_charges_cancel", "Cancel a charge", "POST", "/v1/charges/{id}/cancel")))
+            .describe("Cancels a pending, overdue or partially paid charge: its boleto/Pix stop being payable and every ruler step stops. Paid, renegotiated or written-off charges cannot be canceled (CONFLICT).")
+            .destructive()
+            .idempotent()
+            .arg("reason", s::text("Why the charge is canceled", 1, 500))
+            .output(charge_output())
+            .confirm(handlers::describe_cancel)
+            .run(handlers::cancel_charge),
+        id_arg(manage(tool("dunning_charges_mark_paid", "Mark a charge as paid", "POST", "/v1/charges/{id}/mark-paid")))
+            .describe("Records a payment received outside the bank/Pix flow (or confirms one). Without `paid_amount` the charge is paid in full at its updated amount on `paid_at`; a smaller amount leaves it `partially_paid`. Stops dunning when fully paid.")
+            .destructive()
+            .idempotent()
+            .arg("paid_at", s::datetime("When it was paid (default now; a date means that day; not in the future)"))
+            .arg("paid_amount", s::money("Amount received (default: the whole updated amount)"))
+            .arg("paid_via", s::one_of("How it was paid (default manual)", &["boleto", "pix", "manual"]))
+            .arg("note", s::text("Note kept with the payment", 1, 500))
+            .output(charge_output())
+            .confirm(handlers::describe_mark_paid)
+            .run(handlers::mark_paid),
+        id_arg(manage(tool("dunning_charges_pause", "Pause dunning of a charge", "POST", "/v1/charges/{id}/pause")))
+            .describe("Pauses the ruler's messages and actions for an open charge, until a date (inclusive) or until resumed. Interest keeps accruing.")
+            .idempotent()
+            .arg("until", s::date("Last day of the pause (default: until resumed)"))
+            .arg("reason", s::text("Why dunning is paused", 1, 500))
+            .output(charge_output())
+            .run(handlers::pause_charge),
+        id_arg(manage(tool("dunning_charges_resume", "Resume dunning of a charge", "POST", "/v1/charges/{id}/resume")))
+            .describe("Resumes the ruler for a paused charge.")
+            .idempotent()
+            .output(charge_output())
+            .run(handlers::resume_charge),
+        id_arg(tool("dunning_charges_timeline", "Timeline of a charge", "GET", "/v1/charges/{id}/events"))
+            .describe("The audit events of a charge, oldest first: creation, changes, overdue, payments, pauses, decisions, cancellation.")
+            .read()
+            .access(Scope::Read, Some("charges.view"))
+            .arg("code", s::text("Only these event codes, comma-separated (e.g. charge.paid,charge.overdue)", 1, 500))
+            .list(&["occurred_at"])
+            .output(s::list_output(s::entity_output(&["id", "code", "occurred_at"])))
+            .run(handlers::timeline),
+        id_arg(tool("dunning_charges_settlement_letter", "Settlement letter of a charge", "GET", "/v1/charges/{id}/settlement-pdf"))
+            .describe("The settlement letter (carta de quitação, Código Civil arts. 319–320) of a fully paid charge, as a PDF; NOT_SETTLED when the charge is not paid. Returns the file's descriptor, not its bytes.")
+            .read()
+            .access(Scope::Read, Some("documents.view"))
+            .output(s::entity_output(&["content_type", "byte_size", "download_path"]))
+            .run(statement::settlement_letter),
+        id_arg(tool("dunning_charges_decide", "Decide on a debt", "POST", "/v1/charges/{id}/decision"))
+            .describe("Records an operator's audited decision on a charge: continue, negotiate, negativate, protest, write_off, send_to_legal or suspend. `write_off` moves an overdue charge to written_off; `suspend` and `send_to_legal` pause dunning; `negativate` and `protest` need an overdue charge and are carried out by their own tools.")
+            .destructive()
+            .access(Scope::Write, Some("charges.decide"))
+            .req("decision", s::one_of("The decision", handlers::DECISIONS))
+            .req("reason", s::text("Why (kept in the audit trail)", 3, 1000))
+            .output(s::entity_output(&["decision", "charge"]))
+            .confirm(handlers::describe_decide)
+            .run(handlers::decide),
+    ]
+}
+
+/// The debtor statement tool (#8): [`crate::all_tools`] lists it right after the debtor
+/// tools, in catalogue order.
+pub fn statement_tools() -> Vec<ToolSpec> {
+    vec![
+        tool("dunning_debtors_statement", "Debtor statement", "GET", "/v1/debtors/{id}/statement")
+            .describe("A debtor's statement (extrato) as of a date: open, paid and renegotiated charges with their updated amounts on that date, and the totals computed by the server (never re-sum them). `format=pdf` returns the PDF's descriptor instead.")
+            .read()
+            .access(Scope::Read, Some("debtors.view"))
+            .req("id", s::id("Debtor id"))
+            .arg("as_of", s::date("Date of the updated amounts (default today)"))
+            .arg("format", s::one_of("json (default) or pdf", &["json", "pdf"]))
+            .output(s::any_object("The statement, or the PDF's descriptor"))
+            .run(statement::debtor_statement),
+    ]
+}

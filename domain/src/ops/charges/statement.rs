@@ -1,0 +1,199 @@
+//! Documents of charges: the settlement letter (#24) and the debtor statement (#8).
+
+use chrono::NaiveDate;
+use dunning_core::{File, Output};
+use serde_json::{Value, json};
+
+use super::{Charge, breakdown, due_date, view};
+use crate::documents::{self, Party, SettlementLetter, StatementDoc, StatementLine};
+use crate::error::DomainError;
+use crate::op::{Op, ok};
+use crate::ops::debtors::{Debtor, load_debtor};
+use crate::org::Organization;
+use crate::rules::{calendar, money};
+use crate::store::{Cond, Kind, Query, find, must};
+
+fn creditor(op: &mut Op<'_>) -> Result<Party, DomainError> {
+    let org: Organization = must(op.tx, Kind::Organization, op.org, op.org)?;
+    Ok(Party {
+        name: org.name,
+        document: org.cnpj,
+    })
+}
+
+fn party(d: &Debtor) -> Party {
+    Party {
+        name: d.name.clone(),
+        document: d.cnpj_cpf.clone(),
+    }
+}
+
+fn pdf(bytes: Vec<u8>, path: String) -> Output {
+    Output::File(File {
+        content_type: "application/pdf".into(),
+        bytes,
+        download_path: path,
+    })
+}
+
+/// The settlement letter of a paid charge (rule 7). Same bytes every time.
+pub(super) fn settlement_letter(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    let c = super::load_charge(op, id)?;
+    if c.status != "paid" {
+        return Err(DomainError::NotSettled(format!(
+            "not_settled: charge {id} is {}; a settlement letter (carta de quitação) is issued only for a fully paid charge",
+            c.status
+        )));
+    }
+    let debtor = load_debtor(op, &c.debtor_id)?;
+    let paid_on = c
+        .paid_at
+        .as_deref()
+        .and_then(calendar::parse_timestamp)
+        .map_or_else(
+            || op.today(),
+            |t| t.with_timezone(&calendar::offset()).date_naive(),
+        );
+    let letter = SettlementLetter {
+        creditor: creditor(op)?,
+        debtor: party(&debtor),
+        charge_id: c.id.clone(),
+        external_id: c.external_id.clone(),
+        description: c.description.clone(),
+        original_cents: money::cents(c.amount).unwrap_or_default(),
+        paid_cents: money::cents(c.paid_amount).unwrap_or_default(),
+        due_date: due_date(&c),
+        paid_on,
+        paid_via: c.paid_via.clone().unwrap_or_else(|| "manual".into()),
+        place: "São Paulo".into(),
+    };
+    Ok(pdf(
+        documents::settlement_letter(&letter),
+        format!("/v1/charges/{id}/settlement-pdf"),
+    ))
+}
+
+/// Statuses a statement lists (rule 9).
+const LISTED: &[&str] = &[
+    "pending",
+    "overdue",
+    "partially_paid",
+    "paid",
+    "renegotiated",
+];
+
+/// A debtor's statement as of a date: JSON, or the PDF of the same numbers.
+pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    let debtor = load_debtor(op, id)?;
+    let as_of_arg = op.opt_date("as_of")?;
+    let as_of = as_of_arg.unwrap_or_else(|| op.today());
+    let format = op.opt_str("format").unwrap_or("json");
+    if !matches!(format, "json" | "pdf") {
+        return Err(DomainError::field("format", "must be json or pdf"));
+    }
+    let q = Query::all()
+        .with(Cond::Eq("debtor_id", json!(id)))
+        .with(Cond::In(
+            "status",
+            LISTED.iter().map(|s| json!(s)).collect(),
+        ));
+    let q = Query {
+        sort: ("due_date", crate::store::Order::Asc),
+        ..q
+    };
+    let charges: Vec<Charge> = find(op.tx, Kind::Charge, op.org, &q)?;
+    let as_of_text = as_of.format("%Y-%m-%d").to_string();
+    // Charges created after the statement date are not on it.
+    let charges: Vec<Charge> = charges
+        .into_iter()
+        .filter(|c| {
+            c.created_at
+                .get(..10)
+                .is_none_or(|d| d <= as_of_text.as_str())
+        })
+        .collect();
+    let (doc, items) = build(&debtor, as_of, &charges, creditor(op)?);
+    if format == "pdf" {
+        let mut path = format!("/v1/debtors/{id}/statement?format=pdf");
+        if let Some(d) = as_of_arg {
+            path.push_str(&format!("&as_of={d}"));
+        }
+        return Ok(pdf(documents::debtor_statement(&doc), path));
+    }
+    let t = doc.totals;
+    let count = |st: &[&str]| {
+        charges
+            .iter()
+            .filter(|c| st.contains(&c.status.as_str()))
+            .count()
+    };
+    Ok(ok(json!({
+        "debtor": {
+            "id": debtor.id,
+            "name": debtor.name,
+            "cnpj_cpf": debtor.cnpj_cpf,
+            "person_type": debtor.person_type,
+        },
+        "creditor": { "name": doc.creditor.name, "cnpj": doc.creditor.document },
+        "as_of": as_of_text,
+        "charges": items,
+        "totals": {
+            "open_count": count(super::OPEN),
+            "open_amount": money::brl(t.open_cents),
+            "updated_amount": money::brl(t.updated_cents),
+            "overdue_count": doc.lines.iter().filter(|l| l.days_overdue > 0).count(),
+            "overdue_updated_amount": money::brl(t.overdue_cents),
+            "paid_count": count(&["paid"]),
+            "paid_amount": money::brl(t.paid_cents),
+            "renegotiated_count": count(&["renegotiated"]),
+            "renegotiated_amount": money::brl(t.renegotiated_cents),
+        },
+    })))
+}
+
+/// The statement's lines and totals, computed once for both formats.
+fn build(
+    debtor: &Debtor,
+    as_of: NaiveDate,
+    charges: &[Charge],
+    creditor: Party,
+) -> (StatementDoc, Vec<Value>) {
+    let mut doc = StatementDoc {
+        creditor,
+        debtor: party(debtor),
+        as_of,
+        lines: Vec::new(),
+        totals: documents::StatementTotals::default(),
+    };
+    let mut items = Vec::new();
+    for c in charges {
+        let b = breakdown(c, as_of);
+        let amount = money::cents(c.amount).unwrap_or_default();
+        let paid = money::cents(c.paid_amount).unwrap_or_default();
+        let t = &mut doc.totals;
+        match c.status.as_str() {
+            "paid" => t.paid_cents += paid,
+            "renegotiated" => t.renegotiated_cents += (amount - paid).max(0),
+            _ => {
+                t.open_cents += (amount - paid).max(0);
+                t.updated_cents += b.total;
+                if b.days_late > 0 {
+                    t.overdue_cents += b.total;
+                }
+            }
+        }
+        doc.lines.push(StatementLine {
+            description: c.description.clone().unwrap_or_else(|| c.id.clone()),
+            due_date: due_date(c),
+            status: c.status.clone(),
+            amount_cents: amount,
+            paid_cents: paid,
+            updated_cents: b.total,
+            days_overdue: b.days_late,
+        });
+        items.push(view(c, as_of));
+    }
+    (doc, items)
+}
