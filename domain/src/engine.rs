@@ -314,11 +314,20 @@ fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
         steps.insert(r.id.clone(), s);
     }
     let now_local = deliveries::local_now(op.now);
+    // Only charges whose due date can put a step's slot in the catch-up window: a slot
+    // lies within 2×|offset| + a week of the due date (business days, holidays, the
+    // send window and the effective due date included).
+    let offsets = steps.values().flatten().map(|s| s.offset_days);
+    let (lo, hi) = offsets.fold((0i64, 0i64), |(lo, hi), o| (lo.min(o), hi.max(o)));
+    let today = op.today();
+    let from = today - Duration::days(2 * hi + CATCH_UP_DAYS + 7);
+    let to = today + Duration::days(2 * -lo + 7);
     let open = Query {
-        conds: vec![Cond::In(
-            "status",
-            DUNNABLE.iter().map(|s| json!(s)).collect(),
-        )],
+        conds: vec![
+            Cond::In("status", DUNNABLE.iter().map(|s| json!(s)).collect()),
+            Cond::Ge("due_date", json!(from.format("%Y-%m-%d").to_string())),
+            Cond::Le("due_date", json!(to.format("%Y-%m-%d").to_string())),
+        ],
         sort: ("due_date", Order::Asc),
         limit: None,
         offset: 0,

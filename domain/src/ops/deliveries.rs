@@ -18,7 +18,7 @@
 use chrono::NaiveDateTime;
 use dunning_core::{Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::engine::Rendered;
 use crate::error::DomainError;
@@ -239,7 +239,7 @@ pub fn paused(charge: &Value, now: UnixTime) -> Option<String> {
     let flag = charge
         .get("dunning_paused")
         .and_then(Value::as_bool)
-        .unwrap_or(until.is_some());
+        .unwrap_or_else(|| until.is_some());
     if !flag {
         return None;
     }
@@ -382,7 +382,7 @@ pub fn pick_contact_point(
         .iter()
         .position(|cp| cp.get("is_primary").and_then(Value::as_bool) == Some(true));
     Ok(primary
-        .or((!eligible.is_empty()).then_some(0))
+        .or_else(|| (!eligible.is_empty()).then_some(0))
         .map(|i| eligible[i].clone()))
 }
 
@@ -1051,20 +1051,7 @@ fn plan_one(
             };
             match pick_contact_point(op.tx, op.org, &debtor_id, ch)? {
                 Some(cp) => cp,
-                None => {
-                    let name = text(&debtor, "name").unwrap_or_default();
-                    let need = if ch == "whatsapp" {
-                        "active and opted_in"
-                    } else {
-                        "active and not opted out"
-                    };
-                    return Ok(Err(Refusal::conflict(
-                        "no_contact_point",
-                        format!(
-                            "debtor {debtor_id} ({name}) has no {ch} contact point that may receive messages ({need})"
-                        ),
-                    )));
-                }
+                None => return Ok(Err(no_contact_refusal(op.tx, op.org, &debtor, ch)?)),
             }
         }
     };
@@ -1459,11 +1446,6 @@ pub fn load_delivery(op: &mut Op<'_>, id: &str) -> Result<Delivery, DomainError>
     must(op.tx, Kind::Delivery, op.org, id)
 }
 
-/// Loads the organization's name (for task texts and demo seeding).
-pub fn org_doc(tx: &mut dyn Tx, org: &str) -> Result<Organization, DomainError> {
-    must(tx, Kind::Organization, org, org)
-}
-
 /// Demo deliveries in every status for existing charges (the seeding drives this
 /// through [`crate::demo::run_as`]): `count` deliveries, statuses in turn.
 pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
@@ -1600,12 +1582,4 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
         made += 1;
     }
     Ok(crate::op::ok(json!({ "created": made })))
-}
-
-/// Argument map helper for internal calls.
-pub fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
 }
