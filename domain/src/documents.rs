@@ -191,6 +191,20 @@ pub fn wrap(text: &str, style: Style, width: f32) -> Vec<String> {
     lines
 }
 
+/// `text` cut with an ellipsis so that it is no wider than `width`.
+pub fn fit(text: &str, style: Style, width: f32) -> String {
+    if text_width(text, style) <= width {
+        return text.to_owned();
+    }
+    let mut s = text.to_owned();
+    while !s.is_empty() && text_width(&format!("{s}…"), style) > width {
+        s.pop();
+    }
+    let mut s = s.trim_end().to_owned();
+    s.push('…');
+    s
+}
+
 /// A small page-layout engine over `pdf-writer`: text flows top to bottom and breaks
 /// to a new page when the bottom margin is reached; [`Writer::finish`] adds the page
 /// numbers and writes the file.
@@ -817,17 +831,7 @@ pub fn debtor_statement(s: &StatementDoc) -> Vec<u8> {
     w.rule();
     let cell = Style::regular(9.0);
     for line in &s.lines {
-        let mut desc = line.description.clone();
-        while text_width(&desc, cell) > 200.0 && desc.chars().count() > 4 {
-            desc.pop();
-            while desc.ends_with(' ') {
-                desc.pop();
-            }
-            if text_width(&format!("{desc}…"), cell) <= 200.0 {
-                desc.push('…');
-                break;
-            }
-        }
+        let desc = fit(&line.description, cell, 200.0);
         let status = if line.days_overdue > 0 {
             format!("{} ({} d)", status_text(&line.status), line.days_overdue)
         } else {
@@ -982,6 +986,12 @@ pub mod check {
                 _ => out.push(b),
             }
         }
+    }
+
+    /// [`text`] with every run of whitespace made one space: what a reader sees,
+    /// whatever the line breaks.
+    pub fn flat_text(pdf: &[u8]) -> String {
+        text(pdf).split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
     /// The text shown by the content streams, one string per line, decoded from

@@ -293,6 +293,21 @@ pub(super) fn get_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     Ok(ok(with_debtor(view(&c, op.today()), d.as_ref())))
 }
 
+/// Where an event sits in a charge's life, to order events stamped in the same second
+/// (timestamps have second precision and event ids are random).
+fn lifecycle_rank(code: &str) -> u8 {
+    match code {
+        "charge.created" => 0,
+        "charge.updated" => 1,
+        "charge.decided" => 2,
+        "charge.overdue" => 4,
+        "charge.partially_paid" => 5,
+        "charge.paid" | "charge.canceled" | "charge.renegotiated" | "charge.written_off" => 6,
+        "charge.deleted" => 7,
+        _ => 3,
+    }
+}
+
 pub(super) fn timeline(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = op.str("id")?;
     load_charge(op, id)?;
@@ -304,14 +319,33 @@ pub(super) fn timeline(op: &mut Op<'_>) -> Result<Output, DomainError> {
         conds.push(Cond::In("code", codes));
     }
     let page = op.page();
-    let total = op.tx.count(Kind::Event, op.org, &conds)?;
+    let (_, order) = op.sort(&[("occurred_at", "occurred_at", Order::Asc)]);
     let q = Query {
         conds,
-        sort: op.sort(&[("occurred_at", "occurred_at", Order::Asc)]),
-        limit: Some(page.per_page),
-        offset: page.offset(),
+        sort: ("occurred_at", Order::Asc),
+        limit: None,
+        offset: 0,
     };
-    let items = op.tx.find(Kind::Event, op.org, &q)?;
+    let mut events = op.tx.find(Kind::Event, op.org, &q)?;
+    let key = |e: &Value| {
+        let text = |k: &str| {
+            e.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        (text("occurred_at"), lifecycle_rank(&text("code")))
+    };
+    events.sort_by_key(key);
+    if order == Order::Desc {
+        events.reverse();
+    }
+    let total = events.len() as u64;
+    let items = events
+        .into_iter()
+        .skip(page.offset() as usize)
+        .take(page.per_page as usize)
+        .collect();
     Ok(list(items, page, total))
 }
 
