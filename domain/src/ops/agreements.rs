@@ -437,9 +437,9 @@ fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
     let discount_pct = match op.args.get("discount_percentage") {
         None | Some(Value::Null) => 0.0,
         Some(v) => {
-            let p = v.as_f64().ok_or_else(|| {
-                DomainError::field("discount_percentage", "must be a number")
-            })?;
+            let p = v
+                .as_f64()
+                .ok_or_else(|| DomainError::field("discount_percentage", "must be a number"))?;
             if !(0.0..=100.0).contains(&p) {
                 return Err(DomainError::field(
                     "discount_percentage",
@@ -449,9 +449,7 @@ fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
             if p > max {
                 return Err(DomainError::field(
                     "discount_percentage",
-                    format!(
-                        "may not exceed the organization's max_discount_percentage ({max}%)"
-                    ),
+                    format!("may not exceed the organization's max_discount_percentage ({max}%)"),
                 ));
             }
             p
@@ -916,7 +914,12 @@ fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
         return Ok(ok(a));
     }
     if a.status != "proposed" {
-        return Err(DomainError::transition("agreement", id, &a.status, "accepted"));
+        return Err(DomainError::transition(
+            "agreement",
+            id,
+            &a.status,
+            "accepted",
+        ));
     }
     let accepted_at = match op.opt_str("accepted_at") {
         None => op.timestamp(),
@@ -926,7 +929,10 @@ fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
             })?;
             let ms = u64::try_from(t.timestamp_millis()).unwrap_or_default();
             if ms > op.now.as_millis() {
-                return Err(DomainError::field("accepted_at", "may not be in the future"));
+                return Err(DomainError::field(
+                    "accepted_at",
+                    "may not be in the future",
+                ));
             }
             if ts_ms(&a.created_at).is_some_and(|c| ms + 1000 < c) {
                 return Err(DomainError::field(
@@ -1024,7 +1030,12 @@ fn cancel_check(op: &mut Op<'_>, a: &Agreement) -> Result<Option<()>, DomainErro
             }
             Ok(Some(()))
         }
-        other => Err(DomainError::transition("agreement", &a.id, other, "canceled")),
+        other => Err(DomainError::transition(
+            "agreement",
+            &a.id,
+            other,
+            "canceled",
+        )),
     }
 }
 
@@ -1037,7 +1048,9 @@ fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
         .unwrap_or_default();
     let total = money::format_brl(money::cents(a.total_amount).unwrap_or_default());
     Ok(match (check, a.status.as_str()) {
-        (None, _) => format!("Agreement {id} of {name} is already canceled; nothing will change. Continue?"),
+        (None, _) => {
+            format!("Agreement {id} of {name} is already canceled; nothing will change. Continue?")
+        }
         (Some(()), "accepted") => format!(
             "Cancel the accepted agreement {id} of {name} ({total} in {} payment(s))? Its {} installment charge(s) are canceled and the {} original charge(s) return to dunning as overdue.",
             a.installments.len(),
@@ -1342,10 +1355,7 @@ pub fn term_pdf(a: &Agreement, creditor: &Party, debtor: &Debtor) -> Vec<u8> {
         Style::bold(9.0),
     );
     for p in &a.charges {
-        let label = p
-            .description
-            .clone()
-            .unwrap_or_else(|| p.charge_id.clone());
+        let label = p.description.clone().unwrap_or_else(|| p.charge_id.clone());
         let label: String = label.chars().take(48).collect();
         w.row(
             &[
@@ -1496,7 +1506,10 @@ pub fn term_pdf(a: &Agreement, creditor: &Party, debtor: &Debtor) -> Vec<u8> {
         body,
     );
     w.row(
-        &[("Testemunha 1", x0, Align::Left), ("Testemunha 2", x1, Align::Left)],
+        &[
+            ("Testemunha 1", x0, Align::Left),
+            ("Testemunha 2", x1, Align::Left),
+        ],
         small,
     );
     w.finish()
@@ -1767,7 +1780,9 @@ fn worker_run(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let b = crate::ops::bureau::advance(op)?;
     let p = crate::ops::protests::advance(op)?;
     let a = check_broken(op)?;
-    Ok(Output::ok(json!({ "bureau": b, "protests": p, "agreements": a })))
+    Ok(Output::ok(
+        json!({ "bureau": b, "protests": p, "agreements": a }),
+    ))
 }
 
 /// The demo hook of agreements, credit bureau and protest (spec §17): one accepted
@@ -1802,9 +1817,9 @@ pub fn seed_demo(
     })?;
     let mut used: BTreeSet<String> = BTreeSet::new();
     let try_run = |rng: &mut Rng,
-                       days: i64,
-                       run: crate::spec::Run,
-                       args: Value|
+                   days: i64,
+                   run: crate::spec::Run,
+                   args: Value|
      -> Result<Option<Value>, DomainError> {
         match demo_run(domain, who, at(now, days), rng.entropy(), run, args) {
             Ok(Output::Json { body, .. }) => Ok(Some(body)),

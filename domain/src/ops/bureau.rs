@@ -194,13 +194,21 @@ pub fn is_disputed(c: &Charge) -> bool {
 }
 
 /// The active record of a charge (any status in [`ACTIVE`]), if any.
-pub fn active_record(op: &mut Op<'_>, charge_id: &str) -> Result<Option<BureauRecord>, DomainError> {
+pub fn active_record(
+    op: &mut Op<'_>,
+    charge_id: &str,
+) -> Result<Option<BureauRecord>, DomainError> {
     let q = Query::all()
         .with(Cond::Eq("charge_id", json!(charge_id)))
-        .with(Cond::In("status", ACTIVE.iter().map(|s| json!(s)).collect()));
-    Ok(find::<BureauRecord>(op.tx, Kind::CreditBureauRecord, op.org, &q)?
-        .into_iter()
-        .next())
+        .with(Cond::In(
+            "status",
+            ACTIVE.iter().map(|s| json!(s)).collect(),
+        ));
+    Ok(
+        find::<BureauRecord>(op.tx, Kind::CreditBureauRecord, op.org, &q)?
+            .into_iter()
+            .next(),
+    )
 }
 
 /// The last day a debt due on `due` may be registered (CDC art. 43 §1: five years).
@@ -487,7 +495,11 @@ fn describe_negativate(op: &mut Op<'_>) -> Result<String, DomainError> {
     Ok(format!(
         "Negativate {} ({} {}) with {} for {} of {} ({} updated)? The prior notice (CDC art. 43 §2) is sent now {how}; the debt is registered from {} on if still unpaid.",
         p.debtor.name,
-        if p.debtor.person_type == "natural" { "CPF" } else { "CNPJ" },
+        if p.debtor.person_type == "natural" {
+            "CPF"
+        } else {
+            "CNPJ"
+        },
         crate::documents::format_document(&p.debtor.cnpj_cpf),
         bureau_name(&p.bureau),
         charges::label(&p.charge),
@@ -688,12 +700,11 @@ fn bureau_protocol(r: &BureauRecord) -> String {
         "quod" => "QOD",
         _ => "CB",
     };
-    let digits: String = r
-        .id
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(12)
-        .collect();
+    let digits: String =
+        r.id.chars()
+            .filter(char::is_ascii_hexdigit)
+            .take(12)
+            .collect();
     format!("{code}-{}", digits.to_uppercase())
 }
 
@@ -719,10 +730,7 @@ fn stop_reason(
     if let Some(reason) = reason {
         return Ok(Some((
             reason,
-            format!(
-                "charge {} became {} before inclusion",
-                c.id, c.status
-            ),
+            format!("charge {} became {} before inclusion", c.id, c.status),
         )));
     }
     if is_disputed(c) {
@@ -742,10 +750,7 @@ fn stop_reason(
     if op.today() > registrable_until(c) {
         return Ok(Some((
             None,
-            format!(
-                "charge {} is now older than 5 years (CDC art. 43 §1)",
-                c.id
-            ),
+            format!("charge {} is now older than 5 years (CDC art. 43 §1)", c.id),
         )));
     }
     Ok(None)

@@ -26,6 +26,7 @@ pub type DemoHook =
 /// Demo hooks in dependency order (each group adds its own).
 pub const DEMO_HOOKS: &[DemoHook] = &[
     charges::seed_demo,
+    agreements::seed_demo,
     // Last: deliveries need charges and contact points.
     rulers::seed_demo,
 ];

@@ -126,7 +126,14 @@ pub struct Protest {
 }
 
 fn protest_output() -> Value {
-    s::entity_output(&["id", "charge_id", "debtor_id", "status", "title_type", "amount"])
+    s::entity_output(&[
+        "id",
+        "charge_id",
+        "debtor_id",
+        "status",
+        "title_type",
+        "amount",
+    ])
 }
 
 /// The tools of this module.
@@ -178,7 +185,10 @@ pub fn tools() -> Vec<ToolSpec> {
 pub fn active_protest(op: &mut Op<'_>, charge_id: &str) -> Result<Option<Protest>, DomainError> {
     let q = Query::all()
         .with(Cond::Eq("charge_id", json!(charge_id)))
-        .with(Cond::In("status", ACTIVE.iter().map(|s| json!(s)).collect()));
+        .with(Cond::In(
+            "status",
+            ACTIVE.iter().map(|s| json!(s)).collect(),
+        ));
     Ok(find::<Protest>(op.tx, Kind::Protest, op.org, &q)?
         .into_iter()
         .next())
@@ -525,12 +535,11 @@ fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
 // ---------------------------------------------------------------------------------
 
 fn notary_protocol(p: &Protest) -> String {
-    let digits: String = p
-        .id
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(10)
-        .collect();
+    let digits: String =
+        p.id.chars()
+            .filter(char::is_ascii_hexdigit)
+            .take(10)
+            .collect();
     format!("PROT-{}", digits.to_uppercase())
 }
 
