@@ -11,8 +11,9 @@
 //!
 //! Why: no async runtime at all, the easiest adapter to reason about and to debug, and a
 //! reference for the other two. The price is a thread per active connection, hence the
-//! bounded pool: when accepted connections wait in the queue, a worker whose connection is
-//! idle between requests closes it ([`CloseReason::Drain`]) to serve the next one.
+//! bounded pool: when every worker is busy and accepted connections wait in the queue, as
+//! many workers as connections wait close a connection idle for at least 100 ms
+//! ([`CloseReason::Drain`]) to serve the next one.
 //!
 //! std has no accept timeout, so the listener is non-blocking and the accept thread sleeps
 //! a millisecond when there is nothing to accept (and checks the shutdown flag). Reads use
@@ -48,9 +49,19 @@ type Job = (TcpStream, ConnectionSlot);
 struct Pool<D> {
     service: Service<D>,
     jobs: Mutex<Receiver<Job>>,
+    /// Worker threads.
+    workers: usize,
     /// Connections accepted and waiting for a worker.
     waiting: AtomicUsize,
+    /// Workers serving a connection.
+    busy: AtomicUsize,
+    /// Workers that decided to close their idle connection for a waiting one.
+    evicting: AtomicUsize,
 }
+
+/// How long a connection must have been idle before it may be closed for a waiting one
+/// (a client usually sends its next request within this).
+const EVICT_AFTER: Duration = Duration::from_millis(100);
 
 /// Serves `server` on `listener` until `shutdown` turns true and the drain is over.
 ///
@@ -69,7 +80,10 @@ pub fn serve<D: Dispatch + 'static>(
     let pool = Arc::new(Pool {
         service: Service::new(server, opts, observer),
         jobs: Mutex::new(rx),
+        workers,
         waiting: AtomicUsize::new(0),
+        busy: AtomicUsize::new(0),
+        evicting: AtomicUsize::new(0),
     });
     let mut handles = Vec::with_capacity(workers);
     for i in 0..workers {
@@ -146,8 +160,14 @@ fn worker<D: Dispatch>(pool: &Pool<D>) {
         };
         match job {
             Ok((stream, mut slot)) => {
+                pool.busy.fetch_add(1, Ordering::AcqRel);
                 pool.waiting.fetch_sub(1, Ordering::AcqRel);
-                let reason = serve_connection(pool, stream);
+                let mut evicted = false;
+                let reason = serve_connection(pool, stream, &mut evicted);
+                pool.busy.fetch_sub(1, Ordering::AcqRel);
+                if evicted {
+                    pool.evicting.fetch_sub(1, Ordering::AcqRel);
+                }
                 slot.set_reason(reason);
             }
             Err(RecvTimeoutError::Timeout) => {}
@@ -156,8 +176,30 @@ fn worker<D: Dispatch>(pool: &Pool<D>) {
     }
 }
 
-/// One connection, start to end; returns why it ended.
-fn serve_connection<D: Dispatch>(pool: &Pool<D>, mut stream: TcpStream) -> CloseReason {
+/// Whether this worker should close its idle connection (idle since `since`) for one
+/// waiting in the queue: only when every worker is busy, and only as many workers as
+/// connections wait (a claim on `evicting`, released by the caller).
+fn evict<D>(pool: &Pool<D>, since: Instant) -> bool {
+    if since.elapsed() < EVICT_AFTER
+        || pool.busy.load(Ordering::Acquire) < pool.workers
+        || pool.waiting.load(Ordering::Acquire) <= pool.evicting.load(Ordering::Acquire)
+    {
+        return false;
+    }
+    if pool.evicting.fetch_add(1, Ordering::AcqRel) < pool.waiting.load(Ordering::Acquire) {
+        return true;
+    }
+    pool.evicting.fetch_sub(1, Ordering::AcqRel);
+    false
+}
+
+/// One connection, start to end; returns why it ended. `evicted` is set when it was closed
+/// for a waiting connection (holding a claim on `evicting`).
+fn serve_connection<D: Dispatch>(
+    pool: &Pool<D>,
+    mut stream: TcpStream,
+    evicted: &mut bool,
+) -> CloseReason {
     let service = &pool.service;
     if stream.set_nonblocking(false).is_err() || stream.set_read_timeout(Some(TICK)).is_err() {
         return CloseReason::Io;
@@ -173,8 +215,14 @@ fn serve_connection<D: Dispatch>(pool: &Pool<D>, mut stream: TcpStream) -> Close
         if close {
             break conn.close_reason();
         }
-        if conn.is_idle() && (service.draining() || pool.waiting.load(Ordering::Acquire) > 0) {
-            return CloseReason::Drain;
+        if let Some(since) = conn.idle_since() {
+            if service.draining() {
+                return CloseReason::Drain;
+            }
+            if evict(pool, since) {
+                *evicted = true;
+                return CloseReason::Drain;
+            }
         }
         if let Some(reason) = conn.expired(Instant::now()) {
             return reason;

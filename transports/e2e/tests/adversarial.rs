@@ -450,3 +450,26 @@ fn graceful_shutdown_finishes_the_in_flight_request_then_returns() {
         assert!(connect(addr).is_err(), "{}: no longer listening", a.name());
     });
 }
+
+#[test]
+fn blocking_pool_closes_an_idle_connection_for_a_waiting_one() {
+    let opts = Options {
+        workers: 1,
+        ..Options::default()
+    };
+    let (running, counts) = serve(Adapter::Blocking, opts);
+    let mut first = connect(running.addr()).unwrap();
+    first.write_all(&discover_request()).unwrap();
+    assert_eq!(status(&read_response(&mut first).unwrap()), Some(200));
+    // The only worker holds an idle connection; the next one waits, then gets it.
+    let waited = Instant::now();
+    answers_normally(running.addr(), Adapter::Blocking);
+    assert!(waited.elapsed() < Duration::from_secs(2));
+    assert_eq!(
+        read_to_close(&mut first).unwrap(),
+        b"",
+        "the idle connection was closed"
+    );
+    assert!(counts.saw(CloseReason::Drain));
+    running.stop().unwrap();
+}

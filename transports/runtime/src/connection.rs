@@ -248,6 +248,14 @@ impl Connection {
         matches!(self.phase, Phase::Idle(_)) && self.out.is_empty() && !self.closing
     }
 
+    /// Since when the connection is idle, when [`Connection::is_idle`].
+    pub fn idle_since(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Idle(since) if self.is_idle() => Some(since),
+            _ => None,
+        }
+    }
+
     /// Why the connection closes once [`Next::Close`] was polled: [`CloseReason::Codec`]
     /// after a framing error, else [`CloseReason::Done`].
     pub fn close_reason(&self) -> CloseReason {
