@@ -1,8 +1,967 @@
-//! Tools of the `exports` group (domain.md §2). Not built yet.
+//! CSV exports (domain.md §1 export, tools #55–#57), asynchronous.
+//!
+//! `dunning_exports_create` validates the resource and its filters — the same filters
+//! the resource's list tool takes (`dunning_charges_list` for charges, ...), checked by
+//! a dry page of that very tool — and queues the export. The worker ([`process`], or
+//! [`tick`] for every organization) moves it along
+//! `queued → processing → processed → expired` (`processing → failed`): one tick claims
+//! queued exports, the next builds their file by paging through the list tool (so the
+//! rows are exactly what the list shows, computed fields included), and 24 h after
+//! processing the file is dropped. Each export's file is kept in its document (field
+//! `csv`, never shown by `_get`) and served by `dunning_exports_download`.
+//!
+//! The file is RFC 4180 (the `csv` crate): UTF-8, CRLF, a header row, fields quoted when
+//! needed; money as `1234.56`, dates and timestamps ISO-8601, lists joined with `;`.
+//! Text cells that a spreadsheet would run as a formula (starting with `=`, `+`, `-`,
+//! `@`, tab or CR) get a leading `'`. Charges, deliveries, agreements and bureau
+//! records carry the debtor's name and CPF/CNPJ.
+//!
+//! The webhook tools (#58–#67) are listed after these, from [`crate::webhooks`].
 
-use crate::spec::ToolSpec;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
-/// The tools of this module.
+use dunning_core::{File, Output, Scope, UnixTime};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::Domain;
+use crate::error::DomainError;
+use crate::op::{Op, ok};
+use crate::rules::calendar;
+use crate::schema as s;
+use crate::spec::{ToolSpec, tool};
+use crate::store::{self, Cond, Kind, Order, Query, find, must, save};
+
+/// How long a processed file can be downloaded.
+pub const DOWNLOAD_TTL_MS: u64 = 24 * 3600 * 1000;
+/// Most rows in one export (beyond, the export fails and asks for narrower filters).
+pub const MAX_ROWS: u64 = 100_000;
+/// Most exports handled per organization, tick and phase.
+pub const BATCH: u32 = 10;
+
+/// An export.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Export {
+    /// UUID.
+    pub id: String,
+    /// `charges`, `debtors`, `deliveries`, `agreements` or `credit_bureau_records`.
+    pub resource: String,
+    /// `csv`.
+    pub format: String,
+    /// Filters of the resource's list tool.
+    pub filters: Map<String, Value>,
+    /// `queued`, `processing`, `processed`, `expired` or `failed`.
+    pub status: String,
+    /// Data rows (header excluded), once processed.
+    pub row_count: Option<u64>,
+    /// Suggested file name.
+    pub file_name: Option<String>,
+    /// File size in bytes.
+    pub file_size: Option<u64>,
+    /// SHA-256 of the file.
+    pub sha256: Option<String>,
+    /// `/v1` path of the file.
+    pub download_path: Option<String>,
+    /// The file can be downloaded until then.
+    pub download_expires_at: Option<String>,
+    /// Who asked for it.
+    pub requested_by: String,
+    /// When the worker took it.
+    pub processing_started_at: Option<String>,
+    /// When the file was ready.
+    pub processed_at: Option<String>,
+    /// When it failed.
+    pub failed_at: Option<String>,
+    /// Why it failed.
+    pub error_message: Option<String>,
+    /// When the file was dropped.
+    pub expired_at: Option<String>,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+    /// The file (kept while processed; never shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv: Option<String>,
+}
+
+impl Export {
+    /// What the API shows (without the file).
+    pub fn public(&self) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Some(m) = v.as_object_mut() {
+            m.remove("csv");
+        }
+        v
+    }
+}
+
+/// A resource that can be exported.
+struct Resource {
+    name: &'static str,
+    list_tool: &'static str,
+    kind: Kind,
+    columns: &'static [&'static str],
+    with_debtor: bool,
+}
+
+const RESOURCES: &[Resource] = &[
+    Resource {
+        name: "charges",
+        list_tool: "dunning_charges_list",
+        kind: Kind::Charge,
+        columns: &[
+            "id",
+            "external_id",
+            "debtor_id",
+            "description",
+            "amount",
+            "due_date",
+            "original_due_date",
+            "payment_method",
+            "status",
+            "days_overdue",
+            "updated_amount",
+            "paid_amount",
+            "paid_at",
+            "paid_via",
+            "fine_percentage",
+            "interest_percentage",
+            "canceled_at",
+            "cancellation_reason",
+            "ruler_id",
+            "dunning_paused_until",
+            "agreement_id",
+            "negativation_status",
+            "protest_status",
+            "boleto.line",
+            "boleto.our_number",
+            "pix.txid",
+            "tags",
+            "created_at",
+            "updated_at",
+        ],
+        with_debtor: true,
+    },
+    Resource {
+        name: "debtors",
+        list_tool: "dunning_debtors_list",
+        kind: Kind::Debtor,
+        columns: &[
+            "id",
+            "external_code",
+            "person_type",
+            "cnpj_cpf",
+            "name",
+            "nickname",
+            "contact_person",
+            "birthday",
+            "address.street",
+            "address.number",
+            "address.complement",
+            "address.neighborhood",
+            "address.city",
+            "address.state",
+            "address.zipcode",
+            "tags",
+            "ruler_id",
+            "do_not_contact",
+            "credit_restriction_blocked",
+            "status",
+            "archived_at",
+            "open_amount",
+            "overdue_amount",
+            "overdue_count",
+            "oldest_due_date",
+            "created_at",
+            "updated_at",
+        ],
+        with_debtor: false,
+    },
+    Resource {
+        name: "deliveries",
+        list_tool: "dunning_deliveries_list",
+        kind: Kind::Delivery,
+        columns: &[
+            "id",
+            "charge_id",
+            "debtor_id",
+            "contact_point_id",
+            "step_id",
+            "channel",
+            "origin",
+            "status",
+            "scheduled_at",
+            "sent_at",
+            "delivered_at",
+            "read_at",
+            "clicked_at",
+            "failed_at",
+            "error_code",
+            "error_message",
+            "provider_message_id",
+            "attempt",
+            "resent_from_id",
+            "created_at",
+            "updated_at",
+        ],
+        with_debtor: true,
+    },
+    Resource {
+        name: "agreements",
+        list_tool: "dunning_agreements_list",
+        kind: Kind::Agreement,
+        columns: &[
+            "id",
+            "debtor_id",
+            "charge_ids",
+            "status",
+            "original_amount",
+            "fine_waived",
+            "interest_waived",
+            "discount_amount",
+            "discount_percentage",
+            "total_amount",
+            "down_payment_amount",
+            "installments_count",
+            "first_due_date",
+            "payment_method",
+            "expires_at",
+            "accepted_at",
+            "accepted_by",
+            "break_after_days",
+            "broken_at",
+            "canceled_at",
+            "created_at",
+            "updated_at",
+        ],
+        with_debtor: true,
+    },
+    Resource {
+        name: "credit_bureau_records",
+        list_tool: "dunning_credit_bureau_list",
+        kind: Kind::CreditBureauRecord,
+        columns: &[
+            "id",
+            "charge_id",
+            "debtor_id",
+            "bureau",
+            "status",
+            "amount",
+            "notice_delivery_id",
+            "notice_sent_at",
+            "eligible_at",
+            "requested_at",
+            "included_at",
+            "removal_requested_at",
+            "removed_at",
+            "removal_reason",
+            "protocol",
+            "error_message",
+            "created_at",
+            "updated_at",
+        ],
+        with_debtor: true,
+    },
+];
+
+/// Columns written as money (`1234.56`).
+const MONEY: &[&str] = &[
+    "amount",
+    "updated_amount",
+    "paid_amount",
+    "open_amount",
+    "overdue_amount",
+    "original_amount",
+    "fine_waived",
+    "interest_waived",
+    "discount_amount",
+    "total_amount",
+    "down_payment_amount",
+];
+
+fn resource(name: &str) -> Option<&'static Resource> {
+    RESOURCES.iter().find(|r| r.name == name)
+}
+
+/// The list tools exports page through (built once).
+fn list_tool(name: &str) -> Option<&'static ToolSpec> {
+    static LISTS: OnceLock<Vec<ToolSpec>> = OnceLock::new();
+    LISTS
+        .get_or_init(|| {
+            crate::all_tools()
+                .into_iter()
+                .filter(|t| RESOURCES.iter().any(|r| r.list_tool == t.def.name))
+                .collect()
+        })
+        .iter()
+        .find(|t| t.def.name == name)
+}
+
+fn export_output() -> Value {
+    s::entity_output(&["id", "resource", "format", "status"])
+}
+
+/// The tools of this module (#55–#57), followed by the webhook tools (#58–#67).
 pub fn tools() -> Vec<ToolSpec> {
-    Vec::new()
+    let names: Vec<&str> = RESOURCES.iter().map(|r| r.name).collect();
+    let mut v = vec![
+        tool("dunning_exports_create", "Export to CSV", "POST", "/v1/exports")
+            .describe("Queues a CSV export of charges, debtors, deliveries, agreements or credit_bureau_records. `filters` are the arguments of the matching list tool (e.g. for charges those of dunning_charges_list: status, due_from, due_to, debtor_id, ...); they are validated now, errors naming filters.<field>. The export starts `queued`; poll dunning_exports_get until `processed` (or `failed`), then dunning_exports_download. Files are RFC 4180 CSV, UTF-8, with a header row, money as 1234.56 and ISO dates, and can be downloaded for 24 hours.")
+            .access(Scope::Write, Some("exports.create"))
+            .req("resource", s::one_of("What to export", &names))
+            .arg("format", s::one_of("File format (default csv)", &["csv"]))
+            .arg("filters", s::any_object("Filters of the resource's list tool (without page and per_page)"))
+            .output(export_output())
+            .run(create_export),
+        tool("dunning_exports_get", "Get an export", "GET", "/v1/exports/{id}")
+            .describe("One export: status (queued, processing, processed, failed, expired), row_count, file_name, file_size, download_expires_at, error_message.")
+            .read()
+            .access(Scope::Read, Some("exports.create"))
+            .req("id", s::id("Export id"))
+            .output(export_output())
+            .run(get_export),
+        tool("dunning_exports_download", "Download an export", "GET", "/v1/exports/{id}/download")
+            .describe("The CSV file of a processed export (text/csv). The tool answers with the file's descriptor (size and download path); read the resource kobana://dunning/exports/{id}/download for the content. Queued, processing, failed or expired exports are a CONFLICT naming the status.")
+            .read()
+            .access(Scope::Read, Some("exports.create"))
+            .req("id", s::id("Export id"))
+            .run(download_export),
+    ];
+    v.extend(crate::webhooks::tools());
+    v
+}
+
+fn load_export(op: &mut Op<'_>, id: &str) -> Result<Export, DomainError> {
+    must(op.tx, Kind::Export, op.org, id)
+}
+
+/// Runs a list tool's handler on the same transaction with `args`.
+fn run_list(
+    op: &mut Op<'_>,
+    spec: &ToolSpec,
+    args: &Map<String, Value>,
+) -> Result<Output, DomainError> {
+    let seed: [u8; 32] = Sha256::digest(op.new_id().as_bytes()).into();
+    let settings = op.settings.clone();
+    let mut sub = Op::new(
+        &mut *op.tx,
+        op.org,
+        op.principal,
+        op.now,
+        args,
+        op.request_id,
+        seed,
+        settings,
+        op.outbound,
+    );
+    sub.dry_run = op.dry_run;
+    (spec.run)(&mut sub)
+}
+
+fn type_ok(schema: &Value, v: &Value) -> bool {
+    let ok_type = match schema.get("type").and_then(Value::as_str) {
+        Some("string") => v.is_string(),
+        Some("integer") => v.is_i64() || v.is_u64(),
+        Some("number") => v.is_number(),
+        Some("boolean") => v.is_boolean(),
+        Some("array") => v.is_array(),
+        Some("object") => v.is_object(),
+        _ => true,
+    };
+    let in_enum = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .is_none_or(|e| e.contains(v));
+    ok_type && in_enum
+}
+
+/// Prefixes the fields of a validation error with `filters.`.
+fn in_filters(e: DomainError) -> DomainError {
+    match e {
+        DomainError::Validation { details, .. } => {
+            let details: Vec<dunning_core::FieldIssue> = details
+                .into_iter()
+                .map(|mut d| {
+                    d.field = format!("filters.{}", d.field);
+                    d
+                })
+                .collect();
+            let message = details
+                .iter()
+                .map(|d| format!("{}: {}", d.field, d.issue))
+                .collect::<Vec<_>>()
+                .join("; ");
+            DomainError::Validation { message, details }
+        }
+        other => other,
+    }
+}
+
+/// Checks filters against the list tool (or, while a group's list tool is not built,
+/// against the kind's indexed columns).
+fn check_filters(
+    op: &mut Op<'_>,
+    r: &Resource,
+    filters: &Map<String, Value>,
+) -> Result<(), DomainError> {
+    match list_tool(r.list_tool) {
+        Some(spec) => {
+            if !op.principal.may(&spec.def.access) {
+                return Err(DomainError::Forbidden(format!(
+                    "exporting {} needs the rights of {}",
+                    r.name, r.list_tool
+                )));
+            }
+            let props = spec
+                .def
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            for (k, v) in filters {
+                let field = format!("filters.{k}");
+                if matches!(k.as_str(), "page" | "per_page") {
+                    return Err(DomainError::field(&field, "exports include every page"));
+                }
+                let Some(schema) = props.get(k) else {
+                    return Err(DomainError::field(
+                        &field,
+                        format!("unknown filter of {}", r.list_tool),
+                    ));
+                };
+                if !type_ok(schema, v) {
+                    return Err(DomainError::field(
+                        &field,
+                        format!("does not match {}", schema),
+                    ));
+                }
+            }
+            let mut args = filters.clone();
+            args.insert("per_page".into(), json!(1));
+            run_list(op, spec, &args).map_err(in_filters)?;
+            Ok(())
+        }
+        None => {
+            for (k, v) in filters {
+                let field = format!("filters.{k}");
+                let indexed = r
+                    .kind
+                    .columns()
+                    .iter()
+                    .any(|c| c.name == k && c.ty == store::ColumnType::Text);
+                if !indexed {
+                    return Err(DomainError::field(&field, "unknown filter"));
+                }
+                if !v.is_string() {
+                    return Err(DomainError::field(&field, "must be a string"));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["resource", "format", "filters"])?;
+    let name = op.str("resource")?;
+    let r = resource(name).ok_or_else(|| {
+        DomainError::field(
+            "resource",
+            "must be one of charges, debtors, deliveries, agreements, credit_bureau_records",
+        )
+    })?;
+    let format = op.opt_str("format").unwrap_or("csv");
+    if format != "csv" {
+        return Err(DomainError::field("format", "must be csv"));
+    }
+    let filters = match op.args.get("filters") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(DomainError::field("filters", "must be an object")),
+    };
+    check_filters(op, r, &filters)?;
+    let now = op.timestamp();
+    let e = Export {
+        id: op.new_id(),
+        resource: r.name.to_owned(),
+        format: "csv".into(),
+        filters,
+        status: "queued".into(),
+        row_count: None,
+        file_name: None,
+        file_size: None,
+        sha256: None,
+        download_path: None,
+        download_expires_at: None,
+        requested_by: op.principal.subject.clone(),
+        processing_started_at: None,
+        processed_at: None,
+        failed_at: None,
+        error_message: None,
+        expired_at: None,
+        created_at: now.clone(),
+        updated_at: now,
+        csv: None,
+    };
+    save(op.tx, Kind::Export, op.org, &e)?;
+    op.event("export.created", "export", &e.id, &e.public(), Value::Null)?;
+    Ok(Output::Json {
+        status: 202,
+        body: e.public(),
+    })
+}
+
+fn get_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    Ok(ok(load_export(op, id)?.public()))
+}
+
+fn past(ts: Option<&str>, now: UnixTime) -> bool {
+    ts.and_then(calendar::parse_timestamp)
+        .is_some_and(|t| t.timestamp_millis() <= i64::try_from(now.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn download_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    let e = load_export(op, id)?;
+    let expired = e.status == "expired"
+        || (e.status == "processed" && past(e.download_expires_at.as_deref(), op.now));
+    if expired {
+        return Err(DomainError::Conflict(format!(
+            "export {id} is expired: its file was kept 24 hours after processing; create a new export"
+        )));
+    }
+    if e.status != "processed" {
+        return Err(DomainError::Conflict(format!(
+            "export {id} is {}; the file can be downloaded only when it is processed",
+            e.status
+        )));
+    }
+    let csv = e.csv.unwrap_or_default();
+    Ok(Output::File(File {
+        content_type: "text/csv".into(),
+        bytes: csv.into_bytes(),
+        download_path: format!("/v1/exports/{id}/download"),
+    }))
+}
+
+// ---------------------------------------------------------------------------
+// The worker
+// ---------------------------------------------------------------------------
+
+/// The worker tick on one organization: drops the files of processed exports past
+/// their download window (`expired`), builds the files of `processing` exports
+/// (`processed` or `failed`), and claims `queued` exports (`processing`, built on the
+/// next tick). Returns how many exports changed.
+pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
+    let mut n = 0;
+    let by_status = |st: &str| Query {
+        conds: vec![Cond::Eq("status", json!(st))],
+        sort: ("created_at", Order::Asc),
+        limit: Some(BATCH),
+        offset: 0,
+    };
+    let processed: Vec<Export> = find(
+        op.tx,
+        Kind::Export,
+        op.org,
+        &Query {
+            limit: None,
+            ..by_status("processed")
+        },
+    )?;
+    for mut e in processed {
+        if past(e.download_expires_at.as_deref(), op.now) {
+            let before = e.public();
+            let now = op.timestamp();
+            e.status = "expired".into();
+            e.csv = None;
+            e.expired_at = Some(now.clone());
+            e.updated_at = now;
+            save(op.tx, Kind::Export, op.org, &e)?;
+            let changes = crate::ops::debtors::diff(&before, &e.public());
+            op.event("export.expired", "export", &e.id, &e.public(), changes)?;
+            n += 1;
+        }
+    }
+    let processing: Vec<Export> = find(op.tx, Kind::Export, op.org, &by_status("processing"))?;
+    for e in processing {
+        build_one(op, e)?;
+        n += 1;
+    }
+    let queued: Vec<Export> = find(op.tx, Kind::Export, op.org, &by_status("queued"))?;
+    for mut e in queued {
+        let before = e.public();
+        let now = op.timestamp();
+        e.status = "processing".into();
+        e.processing_started_at = Some(now.clone());
+        e.updated_at = now;
+        save(op.tx, Kind::Export, op.org, &e)?;
+        let changes = crate::ops::debtors::diff(&before, &e.public());
+        op.event("export.processing", "export", &e.id, &e.public(), changes)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// [`process`] for every organization (one transaction each). Returns how many
+/// exports changed.
+pub fn tick(domain: &Domain, now: UnixTime) -> Result<u32, DomainError> {
+    let orgs = store::read(domain.store(), |tx| Ok(tx.organizations()?))?;
+    let mut n = 0;
+    for org in orgs {
+        n += crate::webhooks::with_system_op(domain, &org, now, None, process)?;
+    }
+    Ok(n)
+}
+
+fn build_one(op: &mut Op<'_>, mut e: Export) -> Result<(), DomainError> {
+    let before = e.public();
+    let now = op.timestamp();
+    e.updated_at = now.clone();
+    match build(op, &e) {
+        Ok((csv, rows)) => {
+            let digest = Sha256::digest(csv.as_bytes());
+            let day = calendar::local(op.now).format("%Y%m%d-%H%M%S");
+            e.status = "processed".into();
+            e.row_count = Some(rows);
+            e.file_name = Some(format!("{}-{day}-{}.csv", e.resource, &e.id[..8]));
+            e.file_size = Some(csv.len() as u64);
+            e.sha256 = Some(digest.iter().map(|b| format!("{b:02x}")).collect());
+            e.download_path = Some(format!("/v1/exports/{}/download", e.id));
+            e.download_expires_at = Some(calendar::timestamp(op.now.plus_millis(DOWNLOAD_TTL_MS)));
+            e.processed_at = Some(now);
+            e.csv = Some(csv);
+            save(op.tx, Kind::Export, op.org, &e)?;
+            let changes = crate::ops::debtors::diff(&before, &e.public());
+            op.event("export.processed", "export", &e.id, &e.public(), changes)?;
+        }
+        Err(Failure::Refused(why)) => {
+            e.status = "failed".into();
+            e.failed_at = Some(now);
+            e.error_message = Some(why);
+            save(op.tx, Kind::Export, op.org, &e)?;
+            let changes = crate::ops::debtors::diff(&before, &e.public());
+            op.event("export.failed", "export", &e.id, &e.public(), changes)?;
+        }
+        Err(Failure::Store(err)) => return Err(err),
+    }
+    Ok(())
+}
+
+enum Failure {
+    /// The export cannot be built (filters no longer valid, too many rows): `failed`.
+    Refused(String),
+    /// The store failed: retried on the next tick.
+    Store(DomainError),
+}
+
+impl From<store::StoreError> for Failure {
+    fn from(e: store::StoreError) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+impl From<DomainError> for Failure {
+    fn from(e: DomainError) -> Self {
+        match e {
+            DomainError::Store(_) => Self::Store(e),
+            other => Self::Refused(in_filters(other).to_string()),
+        }
+    }
+}
+
+/// Every row of the export, from its list tool (or its kind's documents).
+fn rows(
+    op: &mut Op<'_>,
+    r: &Resource,
+    filters: &Map<String, Value>,
+) -> Result<Vec<Value>, Failure> {
+    let mut out = Vec::new();
+    match list_tool(r.list_tool) {
+        Some(spec) => {
+            let mut page = 1u64;
+            loop {
+                let mut args = filters.clone();
+                args.insert("page".into(), json!(page));
+                args.insert("per_page".into(), json!(100));
+                let Output::Json { body, .. } = run_list(op, spec, &args)? else {
+                    return Err(Failure::Refused(format!("{} gave no rows", r.list_tool)));
+                };
+                let data = body
+                    .get("data")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let total = body
+                    .pointer("/meta/total")
+                    .and_then(Value::as_u64)
+                    .unwrap_or_default();
+                if total > MAX_ROWS {
+                    return Err(Failure::Refused(format!(
+                        "{total} rows is more than the {MAX_ROWS} an export may hold; narrow the filters"
+                    )));
+                }
+                let len = data.len();
+                out.extend(data);
+                if len < 100 || out.len() as u64 >= total {
+                    break;
+                }
+                page += 1;
+            }
+        }
+        None => {
+            let mut q = Query::all();
+            for (k, v) in filters {
+                let col = r
+                    .kind
+                    .columns()
+                    .iter()
+                    .find(|c| c.name == k)
+                    .map(|c| c.name)
+                    .ok_or_else(|| Failure::Refused(format!("filters.{k}: unknown filter")))?;
+                let values: Vec<Value> = v
+                    .as_str()
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(|x| json!(x.trim()))
+                    .collect();
+                q = q.with(Cond::In(col, values));
+            }
+            let total = op.tx.count(r.kind, op.org, &q.conds)?;
+            if total > MAX_ROWS {
+                return Err(Failure::Refused(format!(
+                    "{total} rows is more than the {MAX_ROWS} an export may hold; narrow the filters"
+                )));
+            }
+            out = op.tx.find(r.kind, op.org, &q)?;
+        }
+    }
+    Ok(out)
+}
+
+/// The file and its row count.
+fn build(op: &mut Op<'_>, e: &Export) -> Result<(String, u64), Failure> {
+    let r = resource(&e.resource)
+        .ok_or_else(|| Failure::Refused(format!("unknown resource {}", e.resource)))?;
+    let data = rows(op, r, &e.filters)?;
+    let mut debtors: HashMap<String, Option<(String, String)>> = HashMap::new();
+    let mut header: Vec<&str> = r.columns.to_vec();
+    if r.with_debtor {
+        header.extend(["debtor.name", "debtor.cnpj_cpf"]);
+    }
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::CRLF)
+        .quote_style(csv::QuoteStyle::Necessary)
+        .from_writer(Vec::new());
+    w.write_record(&header)
+        .map_err(|err| Failure::Refused(format!("csv: {err}")))?;
+    for row in &data {
+        let mut record: Vec<String> = r.columns.iter().map(|c| cell(row, c)).collect();
+        if r.with_debtor {
+            let id = row
+                .get("debtor_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !debtors.contains_key(id) {
+                let d = if id.is_empty() {
+                    None
+                } else {
+                    op.tx.get(Kind::Debtor, op.org, id)?.map(|d| {
+                        (
+                            d.get("name")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned(),
+                            d.get("cnpj_cpf")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned(),
+                        )
+                    })
+                };
+                debtors.insert(id.to_owned(), d);
+            }
+            let (name, doc) = debtors.get(id).cloned().flatten().unwrap_or_default();
+            record.push(safe_text(name));
+            record.push(safe_text(doc));
+        }
+        w.write_record(&record)
+            .map_err(|err| Failure::Refused(format!("csv: {err}")))?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|err| Failure::Refused(format!("csv: {err}")))?;
+    let text = String::from_utf8(bytes).map_err(|err| Failure::Refused(format!("csv: {err}")))?;
+    Ok((text, data.len() as u64))
+}
+
+/// One cell: `column` is a top-level field or a dotted path.
+fn cell(row: &Value, column: &str) -> String {
+    let pointer = format!("/{}", column.replace('.', "/"));
+    let money = MONEY.contains(&column);
+    match row.pointer(&pointer) {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) if money => format!("{:.2}", n.as_f64().unwrap_or_default()),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::String(s)) => safe_text(s.clone()),
+        Some(Value::Array(items)) => safe_text(
+            items
+                .iter()
+                .map(|i| match i {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(";"),
+        ),
+        Some(other) => safe_text(other.to_string()),
+    }
+}
+
+/// Neutralizes spreadsheet formulas (OWASP "CSV injection").
+fn safe_text(s: String) -> String {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}")
+    } else {
+        s
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Demo
+// ---------------------------------------------------------------------------
+
+/// Answers 503 for the deliveries whose payload mentions `failing`, 200 otherwise.
+struct DemoDriver {
+    failing: String,
+}
+
+impl crate::webhooks::WebhookDriver for DemoDriver {
+    fn post(&self, request: &crate::webhooks::WebhookRequest) -> crate::webhooks::WebhookResponse {
+        let fail = request.body.contains(&self.failing);
+        crate::webhooks::WebhookResponse {
+            status: Some(if fail { 503 } else { 200 }),
+            body: if fail {
+                "Service Unavailable".into()
+            } else {
+                "{\"received\":true}".into()
+            },
+            duration_ms: if fail { 1200 } else { 85 },
+            error: None,
+        }
+    }
+}
+
+/// Demo data of this group, for the `demo` organization only: a webhook receiving every
+/// event, three exports (two processed three days ago and now expired, one processed a
+/// few minutes ago), and the webhook's deliveries of their `export.processed` events:
+/// one failed after the whole retry schedule, two delivered.
+pub fn seed_demo(
+    domain: &Domain,
+    who: &dunning_core::Principal,
+    now: UnixTime,
+    rng: &mut crate::demo::Rng,
+    _seeded: &crate::demo::Seeded,
+    _charges: usize,
+) -> Result<(), DomainError> {
+    if who.organization != crate::demo::stable_id("org:demo") {
+        return Ok(());
+    }
+    let org = who.organization.clone();
+    let day = 86_400_000;
+    let start = UnixTime::from_millis(now.as_millis().saturating_sub(3 * day));
+    let body = |out: Output| match out {
+        Output::Json { body, .. } => body,
+        _ => Value::Null,
+    };
+    let webhook_create = crate::webhooks::tools()
+        .into_iter()
+        .find(|t| t.def.name == "dunning_webhooks_create")
+        .map(|t| t.run)
+        .ok_or_else(|| store::StoreError("no webhook create tool".into()))?;
+    let run = |at: UnixTime, entropy: [u8; 32], f: crate::spec::Run, args: Value| {
+        crate::demo::run_as(domain, who, at, entropy, f, args).map(body)
+    };
+    run(
+        start,
+        rng.entropy(),
+        webhook_create,
+        json!({
+            "url": "https://erp.demo.example/webhooks/kobana",
+            "events": ["*"],
+            "description": "ERP integration (demo)",
+        }),
+    )?;
+    let first = run(
+        start,
+        rng.entropy(),
+        create_export,
+        json!({"resource": "debtors", "filters": {"status": "active"}}),
+    )?;
+    run(
+        start,
+        rng.entropy(),
+        create_export,
+        json!({"resource": "debtors", "filters": {"has_overdue": true}}),
+    )?;
+    let failing = first
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let driver = DemoDriver { failing };
+    let mut at = start;
+    for _ in 0..2 {
+        at = at.plus_millis(60_000);
+        crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), process)?;
+    }
+    // Walk the retry schedule until nothing is pending.
+    for _ in 0..=crate::webhooks::RETRY_SCHEDULE_SECS.len() {
+        crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), |op| {
+            crate::webhooks::deliver(op, &driver)
+        })?;
+        let next = store::read(domain.store(), |tx| {
+            let q = Query {
+                conds: vec![Cond::Eq("status", json!("pending"))],
+                sort: ("next_retry_at", Order::Asc),
+                limit: Some(1),
+                offset: 0,
+            };
+            Ok(tx
+                .find(Kind::WebhookDelivery, &org, &q)?
+                .first()
+                .and_then(|d| {
+                    d.get("next_retry_at")
+                        .and_then(Value::as_str)
+                        .and_then(calendar::parse_timestamp)
+                })
+                .and_then(|t| u64::try_from(t.timestamp_millis()).ok()))
+        })?;
+        match next {
+            Some(ms) => at = UnixTime::from_millis(ms.max(at.as_millis())),
+            None => break,
+        }
+    }
+    let recent = UnixTime::from_millis(now.as_millis().saturating_sub(10 * 60_000));
+    run(
+        recent,
+        rng.entropy(),
+        create_export,
+        json!({"resource": "charges", "filters": {"status": "overdue"}}),
+    )?;
+    let mut at = recent;
+    for _ in 0..2 {
+        at = at.plus_millis(60_000);
+        crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), process)?;
+    }
+    crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), |op| {
+        crate::webhooks::deliver(op, &driver)
+    })?;
+    Ok(())
 }

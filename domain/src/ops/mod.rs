@@ -29,4 +29,6 @@ pub const DEMO_HOOKS: &[DemoHook] = &[
     agreements::seed_demo,
     // Last: deliveries need charges and contact points.
     rulers::seed_demo,
+    // After everything: a webhook, exports and the webhook's deliveries of their events.
+    exports::seed_demo,
 ];
