@@ -11,6 +11,7 @@ use crate::confirm::{self, Claims};
 use crate::dispatch::{Dispatch, Surface, ToolCall, ToolError, ToolErrorCode};
 use crate::era::Version;
 use crate::error::ProtocolError;
+use crate::mrtr::{self, InputRequired, Round, ToolReply};
 use crate::registry::Tool;
 use crate::response::RequestLog;
 use crate::server::{Reply, Rpc, Server};
@@ -23,6 +24,14 @@ fn invalid(message: impl Into<String>) -> Reply {
         message: message.into(),
         data: None,
     })
+}
+
+/// The checked MRTR fields of one request.
+pub(crate) struct RoundInput<'p> {
+    /// `inputResponses`, an object of objects.
+    pub(crate) responses: Option<&'p Map<String, Value>>,
+    /// The domain's state, opened and bound.
+    pub(crate) state: Option<String>,
 }
 
 /// The user's answer found in `inputResponses`.
@@ -78,7 +87,154 @@ impl<D: Dispatch> Server<D> {
         if tool.def.annotations.destructive {
             return self.confirmed(rpc, tool, call, params, log);
         }
-        self.execute(rpc, &call, log)
+        self.execute_mrtr(rpc, &call, params, log)
+    }
+
+    /// A non-destructive call through [`Dispatch::call_tool_mrtr`]: the round is checked
+    /// (era 2026), the reply rendered, input requests gated and state sealed (see
+    /// [`crate::mrtr`]).
+    fn execute_mrtr(
+        &self,
+        rpc: &Rpc<'_>,
+        call: &ToolCall<'_>,
+        params: &Map<String, Value>,
+        log: &mut RequestLog,
+    ) -> Reply {
+        let binding = mrtr::Binding {
+            method: "tools/call",
+            name: &call.tool.name,
+            args: call.args,
+            principal: rpc.principal,
+        };
+        let state = match self.round_input(rpc, params, &binding) {
+            Ok(s) => s,
+            Err(e) => return Reply::Error(e),
+        };
+        let round = Round {
+            input_responses: state.responses,
+            request_state: state.state.as_deref(),
+            client_capabilities: &rpc.detected.client_capabilities,
+            version: rpc.version,
+        };
+        match self.dispatch.call_tool_mrtr(call, &round) {
+            Ok(ToolReply::Output(out)) => self.tool_result(rpc, &out.tool_value(), false),
+            Ok(ToolReply::Content {
+                content,
+                structured,
+                is_error,
+            }) => {
+                let mut result = json!({ "content": content });
+                if let Some(v) = structured
+                    && rpc.version != Version::V2025_03_26
+                {
+                    result["structuredContent"] = v;
+                }
+                if is_error {
+                    result["isError"] = Value::Bool(true);
+                }
+                Reply::Result(result)
+            }
+            Ok(ToolReply::InputRequired(ask)) if rpc.modern() => {
+                self.input_required(rpc, ask, &binding)
+            }
+            Ok(ToolReply::MissingCapability(required)) if rpc.modern() => {
+                Reply::Error(ProtocolError::MissingClientCapability {
+                    required: Box::new(required),
+                })
+            }
+            Ok(ToolReply::InputRequired(_) | ToolReply::MissingCapability(_)) => {
+                // Era 2025: no way to ask the client; say so as a tool error.
+                let text = format!(
+                    "{} needs input from the user or the client (elicitation, sampling or roots), \
+                     which only a client speaking MCP 2026-07-28 can provide; nothing was done.",
+                    call.tool.name
+                );
+                Reply::Result(json!({
+                    "content": [{ "type": "text", "text": text }],
+                    "isError": true,
+                }))
+            }
+            Err(e) => self.tool_error(rpc, e, log),
+        }
+    }
+
+    /// Reads and checks the MRTR fields of a request (era 2026; nothing in era 2025):
+    /// `inputResponses` well-formed, `requestState` opened and bound to this call.
+    pub(crate) fn round_input<'p>(
+        &self,
+        rpc: &Rpc<'_>,
+        params: &'p Map<String, Value>,
+        binding: &mrtr::Binding<'_>,
+    ) -> Result<RoundInput<'p>, ProtocolError> {
+        if !rpc.modern() {
+            return Ok(RoundInput {
+                responses: None,
+                state: None,
+            });
+        }
+        let responses = mrtr::input_responses(params.get("inputResponses")).map_err(|why| {
+            ProtocolError::InvalidParams {
+                message: format!("Invalid inputResponses: {why}"),
+                data: None,
+            }
+        })?;
+        let state = match params.get("requestState") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(
+                mrtr::open(&self.keys, s, binding, rpc.env.now.as_millis()).map_err(|why| {
+                    ProtocolError::InvalidParams {
+                        message: format!("Invalid requestState: {why}"),
+                        data: None,
+                    }
+                })?,
+            ),
+            Some(_) => {
+                return Err(ProtocolError::InvalidParams {
+                    message: "requestState must be a string".into(),
+                    data: None,
+                });
+            }
+        };
+        Ok(RoundInput { responses, state })
+    }
+
+    /// An `input_required` result: requests gated by the declared capabilities, the
+    /// domain's state sealed to this call.
+    pub(crate) fn input_required(
+        &self,
+        rpc: &Rpc<'_>,
+        ask: InputRequired,
+        binding: &mrtr::Binding<'_>,
+    ) -> Reply {
+        match mrtr::check_requests(&ask.input_requests, &rpc.detected.client_capabilities) {
+            Ok(()) => {}
+            Err(mrtr::Undeliverable::Missing(required)) => {
+                return Reply::Error(ProtocolError::MissingClientCapability {
+                    required: Box::new(required),
+                });
+            }
+            Err(mrtr::Undeliverable::Malformed(_)) => return Reply::Error(ProtocolError::Internal),
+        }
+        if ask.input_requests.is_empty() && ask.request_state.is_none() {
+            return Reply::Error(ProtocolError::Internal);
+        }
+        let mut result = Map::new();
+        result.insert("resultType".into(), Value::from("input_required"));
+        if !ask.input_requests.is_empty() {
+            result.insert("inputRequests".into(), Value::Object(ask.input_requests));
+        }
+        if let Some(state) = ask.request_state {
+            let expires_at = rpc
+                .env
+                .now
+                .as_millis()
+                .saturating_add(self.config.confirmation_ttl_ms);
+            let Some(sealed) = mrtr::seal(&self.keys, binding, &state, expires_at) else {
+                return Reply::Error(ProtocolError::Internal);
+            };
+            result.insert("requestState".into(), Value::from(sealed));
+        }
+        Reply::Result(Value::Object(result))
     }
 
     fn execute(&self, rpc: &Rpc<'_>, call: &ToolCall<'_>, log: &mut RequestLog) -> Reply {

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::{Catalog, TemplateDef, ToolDef};
 use crate::env::UnixTime;
+pub use crate::mrtr::{InputRequired, PromptReply, Round, ToolReply};
 use crate::principal::Principal;
 
 /// Per-call context every domain operation receives.
@@ -312,6 +313,37 @@ pub trait Dispatch: Send + Sync {
         context: &BTreeMap<String, String>,
         ctx: Ctx<'_>,
     ) -> Vec<String>;
+
+    /// Runs a tool that may take several rounds (era 2026 MRTR, see [`crate::mrtr`]), or
+    /// return its own content blocks. The core calls this for every non-destructive MCP
+    /// `tools/call` (destructive tools keep the core's confirmation); the default forwards
+    /// to [`Dispatch::call_tool`], so implementing it is optional.
+    fn call_tool_mrtr(
+        &self,
+        call: &ToolCall<'_>,
+        round: &Round<'_>,
+    ) -> Result<ToolReply, ToolError> {
+        let _ = round;
+        self.call_tool(call).map(ToolReply::Output)
+    }
+
+    /// Builds a prompt that may take several rounds (era 2026 MRTR, see [`crate::mrtr`]).
+    /// The default forwards to [`Dispatch::get_prompt`]. `Err` carries a message for a
+    /// `-32602`.
+    fn get_prompt_mrtr(
+        &self,
+        name: &str,
+        args: &BTreeMap<String, String>,
+        ctx: Ctx<'_>,
+        round: &Round<'_>,
+    ) -> Result<PromptReply, String> {
+        let _ = round;
+        self.get_prompt(name, args, ctx)
+            .map(|(description, messages)| PromptReply::Messages {
+                description,
+                messages,
+            })
+    }
 
     /// Whether the store is reachable (`/readyz`).
     fn ready(&self) -> bool {

@@ -98,6 +98,13 @@ pub enum ProtocolError {
         /// `error.data.requiredCapabilities`.
         required: Box<Value>,
     },
+    /// A tool or prompt needs client capabilities the request did not declare (era 2026,
+    /// generic MRTR: [`crate::mrtr`]).
+    #[error("Missing required client capability")]
+    MissingClientCapability {
+        /// `error.data.requiredCapabilities` (a `ClientCapabilities` object).
+        required: Box<Value>,
+    },
     /// Protocol version not served (in header or envelope).
     #[error("Unsupported protocol version")]
     UnsupportedVersion {
@@ -172,7 +179,7 @@ impl ProtocolError {
             Self::ResourceNotFound { .. } if modern => (StatusCode::OK, ErrorCode::INVALID_PARAMS),
             Self::ResourceNotFound { .. } => (StatusCode::OK, ErrorCode::RESOURCE_NOT_FOUND_LEGACY),
             Self::HeaderMismatch(_) => (StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH),
-            Self::MissingCapability { .. } => {
+            Self::MissingCapability { .. } | Self::MissingClientCapability { .. } => {
                 (StatusCode::BAD_REQUEST, ErrorCode::MISSING_CAPABILITY)
             }
             Self::UnsupportedVersion { .. } => {
@@ -204,7 +211,8 @@ impl ProtocolError {
                 Some(r) => json!({ "uri": uri, "reason": r }),
                 None => json!({ "uri": uri }),
             }),
-            Self::MissingCapability { required, .. } => {
+            Self::MissingCapability { required, .. }
+            | Self::MissingClientCapability { required } => {
                 Some(json!({ "requiredCapabilities": required }))
             }
             Self::UnsupportedVersion { requested } => Some(json!({

@@ -9,6 +9,7 @@ use crate::dispatch::{CompletionRef, Contents, Ctx, Dispatch, ResourceError, Res
 use crate::era::{self, Version};
 use crate::error::ProtocolError;
 use crate::jsonrpc;
+use crate::mrtr::{self, PromptReply, Round};
 use crate::response::RequestLog;
 use crate::server::{Reply, Rpc, Server};
 
@@ -35,7 +36,7 @@ impl<D: Dispatch> Server<D> {
             "resources/templates/list" => self.no_cursor(rpc).map(|()| self.templates_list(rpc)),
             "resources/read" => self.resources_read(rpc, log),
             "prompts/list" => self.no_cursor(rpc).map(|()| self.prompts_list(rpc)),
-            "prompts/get" => self.prompts_get(rpc, log),
+            "prompts/get" => return self.prompts_get(rpc, log),
             "completion/complete" => self.complete(rpc),
             other => Err(ProtocolError::MethodNotFound(other.to_owned())),
         };
@@ -244,7 +245,16 @@ impl<D: Dispatch> Server<D> {
         json!({ "prompts": items })
     }
 
-    fn prompts_get(&self, rpc: &Rpc<'_>, log: &mut RequestLog) -> Result<Value, ProtocolError> {
+    /// `prompts/get`, through [`Dispatch::get_prompt_mrtr`]: a prompt may ask for input
+    /// in era 2026 (see [`crate::mrtr`]).
+    fn prompts_get(&self, rpc: &Rpc<'_>, log: &mut RequestLog) -> Reply {
+        match self.prompt_reply(rpc, log) {
+            Ok(r) => r,
+            Err(e) => Reply::Error(e),
+        }
+    }
+
+    fn prompt_reply(&self, rpc: &Rpc<'_>, log: &mut RequestLog) -> Result<Reply, ProtocolError> {
         let params = rpc.params();
         let name = params
             .and_then(|p| p.get("name"))
@@ -267,16 +277,51 @@ impl<D: Dispatch> Server<D> {
                 missing.name
             )));
         }
-        let (description, messages) = self
+        let empty = Map::new();
+        let arg_object = mrtr::string_args(&args);
+        let binding = mrtr::Binding {
+            method: "prompts/get",
+            name,
+            args: &arg_object,
+            principal: rpc.principal,
+        };
+        let input = self.round_input(rpc, params.unwrap_or(&empty), &binding)?;
+        let round = Round {
+            input_responses: input.responses,
+            request_state: input.state.as_deref(),
+            client_capabilities: &rpc.detected.client_capabilities,
+            version: rpc.version,
+        };
+        let reply = self
             .dispatch
-            .get_prompt(name, &args, self.ctx(rpc))
+            .get_prompt_mrtr(name, &args, self.ctx(rpc), &round)
             .map_err(invalid)?;
-        let mut out = Map::new();
-        if let Some(d) = description {
-            out.insert("description".into(), Value::from(d));
+        match reply {
+            PromptReply::Messages {
+                description,
+                messages,
+            } => {
+                let mut out = Map::new();
+                if let Some(d) = description {
+                    out.insert("description".into(), Value::from(d));
+                }
+                out.insert("messages".into(), Value::from(messages));
+                Ok(Reply::Result(Value::Object(out)))
+            }
+            PromptReply::InputRequired(ask) if rpc.modern() => {
+                Ok(self.input_required(rpc, ask, &binding))
+            }
+            PromptReply::MissingCapability(required) if rpc.modern() => {
+                Err(ProtocolError::MissingClientCapability {
+                    required: Box::new(required),
+                })
+            }
+            PromptReply::InputRequired(_) | PromptReply::MissingCapability(_) => {
+                Err(invalid(format!(
+                    "Prompt {name} needs input from the user or the client, which only a client speaking MCP 2026-07-28 can provide"
+                )))
+            }
         }
-        out.insert("messages".into(), Value::from(messages));
-        Ok(Value::Object(out))
     }
 
     fn complete(&self, rpc: &Rpc<'_>) -> Result<Value, ProtocolError> {
