@@ -366,6 +366,9 @@ pub fn parse_url(raw: &str) -> Result<Target, String> {
         (host.to_owned(), port)
     } else {
         match authority.rsplit_once(':') {
+            Some((h, _)) if h.contains(':') => {
+                return Err("must put an IPv6 address in brackets".into());
+            }
             Some((h, p)) => (h.to_owned(), Some(p)),
             None => (authority.to_owned(), None),
         }
@@ -811,10 +814,8 @@ fn read_response(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) if head_end.is_some() => {
-                let _ = e;
-                break;
-            }
+            // A timeout or reset after the status line: keep what came.
+            Err(_) if head_end.is_some() => break,
             Err(e) => return Err(format!("read: {e}")),
         };
         buf.extend_from_slice(&chunk[..n]);

@@ -423,3 +423,85 @@ fn demo_has_a_webhook_with_deliveries_and_a_processed_export() {
         0
     );
 }
+
+fn read_resource(
+    bed: &Bed,
+    who: &Principal,
+    template: &str,
+    vars: &[(&str, &str)],
+) -> Result<Vec<dunning_core::Contents>, dunning_core::ResourceError> {
+    use dunning_core::Dispatch;
+    let catalog = bed.domain.catalog();
+    let t = catalog
+        .templates
+        .iter()
+        .find(|t| t.uri_template == template)
+        .expect("template listed");
+    let vars: std::collections::BTreeMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let mut uri = template.to_owned();
+    for (k, v) in &vars {
+        uri = uri.replace(&format!("{{{k}}}"), v);
+    }
+    bed.domain.read_resource(&dunning_core::ResourceRead {
+        uri: &uri,
+        template: Some(t),
+        vars: &vars,
+        ctx: dunning_core::Ctx {
+            principal: who,
+            now: bed.now,
+            request_id: "res",
+            entropy: &[0; 32],
+        },
+    })
+}
+
+#[test]
+fn resources_serve_the_csv_and_the_delivery() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let carla = bed.carla();
+    debtor(&mut bed, &ana, "529.982.247-25", "Maria Silva");
+    let hook = bed.ok(
+        &ana,
+        "dunning_webhooks_create",
+        json!({"url": "https://x.example.com", "events": ["*"]}),
+    );
+    let eid = id(&bed.ok(
+        &ana,
+        "dunning_exports_create",
+        json!({"resource": "debtors"}),
+    ));
+    let tpl = "kobana://dunning/exports/{id}/download";
+    assert!(
+        read_resource(&bed, &ana, tpl, &[("id", &eid)]).is_err(),
+        "not processed yet"
+    );
+    process(&bed, &ana);
+    process(&bed, &ana);
+    let (csv, _) = download(&mut bed, &ana, &eid);
+    match &read_resource(&bed, &ana, tpl, &[("id", &eid)]).unwrap()[0] {
+        dunning_core::Contents::Text { mime_type, text } => {
+            assert_eq!(mime_type, "text/csv");
+            assert_eq!(text, &csv);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(read_resource(&bed, &carla, tpl, &[("id", &eid)]).is_err());
+
+    let hid = id(&hook);
+    let did = bed.ok(&ana, "dunning_webhook_deliveries_list", json!({"id": hid}))["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tpl = "kobana://dunning/webhooks/{id}/deliveries/{delivery_id}";
+    let got = read_resource(&bed, &ana, tpl, &[("id", &hid), ("delivery_id", &did)]).unwrap();
+    let dunning_core::Contents::Text { text, .. } = &got[0] else {
+        panic!("json")
+    };
+    let v: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(v["event_code"], "export.processed");
+    assert!(read_resource(&bed, &carla, tpl, &[("id", &hid), ("delivery_id", &did)]).is_err());
+}

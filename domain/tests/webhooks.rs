@@ -148,6 +148,7 @@ fn url_validation_names_the_field() {
         "https:///nohost",
         "https://erp.example.com:0/",
         "https://erp example.com/",
+        "https://::1/",
         "erp.example.com",
     ] {
         let e = bed.err(
