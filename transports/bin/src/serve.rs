@@ -25,7 +25,9 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use dunning_core::jwt::{Jwk, KeySet, Validation};
 use dunning_core::{Config, Dispatch, Keys, Server, StateKey};
 use dunning_domain::Domain;
+use dunning_domain::engine::{self, DeliveryDriver, DriverError, DriverReceipt, Rendered};
 use dunning_runtime::{Observer, Options, SystemClock};
+use serde_json::Value;
 use zeroize::Zeroizing;
 
 use crate::auth::{self, Authenticator};
@@ -340,28 +342,72 @@ fn spawn_refresher(
         .unwrap_or_else(|e| panic!("spawning the JWKS refresher: {e}"))
 }
 
-/// The periodic jobs: idempotency sweep (and the ruler engine once the domain has it).
+/// The delivery driver of the binary: nothing leaves the machine. The delivery keeps
+/// its rendered text in the store; the log gets one line per message (ids only, no
+/// content: messages carry debtors' personal data).
+#[derive(Debug, Default)]
+struct LogDriver;
+
+impl DeliveryDriver for LogDriver {
+    fn send(&self, delivery: &Value, _rendered: &Rendered) -> Result<DriverReceipt, DriverError> {
+        let field = |k: &str| delivery.get(k).and_then(Value::as_str).unwrap_or_default();
+        tracing::info!(
+            delivery_id = field("id"),
+            charge_id = field("charge_id"),
+            channel = field("channel"),
+            "delivery recorded"
+        );
+        Ok(DriverReceipt {
+            provider_message_id: format!("local-{}", field("id")),
+        })
+    }
+}
+
+/// The periodic jobs: the idempotency sweep and the ruler engine tick.
 fn spawn_jobs(
     server: Arc<Server<Domain>>,
     s: &Settings,
     stop: mpsc::Receiver<()>,
 ) -> JoinHandle<()> {
     let sweep_every = Duration::from_secs(s.jobs.sweep_interval_secs.max(1));
+    let tick_every = Duration::from_secs(s.jobs.engine_interval_secs.max(1));
     thread::Builder::new()
         .name("jobs".into())
         .spawn(move || {
+            let domain = server.dispatch();
+            let driver = LogDriver;
             let mut next_sweep = Instant::now();
+            let mut next_tick = Instant::now();
             loop {
                 let now = Instant::now();
+                if now >= next_tick {
+                    next_tick = now + tick_every;
+                    match engine::tick(domain, SystemClock::now(), &driver) {
+                        Ok(r) if r.overdue + r.scheduled + r.sent + r.failed + r.canceled > 0 => {
+                            tracing::info!(
+                                overdue = r.overdue,
+                                scheduled = r.scheduled,
+                                sent = r.sent,
+                                failed = r.failed,
+                                canceled = r.canceled,
+                                "ruler engine tick"
+                            );
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "ruler engine tick failed"),
+                    }
+                }
                 if now >= next_sweep {
                     next_sweep = now + sweep_every;
-                    match server.dispatch().sweep_idempotency(SystemClock::now()) {
+                    match domain.sweep_idempotency(SystemClock::now()) {
                         Ok(0) => {}
                         Ok(n) => tracing::info!(forgotten = n, "idempotency sweep"),
                         Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),
                     }
                 }
-                let wait = next_sweep.saturating_duration_since(Instant::now());
+                let wait = next_sweep
+                    .min(next_tick)
+                    .saturating_duration_since(Instant::now());
                 match stop.recv_timeout(wait) {
                     Err(RecvTimeoutError::Timeout) => {}
                     Ok(()) | Err(RecvTimeoutError::Disconnected) => break,

@@ -1,0 +1,388 @@
+//! Helpers of the end-to-end tests: the built binary on a free loopback port with a
+//! private data dir, and a tiny HTTP/1.1 client over real sockets.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_kobana-dunning");
+
+/// The modern revision.
+pub const V2026: &str = "2026-07-28";
+/// A legacy revision.
+pub const V2025: &str = "2025-06-18";
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh, empty directory under the target's temporary directory.
+pub fn scratch(name: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("kobana-e2e-{}", std::process::id()))
+        .join(format!("{name}-{n}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A data dir seeded once per test process (`demo` on a new dir), copied for each server
+/// so that every test starts from the same data without paying for the seeding again.
+fn template() -> &'static Path {
+    static TEMPLATE: OnceLock<PathBuf> = OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        // Leftovers of earlier runs.
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let mine = format!("kobana-e2e-{}", std::process::id());
+        if let Ok(entries) = std::fs::read_dir(&root) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("kobana-e2e-") && name != mine {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = scratch("template");
+        let out = Command::new(BIN)
+            .args(["demo", "--data-dir"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "demo: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir
+    })
+}
+
+/// A copy of the seeded template.
+pub fn seeded_dir(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    for e in std::fs::read_dir(template()).unwrap().flatten() {
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+    }
+    dir
+}
+
+/// A running `kobana-dunning serve`.
+pub struct Srv {
+    /// The process.
+    pub child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The development token printed at startup.
+    pub token: String,
+    /// Everything printed on stdout at startup.
+    pub stdout: String,
+    /// The data dir.
+    pub dir: PathBuf,
+    /// Everything logged on stderr so far.
+    pub stderr: Arc<Mutex<String>>,
+}
+
+impl Srv {
+    /// Starts `serve` on `127.0.0.1:0` with a seeded data dir, extra flags and, when
+    /// given, a config file with `config`.
+    pub fn start(extra: &[&str], config: Option<&str>) -> Self {
+        Self::start_in(seeded_dir("srv"), extra, config)
+    }
+
+    /// Like [`Srv::start`], on the given data dir.
+    pub fn start_in(dir: PathBuf, extra: &[&str], config: Option<&str>) -> Self {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&dir)
+            .args(extra);
+        if let Some(text) = config {
+            let path = dir.join("test-config.toml");
+            std::fs::write(&path, text).unwrap();
+            cmd.arg("--config").arg(path);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(out).lines();
+            let mut seen = String::new();
+            let mut token_next = false;
+            for line in lines.by_ref() {
+                let Ok(line) = line else { break };
+                seen.push_str(&line);
+                seen.push('\n');
+                if token_next {
+                    let _ = tx.send(Some((seen.clone(), line)));
+                    break;
+                }
+                token_next = line.starts_with("Development token");
+            }
+            let _ = tx.send(None);
+            // Keep draining, so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let Ok(Some((stdout, token))) = rx.recv_timeout(Duration::from_secs(60)) else {
+            let _ = child.kill();
+            panic!("server did not start: {}", stderr.lock().unwrap());
+        };
+        let addr = stdout
+            .lines()
+            .find_map(|l| {
+                l.split_once(" listening on ")
+                    .map(|(_, a)| a.trim().to_owned())
+            })
+            .expect("listening line");
+        Self {
+            child,
+            url: format!("http://{addr}"),
+            addr,
+            token,
+            stdout,
+            dir,
+            stderr,
+        }
+    }
+
+    /// Runs `kobana-dunning token --data-dir <dir> <args>`; returns stdout.
+    pub fn mint(&self, args: &[&str]) -> String {
+        let out = Command::new(BIN)
+            .arg("token")
+            .args(args)
+            .arg("--data-dir")
+            .arg(&self.dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "token {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.trim_end().to_owned()
+    }
+
+    /// A raw request.
+    pub fn request(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Resp {
+        http(&self.addr, method, target, headers, body)
+    }
+
+    /// A JSON-RPC request to the MCP endpoint, in era `version`, with `token`.
+    pub fn rpc(&self, token: Option<&str>, version: &str, method: &str, params: Value) -> Resp {
+        self.rpc_at("/", token, version, method, params)
+    }
+
+    /// Like [`Srv::rpc`], to `target`.
+    pub fn rpc_at(
+        &self,
+        target: &str,
+        token: Option<&str>,
+        version: &str,
+        method: &str,
+        mut params: Value,
+    ) -> Resp {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if version == V2026 {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": V2026,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": { "name": "e2e", "version": "1" },
+            });
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", version),
+        ];
+        if let Some(a) = &auth {
+            headers.push(("Authorization", a));
+        }
+        if version == V2026 {
+            headers.push(("Mcp-Method", method));
+            if let Some(n) = &name {
+                headers.push(("Mcp-Name", n));
+            }
+        }
+        self.request("POST", target, &headers, body.to_string().as_bytes())
+    }
+
+    /// `tools/call` of `tool` with `args`.
+    pub fn call(&self, token: &str, version: &str, tool: &str, args: Value) -> Resp {
+        self.rpc(
+            Some(token),
+            version,
+            "tools/call",
+            json!({ "name": tool, "arguments": args }),
+        )
+    }
+
+    /// Sends SIGTERM and waits (at most 30 s) for the exit status.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -TERM {pid}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "no exit after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What the server logged so far.
+    pub fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One HTTP response.
+#[derive(Debug)]
+pub struct Resp {
+    /// Status code.
+    pub status: u16,
+    /// Header fields (names lowercased).
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    /// The first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {} {}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The `structuredContent` of a tool result.
+    pub fn structured(&self) -> Value {
+        self.json()["result"]["structuredContent"].clone()
+    }
+}
+
+/// One request on a fresh connection (`Connection: close`), read to the end.
+pub fn http(addr: &str, method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !body.is_empty() || method == "POST" {
+        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    // The server may answer (and close) before reading everything, e.g. a 400 for an
+    // oversized header section: a failed write is fine, the answer is what matters.
+    let _ = s.write_all(&bytes);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    parse(&raw)
+}
+
+fn parse(raw: &[u8]) -> Resp {
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[end + 4..].to_vec();
+    if let Some(n) = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+    {
+        body.truncate(n);
+    }
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
