@@ -635,8 +635,10 @@ pub struct SettlementLetter {
     pub due_date: NaiveDate,
     /// Date of the settling payment.
     pub paid_on: NaiveDate,
-    /// `boleto`, `pix` or `manual`.
+    /// `boleto`, `pix`, `manual` or `agreement`.
     pub paid_via: String,
+    /// The completed agreement that settled the charge (`paid_via` = `agreement`).
+    pub agreement_id: Option<String>,
     /// Where the letter is issued.
     pub place: String,
 }
@@ -672,22 +674,33 @@ pub fn settlement_letter(l: &SettlementLetter) -> Vec<u8> {
         (None, None) => format!("cobrança {}", l.charge_id),
     };
     let amount = money::format_brl(l.paid_cents);
-    w.paragraph(
-        &format!(
-            "{}, inscrita no {} sob o nº {}, declara, para os devidos fins, que recebeu de {}, inscrito(a) no {} sob o nº {}, a importância de {amount} ({}), por meio de {}, em {}, referente a {reference}, com vencimento em {}.",
-            l.creditor.name,
-            l.creditor.document_kind(),
-            l.creditor.document_formatted(),
-            l.debtor.name,
-            l.debtor.document_kind(),
-            l.debtor.document_formatted(),
-            amount_in_words(l.paid_cents),
+    let debtor = format!(
+        "{}, inscrito(a) no {} sob o nº {}",
+        l.debtor.name,
+        l.debtor.document_kind(),
+        l.debtor.document_formatted()
+    );
+    let creditor = format!(
+        "{}, inscrita no {} sob o nº {}",
+        l.creditor.name,
+        l.creditor.document_kind(),
+        l.creditor.document_formatted()
+    );
+    let words = amount_in_words(l.paid_cents);
+    let text = match &l.agreement_id {
+        Some(aid) => format!(
+            "{creditor}, declara, para os devidos fins, que o débito de {debtor}, no valor de {amount} ({words}), referente a {reference}, com vencimento em {}, foi integralmente pago por meio do acordo de renegociação nº {aid}, cujas parcelas foram todas quitadas, estando o acordo concluído em {}.",
+            short_date(l.due_date),
+            short_date(l.paid_on),
+        ),
+        None => format!(
+            "{creditor}, declara, para os devidos fins, que recebeu de {debtor} a importância de {amount} ({words}), por meio de {}, em {}, referente a {reference}, com vencimento em {}.",
             via_text(&l.paid_via),
             short_date(l.paid_on),
             short_date(l.due_date),
         ),
-        body,
-    );
+    };
+    w.paragraph(&text, body);
     w.space(8.0);
     w.paragraph(
         "Com o recebimento dessa importância, o credor dá ao devedor plena, geral e irrevogável quitação do débito acima identificado, nada mais tendo a reclamar a esse título, nos termos dos arts. 319 e 320 do Código Civil (Lei nº 10.406/2002).",

@@ -132,7 +132,7 @@ fn assert_field(e: &ToolError, field: &str) {
 // ---- create, get, list ----
 
 #[test]
-fn create_registers_boleto_and_pix() {
+fn rule_registered_charge_has_boleto_and_pix_codes() {
     let mut bed = Bed::new();
     let ana = bed.ana();
     let d = maria(&mut bed, &ana);
@@ -268,6 +268,42 @@ fn external_id_is_unique() {
         json!({"debtor_id": d, "amount": 1.0, "due_date": "2026-12-10", "payment_method": "pix", "external_id": "FAT-9"}),
     );
     assert_eq!(e.code, ToolErrorCode::Conflict);
+}
+
+#[test]
+fn rule_due_date_not_in_the_past() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let e = bed.err(
+        &ana,
+        "dunning_charges_create",
+        json!({"debtor_id": d, "amount": 10.0, "due_date": "2026-11-30", "payment_method": "pix"}),
+    );
+    assert_field(&e, "due_date");
+    assert!(
+        e.message.contains("2026-12-01"),
+        "names today: {}",
+        e.message
+    );
+    let id = sid(&charge(
+        &mut bed,
+        &ana,
+        &d,
+        json!({"due_date": "2026-12-01"}),
+    ));
+    bed.advance_days(3);
+    let e = bed.err(
+        &ana,
+        "dunning_charges_update",
+        json!({"id": id, "due_date": "2026-12-03"}),
+    );
+    assert_field(&e, "due_date");
+    bed.ok(
+        &ana,
+        "dunning_charges_update",
+        json!({"id": id, "due_date": "2026-12-04"}),
+    );
 }
 
 #[test]
@@ -604,7 +640,7 @@ fn rule_redating_an_overdue_charge_makes_it_pending() {
 }
 
 #[test]
-fn delete_only_drafts() {
+fn rule_only_drafts_can_be_deleted() {
     let mut bed = Bed::new();
     let ana = bed.ana();
     let d = maria(&mut bed, &ana);
@@ -633,7 +669,7 @@ fn delete_only_drafts() {
 }
 
 #[test]
-fn cancel_open_charges_idempotently() {
+fn rule_cancel_only_open_charges_idempotently() {
     let mut bed = Bed::new();
     let ana = bed.ana();
     let d = maria(&mut bed, &ana);
@@ -902,8 +938,87 @@ fn rule_settlement_letter_only_when_paid() {
     assert!(text.contains("Demo Cobranças Ltda"), "{text}");
 }
 
+/// Marks a charge renegotiated into an agreement document stored as-is (the agreements
+/// module's own tests cover how agreements get there).
+fn fold_into_agreement(bed: &Bed, who: &Principal, charge_id: &str, status: &str) {
+    fn run(op: &mut Op<'_>) -> Result<Output, DomainError> {
+        let id = op.str("id")?.to_owned();
+        let aid = op.str("agreement_id")?.to_owned();
+        let status = op.str("status")?.to_owned();
+        charges::mark_renegotiated(op, &id, Some(&aid))?;
+        let doc = json!({
+            "id": aid, "status": status, "completed_at": "2027-02-15T10:00:00-03:00",
+            "charges": [{"charge_id": id, "updated_amount": 1300.0}],
+            "created_at": "2026-12-20T10:00:00-03:00", "updated_at": "2026-12-20T10:00:00-03:00",
+        });
+        op.tx.put(Kind::Agreement, op.org, &doc)?;
+        Ok(Output::NoContent)
+    }
+    let mut entropy = [0u8; 32];
+    entropy[..8].copy_from_slice(&ENTROPY.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+    let aid = format!(
+        "a9d0c7e2-0000-4000-8000-{:012}",
+        ENTROPY.load(Ordering::Relaxed) % 1_000_000
+    );
+    dunning_domain::demo::run_as(
+        &bed.domain,
+        who,
+        bed.now,
+        entropy,
+        run,
+        json!({"id": charge_id, "agreement_id": aid, "status": status}),
+    )
+    .unwrap();
+}
+
 #[test]
-fn statement_json_totals_and_pdf() {
+fn rule_settlement_letter_after_a_completed_agreement() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let active = sid(&charge(
+        &mut bed,
+        &ana,
+        &d,
+        json!({"due_date": "2026-12-02"}),
+    ));
+    let done = sid(&charge(
+        &mut bed,
+        &ana,
+        &d,
+        json!({"due_date": "2026-12-02"}),
+    ));
+    bed.advance_days(5);
+    sweep(&bed, &ana);
+    fold_into_agreement(&bed, &ana, &active, "active");
+    fold_into_agreement(&bed, &ana, &done, "completed");
+    assert_eq!(get(&mut bed, &ana, &done)["status"], "renegotiated");
+    let e = bed.err(
+        &ana,
+        "dunning_charges_settlement_letter",
+        json!({"id": active}),
+    );
+    assert_eq!(
+        e.code,
+        ToolErrorCode::NotSettled,
+        "the agreement is not completed yet"
+    );
+    let f = file(
+        bed.call(
+            &ana,
+            "dunning_charges_settlement_letter",
+            json!({"id": done}),
+        )
+        .unwrap(),
+    );
+    let text = dunning_domain::documents::check::flat_text(&f.bytes);
+    assert!(text.contains("acordo de renegociação"), "{text}");
+    assert!(text.contains("R$ 1.300,00"), "{text}");
+    assert!(text.contains("15/02/2027"), "{text}");
+}
+
+#[test]
+fn rule_statement_totals_come_from_the_server() {
     let mut bed = Bed::new();
     let ana = bed.ana();
     let d = maria(&mut bed, &ana);
@@ -989,7 +1104,7 @@ fn statement_json_totals_and_pdf() {
 // ---- decisions ----
 
 #[test]
-fn decide_write_off_suspend_continue() {
+fn rule_write_off_only_from_overdue_and_suspend_pauses() {
     let mut bed = Bed::new();
     let ana = bed.ana();
     let d = maria(&mut bed, &ana);

@@ -29,6 +29,7 @@ fn letter() -> SettlementLetter {
         due_date: day(2026, 11, 20),
         paid_on: day(2026, 12, 1),
         paid_via: "pix".into(),
+        agreement_id: None,
         place: "São Paulo".into(),
     }
 }
@@ -69,6 +70,24 @@ fn rule_settlement_letter_carries_what_the_civil_code_asks() {
         "arts. 319 e 320 do Código Civil",
         "Valor original da cobrança: R$ 1.200,00",
         "São Paulo, 1º de dezembro de 2026.",
+    ] {
+        assert!(text.contains(part), "missing {part:?} in {text}");
+    }
+}
+
+#[test]
+fn rule_settlement_through_a_completed_agreement() {
+    let mut l = letter();
+    l.paid_via = "agreement".into();
+    l.agreement_id = Some("a9d0c7e2-0000-4000-8000-000000000002".into());
+    l.paid_on = day(2027, 3, 10);
+    let text = check::flat_text(&documents::settlement_letter(&l));
+    for part in [
+        "que o débito de João Conceição, inscrito(a) no CPF sob o nº 529.982.247-25, no valor de R$ 1.234,56",
+        "foi integralmente pago por meio do acordo de renegociação nº a9d0c7e2-0000-4000-8000-000000000002",
+        "estando o acordo concluído em 10/03/2027",
+        "arts. 319 e 320 do Código Civil",
+        "São Paulo, 10 de março de 2027.",
     ] {
         assert!(text.contains(part), "missing {part:?} in {text}");
     }

@@ -338,12 +338,16 @@ pub fn brl_text(x: f64) -> String {
 pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let today = op.today();
     let yesterday = today - chrono::Duration::days(1);
-    let q = Query::all()
-        .with(Cond::Eq("status", json!("pending")))
-        .with(Cond::Le(
-            "due_date",
-            json!(yesterday.format("%Y-%m-%d").to_string()),
-        ));
+    let q = Query {
+        conds: vec![
+            Cond::Eq("status", json!("pending")),
+            Cond::Le("due_date", json!(yesterday.format("%Y-%m-%d").to_string())),
+        ],
+        // The (status, due_date) index answers this without a scan.
+        sort: ("due_date", crate::store::Order::Asc),
+        limit: None,
+        offset: 0,
+    };
     let candidates: Vec<Charge> = find(op.tx, Kind::Charge, op.org, &q)?;
     let mut moved = 0;
     let mut touched = BTreeSet::new();

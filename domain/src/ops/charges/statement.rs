@@ -36,25 +36,78 @@ fn pdf(bytes: Vec<u8>, path: String) -> Output {
     })
 }
 
-/// The settlement letter of a paid charge (rule 7). Same bytes every time.
+fn local_date(ts: Option<&str>) -> Option<NaiveDate> {
+    ts.and_then(calendar::parse_timestamp)
+        .map(|t| t.with_timezone(&calendar::offset()).date_naive())
+}
+
+/// How a charge was settled, when it was.
+enum Settled {
+    /// Paid in full: amount received, date, means.
+    Paid(i64, NaiveDate, String),
+    /// Folded into an agreement whose installments were all paid: the amount the
+    /// agreement took over, the day it completed, the agreement id.
+    Agreement(i64, NaiveDate, String),
+}
+
+fn settled(op: &mut Op<'_>, c: &Charge) -> Result<Option<Settled>, DomainError> {
+    match c.status.as_str() {
+        "paid" => Ok(Some(Settled::Paid(
+            money::cents(c.paid_amount).unwrap_or_default(),
+            local_date(c.paid_at.as_deref()).unwrap_or_else(|| op.today()),
+            c.paid_via.clone().unwrap_or_else(|| "manual".into()),
+        ))),
+        "renegotiated" => {
+            let Some(aid) = &c.agreement_id else {
+                return Ok(None);
+            };
+            let Some(a) = op.tx.get(Kind::Agreement, op.org, aid)? else {
+                return Ok(None);
+            };
+            if a.get("status").and_then(Value::as_str) != Some("completed") {
+                return Ok(None);
+            }
+            let part = a
+                .get("charges")
+                .and_then(Value::as_array)
+                .and_then(|parts| {
+                    parts
+                        .iter()
+                        .find(|p| p.get("charge_id").and_then(Value::as_str) == Some(c.id.as_str()))
+                })
+                .and_then(|p| p.get("updated_amount"))
+                .and_then(Value::as_f64)
+                .and_then(money::cents);
+            let owed = money::cents(c.amount).unwrap_or_default()
+                - money::cents(c.paid_amount).unwrap_or_default();
+            let day = local_date(a.get("completed_at").and_then(Value::as_str))
+                .unwrap_or_else(|| op.today());
+            Ok(Some(Settled::Agreement(
+                part.unwrap_or(owed),
+                day,
+                aid.clone(),
+            )))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The settlement letter of a paid charge, or of a charge whose agreement was completed
+/// (rule 7). Same bytes every time.
 pub(super) fn settlement_letter(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = op.str("id")?;
     let c = super::load_charge(op, id)?;
-    if c.status != "paid" {
+    let Some(how) = settled(op, &c)? else {
         return Err(DomainError::NotSettled(format!(
-            "not_settled: charge {id} is {}; a settlement letter (carta de quitação) is issued only for a fully paid charge",
+            "not_settled: charge {id} is {}; a settlement letter (carta de quitação) is issued only for a fully paid charge or one whose agreement was completed",
             c.status
         )));
-    }
+    };
     let debtor = load_debtor(op, &c.debtor_id)?;
-    let paid_on = c
-        .paid_at
-        .as_deref()
-        .and_then(calendar::parse_timestamp)
-        .map_or_else(
-            || op.today(),
-            |t| t.with_timezone(&calendar::offset()).date_naive(),
-        );
+    let (paid_cents, paid_on, paid_via, agreement_id) = match how {
+        Settled::Paid(cents, day, via) => (cents, day, via, None),
+        Settled::Agreement(cents, day, aid) => (cents, day, "agreement".to_owned(), Some(aid)),
+    };
     let letter = SettlementLetter {
         creditor: creditor(op)?,
         debtor: party(&debtor),
@@ -62,10 +115,11 @@ pub(super) fn settlement_letter(op: &mut Op<'_>) -> Result<Output, DomainError> 
         external_id: c.external_id.clone(),
         description: c.description.clone(),
         original_cents: money::cents(c.amount).unwrap_or_default(),
-        paid_cents: money::cents(c.paid_amount).unwrap_or_default(),
+        paid_cents,
         due_date: due_date(&c),
         paid_on,
-        paid_via: c.paid_via.clone().unwrap_or_else(|| "manual".into()),
+        paid_via,
+        agreement_id,
         place: "São Paulo".into(),
     };
     Ok(pdf(
