@@ -295,7 +295,6 @@ pub fn tools() -> Vec<ToolSpec> {
 #[derive(Clone, Debug, PartialEq)]
 struct Terms {
     debtor: Debtor,
-    charges: Vec<Charge>,
     parts: Vec<ChargePart>,
     principal: i64,
     fine: i64,
@@ -497,7 +496,6 @@ fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
     let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, debtor_id)?;
     let mut t = Terms {
         debtor,
-        charges: Vec::new(),
         parts: Vec::new(),
         principal: 0,
         fine: 0,
@@ -548,7 +546,6 @@ fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
             updated_amount: money::brl(p + f + i),
             days_overdue: b.days_late,
         });
-        t.charges.push(c);
     }
     t.updated = t.principal + t.fine + t.interest;
     t.discount = ((t.updated as f64) * discount_pct / 100.0).round() as i64;
