@@ -4,6 +4,10 @@
 //! (`FORBIDDEN`) → schema (`VALIDATION_ERROR`) → for destructive tools, confirmation →
 //! the domain. Confirmation never trusts `inputResponses` without a `requestState` that
 //! opens under our key and binds this caller, this tool and these exact arguments.
+//!
+//! A non-destructive tool runs through [`Dispatch::call_tool_mrtr`] (by default the same as
+//! [`Dispatch::call_tool`]): it may return its own content blocks, progress steps, or, in
+//! era 2026, ask for input over several rounds; [`crate::mrtr`] says what the core checks.
 
 use serde_json::{Map, Value, json};
 
@@ -110,19 +114,36 @@ impl<D: Dispatch> Server<D> {
             Ok(s) => s,
             Err(e) => return Reply::Error(e),
         };
+        let token = progress_token(params);
         let round = Round {
             input_responses: state.responses,
             request_state: state.state.as_deref(),
             client_capabilities: &rpc.detected.client_capabilities,
             version: rpc.version,
+            progress_token: token,
         };
         match self.dispatch.call_tool_mrtr(call, &round) {
-            Ok(ToolReply::Output(out)) => self.tool_result(rpc, &out.tool_value(), false),
-            Ok(ToolReply::Content {
+            Ok(reply) => self.render_reply(rpc, call, reply, &binding, token),
+            Err(e) => self.tool_error(rpc, e, log),
+        }
+    }
+
+    /// Renders what [`Dispatch::call_tool_mrtr`] returned.
+    fn render_reply(
+        &self,
+        rpc: &Rpc<'_>,
+        call: &ToolCall<'_>,
+        reply: ToolReply,
+        binding: &mrtr::Binding<'_>,
+        token: Option<&Value>,
+    ) -> Reply {
+        match reply {
+            ToolReply::Output(out) => self.tool_result(rpc, &out.tool_value(), false),
+            ToolReply::Content {
                 content,
                 structured,
                 is_error,
-            }) => {
+            } => {
                 let mut result = json!({ "content": content });
                 if let Some(v) = structured
                     && rpc.version != Version::V2025_03_26
@@ -134,15 +155,24 @@ impl<D: Dispatch> Server<D> {
                 }
                 Reply::Result(result)
             }
-            Ok(ToolReply::InputRequired(ask)) if rpc.modern() => {
-                self.input_required(rpc, ask, &binding)
+            ToolReply::WithProgress { steps, reply } => {
+                let inner = self.render_reply(rpc, call, *reply, binding, token);
+                // Progress goes only to a caller that asked for it, before a final result.
+                match (token, inner) {
+                    (Some(token), Reply::Result(result)) if !steps.is_empty() => Reply::Stream {
+                        notifications: steps.iter().map(|s| s.notification(token)).collect(),
+                        result,
+                    },
+                    (_, inner) => inner,
+                }
             }
-            Ok(ToolReply::MissingCapability(required)) if rpc.modern() => {
+            ToolReply::InputRequired(ask) if rpc.modern() => self.input_required(rpc, ask, binding),
+            ToolReply::MissingCapability(required) if rpc.modern() => {
                 Reply::Error(ProtocolError::MissingClientCapability {
                     required: Box::new(required),
                 })
             }
-            Ok(ToolReply::InputRequired(_) | ToolReply::MissingCapability(_)) => {
+            ToolReply::InputRequired(_) | ToolReply::MissingCapability(_) => {
                 // Era 2025: no way to ask the client; say so as a tool error.
                 let text = format!(
                     "{} needs input from the user or the client (elicitation, sampling or roots), \
@@ -154,7 +184,6 @@ impl<D: Dispatch> Server<D> {
                     "isError": true,
                 }))
             }
-            Err(e) => self.tool_error(rpc, e, log),
         }
     }
 
@@ -399,6 +428,12 @@ impl<D: Dispatch> Server<D> {
         log.tool_error = Some(e.code.as_str());
         self.tool_result(rpc, &e.to_json(&rpc.env.request_id), true)
     }
+}
+
+/// `params._meta.progressToken`, when it is a string or an integer (both eras).
+fn progress_token(params: &Map<String, Value>) -> Option<&Value> {
+    let token = params.get("_meta")?.get("progressToken")?;
+    (token.is_string() || token.is_i64() || token.is_u64()).then_some(token)
 }
 
 /// Whether declared capabilities allow a form elicitation (`{}` means form).

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::{Catalog, TemplateDef, ToolDef};
 use crate::env::UnixTime;
-pub use crate::mrtr::{InputRequired, PromptReply, Round, ToolReply};
+pub use crate::mrtr::{InputRequired, Progress, PromptReply, Round, ToolReply};
 use crate::principal::Principal;
 
 /// Per-call context every domain operation receives.

@@ -71,7 +71,7 @@ pub use era::{Era, Version};
 pub use error::{ErrorCode, ProtocolError};
 pub use jwt::{Claims, KeySet, Validation};
 pub use limit::{Limited, RateLimit, Unlimited};
-pub use mrtr::{InputRequired, PromptReply, Round, ToolReply};
+pub use mrtr::{InputRequired, Progress, PromptReply, Round, ToolReply};
 pub use principal::{Access, Audience, Principal, Scope};
 pub use registry::ConfigError;
 pub use request::{Header, Request};

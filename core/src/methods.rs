@@ -291,6 +291,7 @@ impl<D: Dispatch> Server<D> {
             request_state: input.state.as_deref(),
             client_capabilities: &rpc.detected.client_capabilities,
             version: rpc.version,
+            progress_token: None,
         };
         let reply = self
             .dispatch

@@ -70,6 +70,8 @@ pub struct Round<'a> {
     pub client_capabilities: &'a Map<String, Value>,
     /// The protocol version of the request.
     pub version: Version,
+    /// `params._meta.progressToken`, when the caller asked for progress (both eras).
+    pub progress_token: Option<&'a Value>,
 }
 
 impl<'a> Round<'a> {
@@ -80,6 +82,7 @@ impl<'a> Round<'a> {
             request_state: None,
             client_capabilities,
             version,
+            progress_token: None,
         }
     }
 
@@ -130,6 +133,54 @@ pub enum ToolReply {
     /// The tool needs client capabilities the request did not declare: `-32021` with
     /// this `requiredCapabilities` object (e.g. `{"sampling": {}}`).
     MissingCapability(Value),
+    /// Progress steps reported before `reply`. When the request carried a progress token
+    /// and `reply` is a final result, the answer is an SSE response (`text/event-stream`,
+    /// when the client accepts it) of one `notifications/progress` per step, then the
+    /// result; otherwise the steps are dropped and `reply` is answered alone. The core is
+    /// sans-IO, so the steps are delivered together with the result, not as they happen.
+    WithProgress {
+        /// The steps, in order.
+        steps: Vec<Progress>,
+        /// What follows them.
+        reply: Box<Self>,
+    },
+}
+
+/// One `notifications/progress` step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// Progress so far (increases step by step).
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// A human-readable message.
+    pub message: Option<String>,
+}
+
+impl Progress {
+    /// The notification for the caller's `token`.
+    pub(crate) fn notification(&self, token: &Value) -> Value {
+        let mut params = Map::new();
+        params.insert("progressToken".into(), token.clone());
+        params.insert("progress".into(), number(self.progress));
+        if let Some(t) = self.total {
+            params.insert("total".into(), number(t));
+        }
+        if let Some(m) = &self.message {
+            params.insert("message".into(), Value::from(m.as_str()));
+        }
+        json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": params })
+    }
+}
+
+/// A JSON number, integral when the value is a whole number.
+fn number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        #[allow(clippy::cast_possible_truncation)]
+        Value::from(x as i64)
+    } else {
+        Value::from(x)
+    }
 }
 
 /// What a prompt returns through [`crate::Dispatch::get_prompt_mrtr`].

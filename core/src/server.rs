@@ -88,6 +88,14 @@ pub(crate) enum Reply {
     Body(Vec<u8>),
     /// A protocol error.
     Error(ProtocolError),
+    /// Notifications, then a result (era decoration is added by the server): an SSE body
+    /// when the client accepts `text/event-stream`, else the result alone as JSON.
+    Stream {
+        /// Complete JSON-RPC notifications, sent first.
+        notifications: Vec<Value>,
+        /// The result object.
+        result: Value,
+    },
 }
 
 impl<D: Dispatch> Server<D> {
@@ -273,6 +281,21 @@ impl<D: Dispatch> Server<D> {
                 log.version = Some(version);
                 let body = jsonrpc::success(id, &result);
                 with_version(Response::json(StatusCode::OK, body), version)
+            }
+            Reply::Stream {
+                notifications,
+                mut result,
+            } => {
+                if modern {
+                    self.decorate(&msg.method, &mut result);
+                }
+                let body = jsonrpc::success(id, &result);
+                let resp = if accepts_event_stream(req) {
+                    event_stream(&notifications, &body)
+                } else {
+                    Response::json(StatusCode::OK, body)
+                };
+                with_version(resp, version)
             }
             Reply::Error(ProtocolError::InsufficientScope { scope }) => {
                 let mut r = self.refuse(
@@ -518,6 +541,40 @@ fn check_content_type(req: &Request<'_>) -> Result<(), ProtocolError> {
         }
     }
     Ok(())
+}
+
+/// Whether an `Accept` header lists `text/event-stream`.
+fn accepts_event_stream(req: &Request<'_>) -> bool {
+    req.header_values("accept").any(|v| {
+        std::str::from_utf8(v).is_ok_and(|v| {
+            v.split(',').any(|t| {
+                t.split(';')
+                    .next()
+                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+            })
+        })
+    })
+}
+
+/// A complete `text/event-stream` body: one `message` event per notification, then the
+/// response (the stream ends with it, as Streamable HTTP requires).
+fn event_stream(notifications: &[Value], response: &[u8]) -> Response {
+    let mut body = Vec::with_capacity(response.len() + 256 * notifications.len());
+    for n in notifications {
+        body.extend_from_slice(b"event: message\ndata: ");
+        jsonrpc::write_json(&mut body, n);
+        body.extend_from_slice(b"\n\n");
+    }
+    body.extend_from_slice(b"event: message\ndata: ");
+    body.extend_from_slice(response);
+    body.extend_from_slice(b"\n\n");
+    let mut r = Response::empty(StatusCode::OK);
+    r.headers.push((
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    ));
+    r.body = body;
+    r
 }
 
 fn with_version(mut r: Response, v: Version) -> Response {

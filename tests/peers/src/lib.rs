@@ -34,7 +34,7 @@ use dunning_core::dispatch::{
     ToolError, ToolErrorCode,
 };
 use dunning_core::principal::{Access, Audience, Principal, Scope};
-use dunning_core::{InputRequired, PromptReply, Round, ToolReply, UnixTime};
+use dunning_core::{InputRequired, Progress, PromptReply, Round, ToolReply, UnixTime};
 use serde_json::{Map, Value, json};
 
 /// A 1×1 red PNG.
@@ -298,7 +298,16 @@ impl Fixtures {
                 structured: None,
                 is_error: true,
             },
-            "test_tool_with_progress" => content(vec![text("Progress tool completed: 100/100")]),
+            "test_tool_with_progress" => ToolReply::WithProgress {
+                steps: [0.0, 50.0, 100.0]
+                    .map(|p| Progress {
+                        progress: p,
+                        total: Some(100.0),
+                        message: Some(format!("{p}/100")),
+                    })
+                    .to_vec(),
+                reply: Box::new(content(vec![text("Progress tool completed: 100/100")])),
+            },
             "test_logging_tool" => {
                 // No logging capability: a request without `_meta` logLevel gets no log.
                 content(vec![text(
