@@ -143,6 +143,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         println!("Development token (ana@demo.example, organization demo, MCP audience, 24 h):");
         println!("{token}");
     }
+    println!("Ready: stop with Ctrl-C (SIGINT) or SIGTERM.");
     tracing::info!(
         listen = %bound,
         public_url = %public_url,

@@ -95,6 +95,15 @@ fn startup_prints_the_endpoint_and_a_working_token() {
         srv.stdout
     );
     assert_eq!(srv.token.split('.').count(), 3);
+    // The keys the server created in the data dir are private.
+    for key in ["dev-signing.key", "request-state.key"] {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(srv.dir.join(key))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{key}");
+    }
     for version in [V2026, V2025] {
         let r = srv.rpc(Some(&srv.token), version, "tools/list", json!({}));
         assert_eq!(r.status, 200, "{}", r.text());
@@ -605,4 +614,138 @@ fn sigterm_drains_and_exits_zero_on_every_transport() {
         assert_eq!(status.code(), Some(0), "{transport}: {}", srv.log());
         assert!(srv.log().contains("stopped"), "{transport}");
     }
+}
+
+/// An ES256 key of the "authorization server" of the JWKS tests.
+fn es_key(byte: u8) -> p256::ecdsa::SigningKey {
+    p256::ecdsa::SigningKey::from_slice(&[byte; 32]).unwrap()
+}
+
+fn es_jwk(kid: &str, key: &p256::ecdsa::SigningKey) -> Value {
+    let p = key.verifying_key().to_encoded_point(false);
+    json!({
+        "kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256", "use": "sig",
+        "x": URL_SAFE_NO_PAD.encode(p.x().unwrap()),
+        "y": URL_SAFE_NO_PAD.encode(p.y().unwrap()),
+    })
+}
+
+/// An ES256 access token from the external issuer, for ana in `demo`.
+fn es_token(srv: &Srv, kid: &str, key: &p256::ecdsa::SigningKey) -> String {
+    use p256::ecdsa::signature::Signer as _;
+    let now = now_secs();
+    let claims = json!({
+        "iss": "https://issuer.test", "aud": endpoint(srv)["mcp_audience"],
+        "sub": "ana@demo.example", "org": "demo", "scope": "dunning.read",
+        "iat": now, "exp": now + 600, "client_id": "some-agent",
+    });
+    let signing_input = format!(
+        "{}.{}",
+        b64(&json!({ "alg": "ES256", "typ": "at+jwt", "kid": kid })),
+        b64(&claims)
+    );
+    let sig: p256::ecdsa::Signature = key.sign(signing_input.as_bytes());
+    format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig.to_bytes()))
+}
+
+/// A loopback HTTP server answering every request with the current `jwks`.
+fn jwks_server(jwks: std::sync::Arc<std::sync::Mutex<String>>) -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 1024];
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let body = jwks.lock().unwrap().clone();
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/jwk-set+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}/jwks.json")
+}
+
+#[test]
+fn jwks_file_replaces_the_development_key() {
+    let dir = seeded_dir("jwks-file");
+    let a = es_key(5);
+    let jwks = json!({ "keys": [es_jwk("a", &a), { "kty": "oct", "kid": "s", "k": "c2VjcmV0" }] });
+    std::fs::write(dir.join("jwks.json"), jwks.to_string()).unwrap();
+    let config = format!(
+        "[auth]\nissuer = \"https://issuer.test\"\njwks_file = \"{}\"\n",
+        dir.join("jwks.json").display()
+    );
+    let srv = Srv::start_in(dir, &[], Some(&config));
+    assert!(
+        srv.token.is_empty(),
+        "no development token without the development key"
+    );
+    let r = srv.call(&es_token(&srv, "a", &a), V2026, "dunning_me", json!({}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.structured()["user"]["email"], "ana@demo.example");
+    // The PRM names the configured issuer.
+    let prm = srv
+        .request("GET", "/.well-known/oauth-protected-resource", &[], b"")
+        .json();
+    assert_eq!(prm["authorization_servers"], json!(["https://issuer.test"]));
+    // A development token is no longer trusted, nor a key the JWKS does not list.
+    let dev = srv.mint(&["--org", "demo", "--person", "ana@demo.example"]);
+    assert_invalid_token(&srv.call(&dev, V2026, "dunning_me", json!({})), &srv, "dev");
+    let other = es_token(&srv, "a", &es_key(6));
+    assert_invalid_token(
+        &srv.call(&other, V2026, "dunning_me", json!({})),
+        &srv,
+        "other",
+    );
+}
+
+#[test]
+fn jwks_url_is_fetched_and_follows_a_rotation() {
+    let (a, b) = (es_key(5), es_key(6));
+    let doc = std::sync::Arc::new(std::sync::Mutex::new(
+        json!({ "keys": [es_jwk("a", &a)] }).to_string(),
+    ));
+    let url = jwks_server(doc.clone());
+    let config = format!(
+        "[auth]\nissuer = \"https://issuer.test\"\njwks_url = \"{url}\"\njwks_refresh_secs = 3600\n"
+    );
+    let srv = Srv::start(&[], Some(&config));
+    let ta = es_token(&srv, "a", &a);
+    assert_eq!(srv.call(&ta, V2026, "dunning_me", json!({})).status, 200);
+    // The issuer rotates to key b: the first token with the unseen kid is refused and
+    // asks for an early refresh; shortly after, b is trusted and a is gone.
+    *doc.lock().unwrap() = json!({ "keys": [es_jwk("b", &b)] }).to_string();
+    let tb = es_token(&srv, "b", &b);
+    assert_invalid_token(
+        &srv.call(&tb, V2026, "dunning_me", json!({})),
+        &srv,
+        "unseen kid",
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r = srv.call(&tb, V2026, "dunning_me", json!({}));
+        if r.status == 200 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rotation not picked up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_invalid_token(
+        &srv.call(&ta, V2026, "dunning_me", json!({})),
+        &srv,
+        "rotated out",
+    );
 }

@@ -85,7 +85,8 @@ pub struct Srv {
     pub addr: String,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
-    /// The development token printed at startup.
+    /// The development token printed at startup (empty when the development key is not
+    /// trusted).
     pub token: String,
     /// Everything printed on stdout at startup.
     pub stdout: String,
@@ -138,14 +139,18 @@ impl Srv {
         std::thread::spawn(move || {
             let mut lines = BufReader::new(out).lines();
             let mut seen = String::new();
+            let mut token = String::new();
             let mut token_next = false;
             for line in lines.by_ref() {
                 let Ok(line) = line else { break };
                 seen.push_str(&line);
                 seen.push('\n');
-                if token_next {
-                    let _ = tx.send(Some((seen.clone(), line)));
+                if line.starts_with("Ready:") {
+                    let _ = tx.send(Some((seen.clone(), token.clone())));
                     break;
+                }
+                if token_next {
+                    token.clone_from(&line);
                 }
                 token_next = line.starts_with("Development token");
             }
