@@ -220,7 +220,7 @@ fn rpc_ish() -> impl Strategy<Value = Value> {
 // ---------------------------------------------------------------------------------------
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn sentinel_round_trips(s in tricky_string()) {
@@ -1103,7 +1103,7 @@ fn deep_request() -> impl Strategy<Value = RawRequest> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// Any request to the MCP endpoint that gets past the gate: documented status, no 500.
     #[test]
