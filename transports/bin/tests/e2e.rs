@@ -749,3 +749,26 @@ fn jwks_url_is_fetched_and_follows_a_rotation() {
         "rotated out",
     );
 }
+
+#[test]
+fn a_removed_person_is_refused_at_once() {
+    use dunning_domain::demo::stable_id;
+    use dunning_domain::store::{self, Kind, sqlite::SqliteStore};
+    let srv = Srv::start(&[], None);
+    let caio = srv.mint(&["--org", "demo", "--person", "caio@demo.example"]);
+    // Twice: the second request is served from the verified-token cache.
+    for _ in 0..2 {
+        assert_eq!(srv.call(&caio, V2026, "dunning_me", json!({})).status, 200);
+    }
+    let db = SqliteStore::open(&srv.dir.join("dunning.sqlite3"), 0).unwrap();
+    let org = stable_id("org:demo");
+    let member = stable_id("member:demo:caio@demo.example");
+    let removed = store::write(&db, |tx| Ok(tx.delete(Kind::Member, &org, &member)?)).unwrap();
+    assert!(removed);
+    let r = srv.call(&caio, V2026, "dunning_me", json!({}));
+    assert_invalid_token(&r, &srv, "removed member");
+    assert_eq!(
+        srv.call(&srv.token, V2026, "dunning_me", json!({})).status,
+        200
+    );
+}
