@@ -98,7 +98,7 @@ pub(crate) struct TokenArgs {
     /// Audience.
     #[arg(long, value_enum, default_value = "mcp")]
     pub(crate) audience: AudienceArg,
-    /// Data directory [default: ./data].
+    /// Data directory.
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
 }
@@ -106,7 +106,7 @@ pub(crate) struct TokenArgs {
 /// `demo` options.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
-    /// Data directory [default: ./data].
+    /// Data directory.
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
 }

@@ -397,6 +397,16 @@ fn spawn_jobs(
                         Ok(_) => {}
                         Err(e) => tracing::warn!(error = %e, "ruler engine tick failed"),
                     }
+                    // Webhook deliveries: the installed driver (by default one that
+                    // records and never leaves the machine).
+                    let hooks = dunning_domain::webhooks::installed_driver();
+                    match dunning_domain::webhooks::tick(domain, SystemClock::now(), &*hooks) {
+                        Ok(r) if r.attempts > 0 => {
+                            tracing::info!(attempts = r.attempts, "webhook deliveries tick");
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "webhook deliveries tick failed"),
+                    }
                 }
                 if now >= next_sweep {
                     next_sweep = now + sweep_every;

@@ -186,6 +186,11 @@ impl Telemetry {
     }
 }
 
+/// `None` for an empty label (left out of the log line).
+fn some(v: &str) -> Option<&str> {
+    (!v.is_empty()).then_some(v)
+}
+
 /// A label value with `\`, `"` and newlines escaped.
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -247,10 +252,10 @@ impl Observer for Telemetry {
         tracing::info!(
             target: "kobana_dunning::request",
             request_id,
-            method = method.as_str(),
-            tool = tool.as_str(),
+            method = some(&method),
+            tool = some(&tool),
             status,
-            era,
+            era = some(era),
             duration_ms = (secs * 1e6).round() / 1e3,
             rpc_code = log.rpc_code,
             tool_error = log.tool_error,
