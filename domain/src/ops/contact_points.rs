@@ -69,10 +69,23 @@ pub fn reachable(cp: &ContactPoint) -> bool {
         && (cp.channel != "whatsapp" || cp.consent == "opted_in")
 }
 
-/// The contact points of a debtor, primary first per channel.
-pub fn of_debtor(op: &mut Op<'_>, debtor_id: &str) -> Result<Vec<ContactPoint>, DomainError> {
-    let q = Query::all().with(Cond::Eq("debtor_id", json!(debtor_id)));
+/// A debtor's contact points matching `conds`, read through the debtor index (ordering
+/// by the filtered column keeps SQLite off the organization-wide `created_at` index).
+fn by_debtor(op: &mut Op<'_>, conds: Vec<Cond>) -> Result<Vec<ContactPoint>, DomainError> {
+    let q = Query {
+        conds,
+        sort: ("debtor_id", Order::Asc),
+        limit: None,
+        offset: 0,
+    };
     let mut v: Vec<ContactPoint> = find(op.tx, Kind::ContactPoint, op.org, &q)?;
+    v.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
+    Ok(v)
+}
+
+/// The contact points of a debtor, oldest first, the primary of each channel first.
+pub fn of_debtor(op: &mut Op<'_>, debtor_id: &str) -> Result<Vec<ContactPoint>, DomainError> {
+    let mut v = by_debtor(op, vec![Cond::Eq("debtor_id", json!(debtor_id))])?;
     v.sort_by_key(|c| !c.is_primary);
     Ok(v)
 }
@@ -247,17 +260,25 @@ fn list_cps(op: &mut Op<'_>) -> Result<Output, DomainError> {
         conds.push(Cond::In("channel", ch));
     }
     let page = op.page();
-    let total = op.tx.count(Kind::ContactPoint, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(&[
-            ("created_at", "created_at", Order::Asc),
-            ("channel", "channel", Order::Asc),
-        ]),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let items = op.tx.find(Kind::ContactPoint, op.org, &q)?;
+    // A debtor has a handful of contact points: sorted and paged here.
+    let mut all = by_debtor(op, conds)?;
+    let (col, order) = op.sort(&[
+        ("created_at", "created_at", Order::Asc),
+        ("channel", "channel", Order::Asc),
+    ]);
+    if col == "channel" {
+        all.sort_by(|a, b| a.channel.cmp(&b.channel));
+    }
+    if order == Order::Desc {
+        all.reverse();
+    }
+    let total = all.len() as u64;
+    let items: Vec<Value> = all
+        .iter()
+        .skip(page.offset() as usize)
+        .take(page.per_page as usize)
+        .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
+        .collect();
     Ok(list(items, page, total))
 }
 
@@ -284,10 +305,13 @@ fn consent_arg(op: &Op<'_>) -> Result<Option<String>, DomainError> {
 
 /// Unsets the primary flag of the debtor's other contact points of `cp`'s channel.
 fn demote_others(op: &mut Op<'_>, cp: &ContactPoint) -> Result<(), DomainError> {
-    let q = Query::all()
-        .with(Cond::Eq("debtor_id", json!(cp.debtor_id)))
-        .with(Cond::Eq("channel", json!(cp.channel)));
-    let same: Vec<ContactPoint> = find(op.tx, Kind::ContactPoint, op.org, &q)?;
+    let same = by_debtor(
+        op,
+        vec![
+            Cond::Eq("debtor_id", json!(cp.debtor_id)),
+            Cond::Eq("channel", json!(cp.channel)),
+        ],
+    )?;
     for mut other in same {
         if other.id != cp.id && other.is_primary {
             let before = other.clone();

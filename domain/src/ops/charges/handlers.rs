@@ -322,7 +322,9 @@ pub(super) fn timeline(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let (_, order) = op.sort(&[("occurred_at", "occurred_at", Order::Asc)]);
     let q = Query {
         conds,
-        sort: ("occurred_at", Order::Asc),
+        // Through the resource index (not the organization's whole trail by time);
+        // ordered below.
+        sort: ("resource_id", Order::Asc),
         limit: None,
         offset: 0,
     };
@@ -334,7 +336,11 @@ pub(super) fn timeline(op: &mut Op<'_>) -> Result<Output, DomainError> {
                 .unwrap_or_default()
                 .to_owned()
         };
-        (text("occurred_at"), lifecycle_rank(&text("code")))
+        (
+            text("occurred_at"),
+            lifecycle_rank(&text("code")),
+            text("id"),
+        )
     };
     events.sort_by_key(key);
     if order == Order::Desc {

@@ -294,6 +294,21 @@ pub fn view(c: &Charge, today: NaiveDate) -> Value {
     v
 }
 
+/// Fields [`view`] adds; never stored (a charge parsed back from a view and saved would
+/// otherwise keep stale figures among its `extra` fields).
+pub const COMPUTED: &[&str] = &[
+    "effective_due_date",
+    "days_overdue",
+    "updated_amount",
+    "amount_breakdown",
+    "dunning_active",
+    "debtor_name",
+];
+
+fn strip_computed(c: &mut Charge) {
+    c.extra.retain(|k, _| !COMPUTED.contains(&k.as_str()));
+}
+
 /// Loads a charge of the caller's organization or answers `NOT_FOUND`.
 pub fn load_charge(op: &mut Op<'_>, id: &str) -> Result<Charge, DomainError> {
     must(op.tx, Kind::Charge, op.org, id)
@@ -307,6 +322,7 @@ pub fn commit(
     before: Option<&Charge>,
     c: &mut Charge,
 ) -> Result<(), DomainError> {
+    strip_computed(c);
     c.updated_at = op.timestamp();
     save(op.tx, Kind::Charge, op.org, c)?;
     let changes = before.map_or(Value::Null, |b| debtors::diff(b, c));
@@ -356,6 +372,7 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
             continue;
         }
         let before = c.clone();
+        strip_computed(&mut c);
         c.status = "overdue".into();
         c.updated_at = op.timestamp();
         save(op.tx, Kind::Charge, op.org, &c)?;

@@ -154,10 +154,14 @@ pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
             LISTED.iter().map(|s| json!(s)).collect(),
         ));
     let q = Query {
-        sort: ("due_date", crate::store::Order::Asc),
+        // Through the debtor index; ordered by due date below.
+        sort: ("debtor_id", crate::store::Order::Asc),
         ..q
     };
-    let charges: Vec<Charge> = find(op.tx, Kind::Charge, op.org, &q)?;
+    let mut charges: Vec<Charge> = find(op.tx, Kind::Charge, op.org, &q)?;
+    charges.sort_by(|a, b| {
+        (&a.due_date, &a.created_at, &a.id).cmp(&(&b.due_date, &b.created_at, &b.id))
+    });
     let as_of_text = as_of.format("%Y-%m-%d").to_string();
     // Charges created after the statement date are not on it.
     let charges: Vec<Charge> = charges
