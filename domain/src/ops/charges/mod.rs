@@ -755,7 +755,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(s::list_output(s::entity_output(&["id", "code", "occurred_at"])))
             .run(handlers::timeline),
         id_arg(tool("dunning_charges_settlement_letter", "Settlement letter of a charge", "GET", "/v1/charges/{id}/settlement-pdf"))
-            .describe("The settlement letter (carta de quitação, Código Civil arts. 319–320) of a fully paid charge, as a PDF; NOT_SETTLED when the charge is not paid. Returns the file's descriptor, not its bytes.")
+            .describe("The settlement letter (carta de quitação, Código Civil arts. 319–320) of a fully paid charge, or of a renegotiated charge whose agreement was completed, as a PDF; NOT_SETTLED otherwise. Always the same document for the same charge. Returns the file's descriptor, not its bytes.")
             .read()
             .access(Scope::Read, Some("documents.view"))
             .output(s::entity_output(&["content_type", "byte_size", "download_path"]))
