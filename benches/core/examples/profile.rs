@@ -21,6 +21,12 @@ fn main() {
     };
     let headers = fixture.header_views();
     let req = fixture.request(&headers);
+    let first = server.handle(&req, &env);
+    eprintln!(
+        "{case}: status {}, {} body bytes, {n} iterations",
+        first.status,
+        first.body.len()
+    );
     for _ in 0..n {
         if case == "baseline" {
             let v: Value = serde_json::from_slice(black_box(&fixture.body)).unwrap();
