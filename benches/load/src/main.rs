@@ -1,7 +1,7 @@
 //! # dunning-load: loopback load benchmark of the network adapters
 //!
 //! ```text
-//! cargo run --release -p dunning-load            # the whole report (about a minute)
+//! cargo run --release -p dunning-load            # the whole report (about 3 minutes)
 //! cargo run --release -p dunning-load -- --quick # shorter runs, fewer idle connections
 //! ```
 //!
@@ -11,7 +11,10 @@
 //!
 //! * **Throughput**: N keep-alive connections (default 50) on a tokio load generator send
 //!   fixed request bytes back to back for a fixed time (or a request budget), recording each
-//!   request's latency. Servers: a bare hyper 1.x answering a fixed `200` (the floor of HTTP
+//!   request's latency. `hyper 1.x + the core` runs the same core behind hyper (body
+//!   collected, `Server::handle` on the blocking pool): the fair yardstick of what our codec
+//!   and loop cost. Every scenario runs in 3 interleaved rounds and the median round is
+//!   reported, so a burst of noise on the machine does not land on one server only. Servers: a bare hyper 1.x answering a fixed `200` (the floor of HTTP
 //!   on this machine), then the tokio, mio and blocking adapters with the test domain, for
 //!   `server/discover` and a trivial `tools/call` (era 2026, every header).
 //! * **Idle memory**: 10,000 connections each send one request, read the answer and stay
@@ -43,6 +46,7 @@ struct Plan {
     secs: u64,
     budget: u64,
     idle: usize,
+    rounds: usize,
 }
 
 fn main() {
@@ -61,6 +65,7 @@ fn main() {
         secs: if quick { 2 } else { 5 },
         budget: 2_000_000,
         idle: if quick { 2_000 } else { 10_000 },
+        rounds: if quick { 1 } else { 3 },
     };
     if let Err(e) = report(plan) {
         eprintln!("dunning-load: {e}");
@@ -104,7 +109,7 @@ fn child(kind: &str) -> io::Result<()> {
             };
             dunning_blocking::serve(std_listener, server, opts, Arc::new(NoopObserver), stop)
         }
-        "tokio" | "hyper" => {
+        "tokio" | "hyper" | "hyper-core" => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
@@ -118,6 +123,8 @@ fn child(kind: &str) -> io::Result<()> {
                 };
                 if kind == "hyper" {
                     bare_hyper(listener, stopped).await
+                } else if kind == "hyper-core" {
+                    hyper_core(listener, server, stopped).await
                 } else {
                     let observer = Arc::new(NoopObserver);
                     dunning_tokio::serve(listener, server, opts, observer, stopped).await
@@ -145,6 +152,75 @@ async fn bare_hyper(
                 tokio::spawn(async move {
                     let service = service_fn(|_req| async {
                         Ok::<_, Infallible>(hyper::Response::new(Full::new(&b"{\"ok\":true}"[..])))
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+/// The same core behind hyper 1.x instead of our codec and loop (body collected, then
+/// `Server::handle` on the blocking pool, as dunning-tokio does): what our adapter costs
+/// compared with hyper for the same work.
+async fn hyper_core<D: dunning_core::dispatch::Dispatch + 'static>(
+    listener: tokio::net::TcpListener,
+    server: Arc<dunning_core::Server<D>>,
+    stop: impl Future<Output = ()>,
+) -> io::Result<()> {
+    use dunning_runtime::EnvSource;
+    use http_body_util::{BodyExt, Full};
+    use hyper::service::service_fn;
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => return Ok(()),
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let server = Arc::clone(&server);
+                tokio::spawn(async move {
+                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                        let server = Arc::clone(&server);
+                        async move {
+                            let (parts, body) = req.into_parts();
+                            let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
+                            let resp = tokio::task::spawn_blocking(move || {
+                                let headers: Vec<dunning_core::Header<'_>> = parts
+                                    .headers
+                                    .iter()
+                                    .map(|(n, v)| dunning_core::Header { name: n.as_str(), value: v.as_bytes() })
+                                    .collect();
+                                let req = dunning_core::Request {
+                                    method: parts.method.as_str(),
+                                    target: parts.uri.path_and_query().map_or("/", |p| p.as_str()),
+                                    headers: &headers,
+                                    body: &body,
+                                };
+                                server.handle(&req, &dunning_runtime::SystemEnv.env(dunning_core::Load::Normal))
+                            })
+                            .await;
+                            let mut out = hyper::Response::builder();
+                            let body = match resp {
+                                Ok(resp) => {
+                                    out = out.status(resp.status);
+                                    for (n, v) in &resp.headers {
+                                        out = out.header(n, v);
+                                    }
+                                    resp.body
+                                }
+                                Err(_) => {
+                                    out = out.status(500);
+                                    Vec::new()
+                                }
+                            };
+                            Ok::<_, Infallible>(
+                                out.body(Full::new(io::Cursor::new(body)))
+                                    .unwrap_or_else(|_| hyper::Response::new(Full::new(io::Cursor::new(Vec::new())))),
+                            )
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
@@ -411,31 +487,72 @@ fn read_blocking(s: &mut TcpStream) -> io::Result<()> {
 fn report(plan: Plan) -> io::Result<()> {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     println!(
-        "dunning-load: {} keep-alive connections, {} s per run (after 1 s warm-up), loopback, {} CPUs",
+        "dunning-load: {} keep-alive connections, {} s per run (after 1 s warm-up), median of {} \
+         interleaved rounds, loopback, {} CPUs",
         plan.conns,
         plan.secs,
+        plan.rounds,
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    let discover = rpc("server/discover", None);
+    let call = rpc("tools/call", Some("test_echo"));
+    let scenarios: [(&str, &str, &[u8]); 9] = [
+        ("hyper", "fixed 200", &discover),
+        ("hyper-core", "server/discover", &discover),
+        ("hyper-core", "tools/call test_echo", &call),
+        ("tokio", "server/discover", &discover),
+        ("tokio", "tools/call test_echo", &call),
+        ("mio", "server/discover", &discover),
+        ("mio", "tools/call test_echo", &call),
+        ("blocking", "server/discover", &discover),
+        ("blocking", "tools/call test_echo", &call),
+    ];
+    let mut servers = Vec::new();
+    for kind in ["hyper", "hyper-core", "tokio", "mio", "blocking"] {
+        servers.push((kind, Server::spawn(kind)?));
+    }
+    let mut results: Vec<Vec<Measure>> = scenarios.iter().map(|_| Vec::new()).collect();
+    for _ in 0..plan.rounds {
+        for (i, (kind, _, req)) in scenarios.iter().enumerate() {
+            let addr = servers
+                .iter()
+                .find(|(k, _)| k == kind)
+                .map(|(_, s)| s.addr)
+                .ok_or_else(|| io::Error::other("no server"))?;
+            results[i].push(load(addr, req, plan)?);
+        }
+    }
+    drop(servers);
+    let medians: Vec<Measure> = results
+        .into_iter()
+        .map(|mut runs| {
+            runs.sort_by(|a, b| a.rps().total_cmp(&b.rps()));
+            runs.swap_remove(runs.len() / 2)
+        })
+        .collect();
+    let floor = medians[0].rps();
     println!();
     println!("| server | request | rps | p50 (µs) | p99 (µs) | vs hyper | errors |");
     println!("|---|---|---:|---:|---:|---:|---:|");
-    let discover = rpc("server/discover", None);
-    let call = rpc("tools/call", Some("test_echo"));
-    let floor = {
-        let server = Server::spawn("hyper")?;
-        let m = load(server.addr, &discover, plan)?;
-        row("bare hyper 1.x", "fixed 200", &m, m.rps());
-        m.rps()
-    };
-    for kind in ["tokio", "mio", "blocking"] {
-        let server = Server::spawn(kind)?;
-        for (name, req) in [
-            ("server/discover", &discover),
-            ("tools/call test_echo", &call),
-        ] {
-            let m = load(server.addr, req, plan)?;
-            row(&format!("dunning-{kind}"), name, &m, floor);
-        }
+    for ((kind, name, _), m) in scenarios.iter().zip(&medians) {
+        let server = if *kind == "hyper" {
+            "bare hyper 1.x".to_owned()
+        } else if *kind == "hyper-core" {
+            "hyper 1.x + the core".to_owned()
+        } else {
+            format!("dunning-{kind}")
+        };
+        row(&server, name, m, floor);
+    }
+    println!();
+    println!("| no sockets: codec + core, one thread | wall µs/request | CPU µs/request |");
+    println!("|---|---:|---:|");
+    for (name, req) in [
+        ("server/discover", &discover),
+        ("tools/call test_echo", &call),
+    ] {
+        let (wall, cpu) = core_cost(req);
+        println!("| {name} | {wall:.1} | {cpu:.1} |");
     }
     println!();
     println!("| server | idle connections | VmRSS before (KiB) | after (KiB) | per connection |");
@@ -449,6 +566,36 @@ fn report(plan: Plan) -> io::Result<()> {
         );
     }
     Ok(())
+}
+
+/// CPU time this thread has used, from `/proc/thread-self/schedstat` (nanoseconds).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The cost of one request without sockets: codec in, `Service::handle` (the core), codec
+/// out, on this thread, for about a second. Returns (wall µs, thread-CPU µs) per request.
+fn core_cost(request: &[u8]) -> (f64, f64) {
+    let service = dunning_runtime::Service::new(
+        Arc::new(dunning_tests::test_server()),
+        Options::default(),
+        Arc::new(NoopObserver),
+    );
+    let opts = Options::default();
+    let (start, cpu0) = (Instant::now(), thread_cpu_ns());
+    let mut n = 0u64;
+    while start.elapsed() < Duration::from_secs(1) && n < 1_000_000 {
+        let mut conn = dunning_runtime::Connection::new(&opts);
+        conn.received(request, Instant::now());
+        let _ = conn.answer_all(&service);
+        n += 1;
+    }
+    let wall = start.elapsed().as_secs_f64() * 1e6 / n as f64;
+    let cpu = thread_cpu_ns().saturating_sub(cpu0) as f64 / 1e3 / n as f64;
+    (wall, cpu)
 }
 
 fn row(server: &str, request: &str, m: &Measure, floor: f64) {
