@@ -74,10 +74,7 @@ fn main() -> ExitCode {
     };
     println!("http://{addr}/");
     let _ = std::io::stdout().flush();
-    let opts = Options {
-        workers: 16,
-        ..Options::default()
-    };
+    let opts = Options::default();
     let stop = Arc::new(AtomicBool::new(false));
     match dunning_blocking::serve(listener, server, opts, Arc::new(NoopObserver), stop) {
         Ok(()) => ExitCode::SUCCESS,
