@@ -189,6 +189,8 @@ pub struct TickReport {
     pub canceled: u32,
     /// Due deliveries waiting for the send window to open.
     pub waiting: u32,
+    /// Steps taken by the bureau, protest, agreement and export workflows.
+    pub workflow_steps: u32,
 }
 
 /// Runs the engine once for every organization at `now`.
@@ -221,6 +223,19 @@ pub fn tick_org(
         "sweep",
         crate::ops::charges::sweep_overdue,
     )?;
+    // The other clock-driven workflows of the domain, in dependency order: bureau records
+    // (notice window, inclusion, automatic removal after payment or agreement), protests
+    // (the notary's steps), agreements (expiry, completion, breaking) and CSV exports.
+    report.workflow_steps += with_op(domain, org, now, "bureau", crate::ops::bureau::advance)?;
+    report.workflow_steps += with_op(domain, org, now, "protests", crate::ops::protests::advance)?;
+    report.workflow_steps += with_op(
+        domain,
+        org,
+        now,
+        "agreements",
+        crate::ops::agreements::check_broken,
+    )?;
+    report.workflow_steps += with_op(domain, org, now, "exports", crate::ops::exports::process)?;
     report.scheduled += with_op(domain, org, now, "plan", plan)?;
     let claimed = with_op(domain, org, now, "claim", |op| claim(op, report))?;
     let mut results = Vec::with_capacity(claimed.len());

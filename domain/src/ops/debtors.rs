@@ -476,9 +476,14 @@ pub fn refresh_aggregates(op: &mut Op<'_>, debtor_id: &str) -> Result<(), Domain
         return Ok(());
     };
     let open = ["pending", "overdue", "partially_paid"];
-    let q = Query::all()
-        .with(Cond::Eq("debtor_id", json!(debtor_id)))
-        .with(Cond::In("status", open.iter().map(|s| json!(s)).collect()));
+    // Sorted by the filtered column, so SQLite walks the `(org, debtor_id)` index instead
+    // of the organization's whole `created_at` index.
+    let q = Query {
+        sort: ("debtor_id", Order::Asc),
+        ..Query::all()
+            .with(Cond::Eq("debtor_id", json!(debtor_id)))
+            .with(Cond::In("status", open.iter().map(|s| json!(s)).collect()))
+    };
     let charges = op.tx.find(Kind::Charge, op.org, &q)?;
     let (mut open_c, mut overdue_c, mut overdue_n) = (0i64, 0i64, 0u32);
     let mut oldest: Option<String> = None;
