@@ -320,6 +320,11 @@ pub fn discover_request() -> Vec<u8> {
     rpc_request("server/discover", None, "{}")
 }
 
+/// An era-2026 `tools/list` by `tok-owner` (a large answer: every tool with its schemas).
+pub fn tools_list_request() -> Vec<u8> {
+    rpc_request("tools/list", None, "{}")
+}
+
 /// An era-2026 `tools/call` of `tool` with `arguments` (a JSON object), by `tok-owner`.
 pub fn call_request(tool: &str, arguments: &str) -> Vec<u8> {
     rpc_request("tools/call", Some(tool), arguments)
