@@ -34,6 +34,14 @@
 //! `inputResponses` themselves are client input, not proof of anything: a domain that
 //! treats an answer as consent must bind it to its own sealed state (as the confirmation
 //! of destructive tools does).
+//!
+//! A tool may also return its own content blocks ([`ToolReply::Content`]: images, audio,
+//! embedded resources) and progress steps ([`ToolReply::WithProgress`]). Progress is the
+//! one case where the core answers `text/event-stream` (the notifications, then the
+//! result, in one body): only when the request carried a progress token and accepts it.
+//! The product's domain reports no progress, so the product keeps answering
+//! `application/json` only (product spec §1); the conformance fixture server
+//! (`tests/peers`) uses it for the suite's `tools-call-with-progress`.
 
 use std::collections::BTreeMap;
 
