@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::error::DomainError;
 use crate::org::Settings;
 use crate::rules::{calendar, money};
-use crate::store::{Kind, Order, Tx, save};
+use crate::store::{Kind, Order, Query, Tx, save};
 
 /// One operation in progress.
 pub struct Op<'a> {
@@ -133,8 +133,26 @@ impl<'a> Op<'a> {
     ) -> Result<(), DomainError> {
         let id = self.new_id();
         let at = self.timestamp();
+        // Writes are serialized (one writer), so max + 1 is unique and increasing.
+        let last = self.tx.find(
+            Kind::Event,
+            self.org,
+            &Query {
+                conds: Vec::new(),
+                sort: ("sequence", Order::Desc),
+                limit: Some(1),
+                offset: 0,
+            },
+        )?;
+        let sequence = last
+            .first()
+            .and_then(|e| e.get("sequence"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            + 1;
         let event = json!({
             "id": id,
+            "sequence": sequence,
             "code": code,
             "resource_type": resource_type,
             "resource_id": resource_id,

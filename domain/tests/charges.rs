@@ -1548,3 +1548,52 @@ fn demo_charges_cover_every_status_and_keep_aggregates() {
     }
     assert!(opted_out >= 5, "{opted_out}");
 }
+
+#[test]
+fn events_of_one_second_list_in_the_order_they_happened() {
+    // The clock does not move between these calls: only the insertion sequence orders them.
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let id = sid(&charge(&mut bed, &ana, &d, json!({})));
+    bed.ok(
+        &ana,
+        "dunning_charges_pause",
+        json!({"id": id, "reason": "Em negociação"}),
+    );
+    bed.ok(&ana, "dunning_charges_resume", json!({"id": id}));
+    bed.ok(
+        &ana,
+        "dunning_charges_pause",
+        json!({"id": id, "reason": "De novo"}),
+    );
+    bed.ok(&ana, "dunning_charges_resume", json!({"id": id}));
+    bed.ok(&ana, "dunning_charges_cancel", json!({"id": id}));
+    let list = |bed: &mut Bed, order: &str| -> Vec<String> {
+        bed.ok(
+            &ana,
+            "dunning_events_list",
+            json!({"resource_id": id, "sort_order": order}),
+        )["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["code"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let asc = list(&mut bed, "asc");
+    assert_eq!(
+        asc,
+        [
+            "charge.created",
+            "charge.paused",
+            "charge.resumed",
+            "charge.paused",
+            "charge.resumed",
+            "charge.canceled"
+        ]
+    );
+    let mut desc = list(&mut bed, "desc");
+    desc.reverse();
+    assert_eq!(desc, asc);
+}

@@ -29,7 +29,8 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-const SORTS: &[(&str, &str, Order)] = &[("occurred_at", "occurred_at", Order::Desc)];
+/// `occurred_at` sorts by the insertion sequence: the same order, without ties.
+const SORTS: &[(&str, &str, Order)] = &[("occurred_at", "sequence", Order::Desc)];
 
 fn list_events(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut conds = Vec::new();

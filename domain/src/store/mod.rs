@@ -318,6 +318,12 @@ impl Kind {
                 },
             ],
             Self::Event => &[
+                // Insertion order within the organization: events of one second (and of
+                // a clock that stepped back) still list in the order they happened.
+                Column {
+                    name: "sequence",
+                    ty: ColumnType::Integer,
+                },
                 Column {
                     name: "code",
                     ty: ColumnType::Text,
