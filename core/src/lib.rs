@@ -49,6 +49,7 @@ pub mod methods;
 pub mod mirror;
 pub mod mrtr;
 pub mod origin;
+mod pct;
 pub mod principal;
 pub mod registry;
 pub mod request;

@@ -192,7 +192,7 @@ impl Template {
                     if raw.is_empty() || raw.contains(['/', '?', '#']) {
                         return None;
                     }
-                    vars.insert(name.clone(), percent_decode(raw)?);
+                    vars.insert(name.clone(), crate::pct::decode(raw, false)?);
                     rest = &rest[end..];
                 }
             }
@@ -207,23 +207,6 @@ impl Template {
             Part::Literal(_) => None,
         })
     }
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// A URI resolved to a fixed resource or a template with its variables.

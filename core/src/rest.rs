@@ -30,7 +30,7 @@ fn match_path(template: &str, path: &str) -> Option<BTreeMap<String, String>> {
                     if ps.is_empty() {
                         return None;
                     }
-                    vars.insert(name.to_owned(), percent_decode(ps)?);
+                    vars.insert(name.to_owned(), crate::pct::decode(ps, false)?);
                 } else if ts != ps {
                     return None;
                 }
@@ -38,30 +38,6 @@ fn match_path(template: &str, path: &str) -> Option<BTreeMap<String, String>> {
             _ => return None,
         }
     }
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// A query-string value typed by the schema of the argument it fills.
@@ -202,8 +178,8 @@ impl<D: Dispatch> Server<D> {
             for pair in q.split('&').filter(|p| !p.is_empty()) {
                 let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
                 let bad = || ToolError::validation("Malformed query string", Vec::new());
-                let k = percent_decode(k).ok_or_else(bad)?;
-                let v = percent_decode(v).ok_or_else(bad)?;
+                let k = crate::pct::decode(k, true).ok_or_else(bad)?;
+                let v = crate::pct::decode(v, true).ok_or_else(bad)?;
                 let schema = props.and_then(|p| p.get(&k));
                 args.insert(k, typed(schema, v));
             }

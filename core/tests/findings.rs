@@ -1,6 +1,5 @@
-//! Core bugs found while writing these tests: each test asserts the behaviour the spec
-//! asks for and is ignored until the core is fixed (`cargo test -- --ignored` shows them
-//! failing). The core is the lead's; these tests only report.
+//! Regression tests of core bugs found while writing the other tests (both fixed): each
+//! asserts the behaviour the spec asks for.
 
 mod common;
 
@@ -13,7 +12,6 @@ use serde_json::json;
 /// detection and refuses a value with obs-text (legal HTTP, RFC 9110 §5.5) or a repeated
 /// header with `400`/`-32020`, even for these two, which never use the header.
 #[test]
-#[ignore = "core bug: initialize and notifications are refused (-32020) over an MCP-Protocol-Version header they must ignore"]
 fn initialize_and_notifications_ignore_a_malformed_version_header() {
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
@@ -35,7 +33,6 @@ fn initialize_and_notifications_ignore_a_malformed_version_header() {
 /// in `registry.rs`, REST paths in `rest.rs`) use `u8::from_str_radix`, which accepts a
 /// leading `+`: `%+5` decodes to the control byte U+0005 instead of being refused.
 #[test]
-#[ignore = "core bug: percent-decoding accepts `%+5` (from_str_radix takes a sign) and yields U+0005"]
 fn percent_decoding_refuses_a_signed_escape() {
     let uri = "kobana://test/charges/%+5";
     let resp = send(&legacy(1, "resources/read", json!({ "uri": uri })));
