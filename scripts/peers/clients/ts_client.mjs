@@ -3,7 +3,14 @@
 //
 // In each mode — legacy (the SDK's default: the 2025 `initialize` handshake), auto
 // (`versionNegotiation: { mode: 'auto' }`: probes `server/discover`) and pinned 2026-07-28
-// — it lists the tools, calls a read tool, reads a resource and gets a prompt. Wherever
+// — it lists the tools, calls a read tool, reads a resource and gets a prompt. Against the
+// demo data it then calls read tools of Domain I and II (charges, debtors, agreements,
+// webhooks: structuredContent), reads the three PDF resources (a paid charge's settlement
+// letter, a debtor's statement, an agreement's term: one base64 `blob`, `application/pdf`,
+// `%PDF-` ... `%%EOF`, as many bytes as the tool's descriptor says), checks that an unpaid
+// charge's letter is refused with NOT_SETTLED, gets two prompts with arguments
+// (`settle_and_document`, `debtor_360`) and completes a prompt argument and a template
+// variable (`completion/complete`). Wherever
 // the 2026-07-28 era was negotiated it also completes the confirmation of a destructive
 // tool: the SDK fulfils the server's `input_required` elicitation through the
 // `elicitation/create` handler, which accepts. In the legacy era it checks that the same
@@ -13,7 +20,7 @@
 //
 // Run from a folder whose node_modules holds the SDK (scripts/peers/run copies it into
 // .peers/js). Prints one line per check and closes with `ts-client: N passed, M failed`.
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, ResourceNotFoundError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 const args = Object.fromEntries(
     process.argv.slice(2).reduce((acc, v, i, all) => (i % 2 === 0 ? [...acc, [v.replace(/^--/, ''), all[i + 1]]] : acc), [])
@@ -51,6 +58,159 @@ const records = value => {
     }
     return [];
 };
+
+const firstRecord = value => records(value).find(r => r && typeof r === 'object' && r.id);
+
+// Calls a read tool and checks its structuredContent proper; `want(data)` -> [ok, detail].
+async function readTool(client, label, name, toolArgs, want) {
+    let result;
+    try {
+        result = await client.callTool({ name, arguments: toolArgs });
+    } catch (e) {
+        check(`${label} tools/call ${name}`, false, `error ${e?.code} ${e?.message}`);
+        return undefined;
+    }
+    const data = result.structuredContent;
+    const isObject = data !== null && typeof data === 'object' && !Array.isArray(data);
+    let ok = !result.isError && isObject;
+    let detail = ok ? '' : `isError ${result.isError}, structuredContent ${JSON.stringify(data)?.slice(0, 200)}`;
+    if (ok && want) [ok, detail] = want(data);
+    check(`${label} tools/call ${name} (structuredContent)`, ok, detail);
+    return isObject ? data : undefined;
+}
+
+// Reads a PDF resource: one blob, application/pdf, %PDF- ... %%EOF, the descriptor's size.
+async function readPdf(client, label, uri, descriptor) {
+    const short = uri.replace('kobana://dunning/', '');
+    let read;
+    try {
+        read = await client.readResource({ uri });
+    } catch (e) {
+        check(`${label} resources/read ${short} (PDF)`, false, `error ${e?.code} ${e?.message}`);
+        return;
+    }
+    const contents = read.contents ?? [];
+    const blob = contents.length === 1 ? contents[0].blob : undefined;
+    const mime = contents[0]?.mimeType;
+    const bytes = typeof blob === 'string' && /^[A-Za-z0-9+/]*={0,2}$/.test(blob) ? Buffer.from(blob, 'base64') : Buffer.alloc(0);
+    const trimmed = bytes.toString('latin1').trimEnd();
+    const size = descriptor?.byte_size;
+    const ok =
+        blob !== undefined &&
+        mime === 'application/pdf' &&
+        trimmed.startsWith('%PDF-') &&
+        trimmed.endsWith('%%EOF') &&
+        (size === undefined || size === bytes.length);
+    check(
+        `${label} resources/read ${short} (PDF)`,
+        ok,
+        `${contents.length} contents, ${blob !== undefined ? 'blob' : 'no blob'}, ${mime}, ${bytes.length} bytes ` +
+            `(descriptor ${size}), ${JSON.stringify(trimmed.slice(0, 8))}...${JSON.stringify(trimmed.slice(-6))}`
+    );
+}
+
+const isPdfDescriptor = d => [d.content_type === 'application/pdf' && d.byte_size > 0, `${d.byte_size} bytes`];
+
+// Domain I and II against the demo data: read tools, PDF resources, prompts with
+// arguments and completions.
+async function domainChecks(client, label, modern) {
+    const paid = await readTool(client, label, 'dunning_charges_list', { status: 'paid', per_page: 5 }, d => [
+        records(d).length > 0 && records(d).every(c => c.status === 'paid'),
+        `${records(d).length} paid charges`
+    ]);
+    const charge = firstRecord(paid);
+    if (!check(`${label} found a paid demo charge`, Boolean(charge?.debtor_id))) return;
+    const [cid, did] = [charge.id, charge.debtor_id];
+    await readTool(client, label, 'dunning_charges_get', { id: cid }, d => [d.id === cid && d.status === 'paid', `status ${d.status}`]);
+    await readTool(client, label, 'dunning_debtors_list', { per_page: 5 }, d => [
+        records(d).length > 0 && records(d).every(x => x.id),
+        `${records(d).length} debtors`
+    ]);
+    await readTool(client, label, 'dunning_debtors_get', { id: did }, d => [d.id === did && Boolean(d.name), `name ${JSON.stringify(d.name)}`]);
+    const agreements = await readTool(client, label, 'dunning_agreements_list', {}, d => [records(d).length > 0, `${records(d).length} agreements`]);
+    const agreement = firstRecord(agreements);
+    if (agreement) {
+        await readTool(client, label, 'dunning_agreements_get', { id: agreement.id }, d => [
+            d.id === agreement.id && Array.isArray(d.installments) && d.installments.length > 0,
+            `status ${d.status}`
+        ]);
+    }
+    await readTool(client, label, 'dunning_webhooks_list', {}, d => [
+        records(d).length > 0 && records(d).every(w => !('secret' in w)),
+        `${records(d).length} webhooks`
+    ]);
+
+    // PDF resources, each with the descriptor its tool returns.
+    const { resourceTemplates } = await client.listResourceTemplates();
+    const templates = new Set(resourceTemplates.map(t => t.uriTemplate));
+    check(
+        `${label} resources/templates/list has the PDF templates`,
+        ['charges/{id}/settlement-letter', 'debtors/{id}/statement', 'agreements/{id}/term'].every(t => templates.has(`kobana://dunning/${t}`)),
+        `${templates.size} templates`
+    );
+    const letter = await readTool(client, label, 'dunning_charges_settlement_letter', { id: cid }, isPdfDescriptor);
+    await readPdf(client, label, `kobana://dunning/charges/${cid}/settlement-letter`, letter);
+    const statement = await readTool(client, label, 'dunning_debtors_statement', { id: did, format: 'pdf' }, isPdfDescriptor);
+    await readPdf(client, label, `kobana://dunning/debtors/${did}/statement`, statement);
+    if (check(`${label} found a demo agreement`, agreement !== undefined)) {
+        const term = await readTool(client, label, 'dunning_agreements_term', { id: agreement.id }, isPdfDescriptor);
+        await readPdf(client, label, `kobana://dunning/agreements/${agreement.id}/term`, term);
+    }
+
+    // The letter of an unpaid charge exists as a URI but is not available: NOT_SETTLED
+    // (-32602 in the 2026-07-28 era, -32002 in the 2025 one, spec §14). The SDK turns
+    // any -32002 whose data has `uri` into its ResourceNotFoundError, which re-codes it
+    // -32602 with data `{uri}` only: in the 2025 era the reason does not reach the caller.
+    let unpaid;
+    for (const status of ['pending', 'overdue']) {
+        const result = await client.callTool({ name: 'dunning_charges_list', arguments: { status, per_page: 1 } });
+        unpaid = firstRecord(result.structuredContent);
+        if (unpaid) break;
+    }
+    if (unpaid) {
+        const what = `${label} resources/read letter of an unpaid charge refused (NOT_SETTLED)`;
+        const uri = `kobana://dunning/charges/${unpaid.id}/settlement-letter`;
+        try {
+            await client.readResource({ uri });
+            check(what, false, 'read succeeded');
+        } catch (e) {
+            const ok = modern
+                ? e?.code === -32602 && e?.data?.uri === uri && e?.data?.reason === 'NOT_SETTLED'
+                : ResourceNotFoundError.isInstance(e) && e.code === -32602 && e?.data?.uri === uri;
+            check(modern ? what : `${label} resources/read letter of an unpaid charge refused (SDK: ResourceNotFoundError)`, ok, `${e?.constructor?.name} code ${e?.code}, data ${JSON.stringify(e?.data)}`);
+        }
+    }
+
+    // Prompts with arguments: the messages name the entity.
+    for (const [name, promptArgs, wanted] of [
+        ['settle_and_document', { charge_id: cid }, cid],
+        ['debtor_360', { debtor_id: did }, did]
+    ]) {
+        const got = await client.getPrompt({ name, arguments: promptArgs });
+        const texts = got.messages.map(m => m.content?.text ?? '');
+        check(
+            `${label} prompts/get ${name} with ${Object.keys(promptArgs).join(', ')}`,
+            got.messages.length > 0 && texts.some(t => t.includes(wanted)),
+            `${got.messages.length} messages, ${texts.reduce((n, t) => n + t.length, 0)} chars`
+        );
+    }
+
+    // completion/complete: a prompt argument and a template variable, by id prefix.
+    if (check(`${label} server advertises completions`, client.getServerCapabilities()?.completions !== undefined)) {
+        for (const [ref, argument, wanted] of [
+            [{ type: 'ref/prompt', name: 'settle_and_document' }, 'charge_id', cid],
+            [{ type: 'ref/resource', uri: 'kobana://dunning/debtors/{id}/statement' }, 'id', did]
+        ]) {
+            const done = await client.complete({ ref, argument: { name: argument, value: wanted.slice(0, 4) } });
+            const values = done.completion?.values ?? [];
+            check(
+                `${label} completion/complete ${ref.name ?? ref.uri} ${argument}`,
+                values.includes(wanted) && values.length <= 100,
+                `${values.length} values, total ${done.completion?.total}, hasMore ${done.completion?.hasMore}`
+            );
+        }
+    }
+}
 
 async function openCharge(client) {
     for (const status of ['overdue', 'pending', undefined]) {
@@ -106,6 +266,13 @@ async function runMode(name, negotiation) {
         if (check(`${label} prompts/list`, prompt !== undefined, `${prompts.length} prompts`)) {
             const got = await client.getPrompt({ name: prompt.name, arguments: {} });
             check(`${label} prompts/get ${prompt.name}`, got.messages.length > 0);
+        }
+
+        try {
+            await domainChecks(client, label, modern);
+        } catch (e) {
+            console.error(e);
+            check(`${label} domain checks`, false, `${e?.name}: ${e?.message}`);
         }
 
         const charge = await openCharge(client);
