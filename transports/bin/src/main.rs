@@ -23,6 +23,7 @@ mod limiter;
 mod serve;
 mod settings;
 mod telemetry;
+mod tls;
 mod token;
 
 use std::process::ExitCode;

@@ -35,7 +35,7 @@ use crate::cli::{AudienceArg, ServeArgs, Transport};
 use crate::datadir::{DataDir, Endpoint};
 use crate::instructions::INSTRUCTIONS;
 use crate::limiter::Gcra;
-use crate::settings::{JwksSource, Settings};
+use crate::settings::{JwksSource, Settings, WebhookDriver};
 use crate::telemetry::{self, MetricsView, Telemetry};
 use crate::token;
 
@@ -160,6 +160,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("signal handler: {e}"))?;
     }
 
+    install_webhook_driver(&settings.webhooks);
     let (jobs_stop, jobs_rx) = mpsc::channel::<()>();
     let jobs = spawn_jobs(server.clone(), &settings, jobs_rx);
     let refresher = match &settings.auth.jwks {
@@ -341,6 +342,30 @@ fn spawn_refresher(
             }
         })
         .unwrap_or_else(|e| panic!("spawning the JWKS refresher: {e}"))
+}
+
+/// Installs the webhook driver `[webhooks]` asks for, before the jobs thread or any
+/// `dunning_webhooks_test` call can use one.
+fn install_webhook_driver(w: &crate::settings::Webhooks) {
+    match w.driver {
+        WebhookDriver::Record => {
+            tracing::info!("webhooks: recording driver (nothing leaves the machine)");
+        }
+        WebhookDriver::Http => {
+            let driver = dunning_domain::webhooks::HttpDriver::new()
+                .timeouts(
+                    Duration::from_secs(w.connect_timeout_secs.max(1)),
+                    Duration::from_secs(w.timeout_secs.max(1)),
+                )
+                .allow_private_addresses(w.allow_private_addresses)
+                .with_tls(Arc::new(crate::tls::Rustls::new()));
+            dunning_domain::webhooks::install_driver(Arc::new(driver));
+            tracing::info!(
+                allow_private_addresses = w.allow_private_addresses,
+                "webhooks: HTTP driver"
+            );
+        }
+    }
 }
 
 /// The delivery driver of the binary: nothing leaves the machine. The delivery keeps

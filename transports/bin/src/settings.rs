@@ -49,6 +49,12 @@
 //! [jobs]
 //! sweep_interval_secs = 3600   # idempotency records past retention
 //! engine_interval_secs = 60    # ruler engine tick
+//!
+//! [webhooks]
+//! driver = "record"            # record (default: nothing leaves the machine) | http
+//! allow_private_addresses = false   # http: refuse loopback/private receivers
+//! connect_timeout_secs = 3
+//! timeout_secs = 10
 //! ```
 
 use std::net::SocketAddr;
@@ -75,6 +81,7 @@ pub(crate) struct File {
     auth: AuthFile,
     confirmation: Confirmation,
     jobs: Jobs,
+    webhooks: Webhooks,
 }
 
 /// `[limits]`.
@@ -223,6 +230,42 @@ impl Default for Jobs {
     }
 }
 
+/// How webhook deliveries leave (or do not leave) the machine.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum WebhookDriver {
+    /// Record every request and answer 200 (development, demos, tests).
+    #[default]
+    Record,
+    /// POST for real (HTTP/1.1, `https` through rustls).
+    Http,
+}
+
+/// `[webhooks]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct Webhooks {
+    /// Which driver delivers.
+    pub(crate) driver: WebhookDriver,
+    /// Whether receivers on loopback and private networks are allowed (`http` driver).
+    pub(crate) allow_private_addresses: bool,
+    /// Connect timeout.
+    pub(crate) connect_timeout_secs: u64,
+    /// Whole-exchange timeout.
+    pub(crate) timeout_secs: u64,
+}
+
+impl Default for Webhooks {
+    fn default() -> Self {
+        Self {
+            driver: WebhookDriver::Record,
+            allow_private_addresses: false,
+            connect_timeout_secs: 3,
+            timeout_secs: 10,
+        }
+    }
+}
+
 /// Where verification keys come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum JwksSource {
@@ -280,6 +323,8 @@ pub(crate) struct Settings {
     pub(crate) confirmation: Confirmation,
     /// Background jobs.
     pub(crate) jobs: Jobs,
+    /// Webhook delivery.
+    pub(crate) webhooks: Webhooks,
 }
 
 impl Settings {
@@ -382,6 +427,7 @@ impl Settings {
             },
             confirmation: file.confirmation,
             jobs: file.jobs,
+            webhooks: file.webhooks,
         })
     }
 }
@@ -417,6 +463,12 @@ mod tests {
         assert_eq!(s.rate_limit.org_per_minute, 6000);
         assert_eq!(s.rate_limit.token_burst, 200);
         assert_eq!(s.limits.max_body_bytes, 2_097_152);
+        assert_eq!(
+            s.webhooks.driver,
+            WebhookDriver::Record,
+            "nothing leaves by default"
+        );
+        assert!(!s.webhooks.allow_private_addresses);
     }
 
     #[test]
@@ -440,6 +492,8 @@ mod tests {
     fn refusals() {
         assert!(toml::from_str::<File>("lissten = \"x\"").is_err());
         assert!(toml::from_str::<File>("[auth]\njwks = \"x\"").is_err());
+        assert!(toml::from_str::<File>("[webhooks]\ndriver = \"smtp\"").is_err());
+        assert!(toml::from_str::<File>("[webhooks]\nallow_private = true").is_err());
         let bad = [
             "[auth]\njwks_url = \"https://a/jwks\"",
             "[auth]\ndev_key = false",
