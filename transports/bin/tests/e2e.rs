@@ -337,11 +337,17 @@ fn hostile_tokens_get_401_and_nothing_runs() {
         let r = srv.rpc(Some(token), V2025, "tools/list", json!({}));
         assert_invalid_token(&r, &srv, what);
     }
-    // A 100 KB token does not even fit in the header section (64 KiB): 400 at framing.
+    // A 100 KB token does not even fit in the header section (64 KiB): product.md §15
+    // step 1 answers 400 at framing, before authentication (step 5) could say 401.
     let huge = jwt::sign_ed25519(&kid, &good(json!({ "pad": "x".repeat(80_000) })), &seed);
     assert!(huge.len() > 100_000);
     let r = create_probe(&srv, &huge);
-    assert!(matches!(r.status, 400 | 431), "{}", r.status);
+    assert_eq!(r.status, 400, "{}", r.text());
+    // Just under the header limit, the same kind of token reaches authentication: 401.
+    let big = jwt::sign_ed25519(&kid, &good(json!({ "pad": "x".repeat(40_000) })), &seed);
+    let tampered = format!("{}A{}", &big[..big.len() - 10], &big[big.len() - 9..]);
+    let r = create_probe(&srv, &tampered);
+    assert_invalid_token(&r, &srv, "a 53 KB token with a bad signature");
     // No token at all: the challenge without an error.
     let r = srv.rpc(None, V2026, "tools/list", json!({}));
     assert_eq!(r.status, 401);
