@@ -286,6 +286,16 @@ impl Srv {
     pub fn log(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
+
+    /// Sends SIGKILL (no drain, no shutdown code runs), reaps the process and returns its
+    /// exit status and the data dir, which is kept (for a restart on it).
+    pub fn sigkill(mut self) -> (ExitStatus, PathBuf) {
+        // `Child::kill` is SIGKILL on Unix.
+        self.child.kill().unwrap();
+        let status = self.child.wait().unwrap();
+        // `Drop` then removes nothing: the empty path does not exist.
+        (status, std::mem::take(&mut self.dir))
+    }
 }
 
 impl Drop for Srv {
@@ -359,6 +369,39 @@ pub fn http(addr: &str, method: &str, target: &str, headers: &[(&str, &str)], bo
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     parse(&raw)
+}
+
+/// Like [`http`], but a refused connection, a reset or an incomplete response (no head,
+/// or a body shorter than its `Content-Length`) is `None` instead of a panic: what a
+/// client sees of a server killed mid-request.
+pub fn try_http(
+    addr: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Option<Resp> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    s.write_all(&bytes).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    if !raw[..end].starts_with(b"HTTP/1.1 ") {
+        return None;
+    }
+    let resp = parse(&raw);
+    let declared = resp
+        .header("content-length")
+        .and_then(|v| v.parse::<usize>().ok())?;
+    (resp.body.len() == declared).then_some(resp)
 }
 
 fn parse(raw: &[u8]) -> Resp {
