@@ -46,7 +46,10 @@ fn template() -> &'static Path {
         if let Ok(entries) = std::fs::read_dir(&root) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if name.starts_with("kobana-e2e-") && name != mine {
+                // Only those of processes that are gone: test binaries may run side by
+                // side (nextest, or two `cargo test` at once).
+                let pid = name.strip_prefix("kobana-e2e-").filter(|_| name != mine);
+                if pid.is_some_and(|p| !Path::new("/proc").join(p).exists()) {
                     let _ = std::fs::remove_dir_all(e.path());
                 }
             }
