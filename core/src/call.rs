@@ -138,7 +138,7 @@ impl<D: Dispatch> Server<D> {
         token: Option<&Value>,
     ) -> Reply {
         match reply {
-            ToolReply::Output(out) => self.tool_result(rpc, &out.tool_value(), false),
+            ToolReply::Output(out) => self.tool_result(rpc, out.into_tool_value(), false),
             ToolReply::Content {
                 content,
                 structured,
@@ -268,7 +268,7 @@ impl<D: Dispatch> Server<D> {
 
     fn execute(&self, rpc: &Rpc<'_>, call: &ToolCall<'_>, log: &mut RequestLog) -> Reply {
         match self.dispatch.call_tool(call) {
-            Ok(out) => self.tool_result(rpc, &out.tool_value(), false),
+            Ok(out) => self.tool_result(rpc, out.into_tool_value(), false),
             Err(e) => self.tool_error(rpc, e, log),
         }
     }
@@ -407,12 +407,12 @@ impl<D: Dispatch> Server<D> {
     }
 
     /// A successful tool result: pretty JSON text plus `structuredContent` (§7).
-    pub(crate) fn tool_result(&self, rpc: &Rpc<'_>, value: &Value, is_error: bool) -> Reply {
-        let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    pub(crate) fn tool_result(&self, rpc: &Rpc<'_>, value: Value, is_error: bool) -> Reply {
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         let mut result = json!({ "content": [{ "type": "text", "text": text }] });
         // 2025-03-26 predates structured output.
         if rpc.version != Version::V2025_03_26 {
-            result["structuredContent"] = value.clone();
+            result["structuredContent"] = value;
         }
         if is_error {
             result["isError"] = Value::Bool(true);
@@ -426,7 +426,7 @@ impl<D: Dispatch> Server<D> {
             return Reply::Error(ProtocolError::Internal);
         }
         log.tool_error = Some(e.code.as_str());
-        self.tool_result(rpc, &e.to_json(&rpc.env.request_id), true)
+        self.tool_result(rpc, e.to_json(&rpc.env.request_id), true)
     }
 }
 

@@ -85,6 +85,14 @@ impl Output {
         Self::Json { status: 200, body }
     }
 
+    /// [`Output::tool_value`] without copying a JSON body.
+    pub fn into_tool_value(self) -> Value {
+        match self {
+            Self::Json { body, .. } => body,
+            other => other.tool_value(),
+        }
+    }
+
     /// The value a tool returns for this output (§7, §9).
     pub fn tool_value(&self) -> Value {
         match self {

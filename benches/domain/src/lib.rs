@@ -25,8 +25,9 @@ impl Authenticate for BenchAuth {
 }
 
 /// A server whose `demo` organization holds `n` charges (one debtor, varied statuses,
-/// due dates and amounts), built by cloning one issued charge document.
-pub fn server_with_charges(n: usize) -> Server<Domain> {
+/// due dates and amounts), built by cloning one issued charge document; and that
+/// organization's id.
+pub fn server_with_charges(n: usize) -> (Server<Domain>, String) {
     let mut bed = Bed::new();
     let ana = bed.ana();
     let debtor = bed.ok(
@@ -56,13 +57,14 @@ pub fn server_with_charges(n: usize) -> Server<Domain> {
         Ok(())
     })
     .expect("bulk insert");
-    Server::new(
+    let server = Server::new(
         Config::default(),
         Keys::single(b"bench-key"),
         bed.domain,
         BenchAuth(ana),
     )
-    .expect("catalog")
+    .expect("catalog");
+    (server, org)
 }
 
 /// The raw bytes of an era-2026 `tools/call` (body, headers) for `tool` with `args`.
@@ -85,8 +87,12 @@ pub fn call_request(tool: &str, args: Value) -> (String, Vec<(&'static str, Stri
     (body, headers)
 }
 
-/// Answers one request through the core; returns the status.
-pub fn handle(server: &Server<Domain>, body: &str, headers: &[(&'static str, String)]) -> u16 {
+/// Answers one request through the core; returns the status and the body.
+pub fn handle(
+    server: &Server<Domain>,
+    body: &str,
+    headers: &[(&'static str, String)],
+) -> (u16, Vec<u8>) {
     let hs: Vec<Header<'_>> = headers
         .iter()
         .map(|(n, v)| Header {
@@ -100,5 +106,6 @@ pub fn handle(server: &Server<Domain>, body: &str, headers: &[(&'static str, Str
         headers: &hs,
         body: body.as_bytes(),
     };
-    server.handle(&req, &Env::fixed(T0, 1)).status.as_u16()
+    let resp = server.handle(&req, &Env::fixed(T0, 1));
+    (resp.status.as_u16(), resp.body)
 }

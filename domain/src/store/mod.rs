@@ -509,7 +509,18 @@ pub trait Tx {
     /// Deletes a document; whether it existed.
     fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError>;
     /// Documents matching `q`.
-    fn find(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<Value>, StoreError>;
+    fn find(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<Value>, StoreError> {
+        self.find_raw(kind, org, q)?
+            .iter()
+            .map(|text| {
+                serde_json::from_str(text)
+                    .map_err(|e| StoreError(format!("corrupt {}: {e}", kind.noun())))
+            })
+            .collect()
+    }
+    /// Documents matching `q`, as stored (JSON text): typed readers deserialize straight
+    /// from it, without a `Value` tree in between.
+    fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError>;
     /// How many documents match `conds`.
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError>;
     /// Every organization id (for workers that sweep all of them).
@@ -600,10 +611,10 @@ pub fn find<T: DeserializeOwned>(
     org: &str,
     q: &Query,
 ) -> Result<Vec<T>, DomainError> {
-    tx.find(kind, org, q)?
-        .into_iter()
-        .map(|v| {
-            serde_json::from_value(v)
+    tx.find_raw(kind, org, q)?
+        .iter()
+        .map(|text| {
+            serde_json::from_str(text)
                 .map_err(|e| StoreError(format!("corrupt {}: {e}", kind.noun())).into())
         })
         .collect()

@@ -51,7 +51,25 @@ fn migrations() -> Vec<(u32, String)> {
          CREATE INDEX idempotency_at ON idempotency (at_ms);\n\
          CREATE INDEX charges_status_due ON charges (org, status, due_date, id);\n",
     );
-    vec![(1, v1)]
+    // v2: per-organization row counts kept by triggers, so an unfiltered list's total is
+    // one lookup instead of a count over every row (SQLite steps through each index
+    // entry: ~7 ms for 100,000 charges). `put` is an upsert, so a replaced document is
+    // an UPDATE and counts once.
+    let mut v2 = String::from(
+        "CREATE TABLE tallies (org TEXT NOT NULL, tbl TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (org, tbl)) WITHOUT ROWID;\n",
+    );
+    for kind in Kind::ALL {
+        let t = kind.table();
+        v2.push_str(&format!(
+            "INSERT INTO tallies (org, tbl, n) SELECT org, '{t}', COUNT(*) FROM {t} GROUP BY org;\n\
+             CREATE TRIGGER {t}_tally_insert AFTER INSERT ON {t} BEGIN \
+               INSERT INTO tallies (org, tbl, n) VALUES (NEW.org, '{t}', 1) \
+               ON CONFLICT (org, tbl) DO UPDATE SET n = n + 1; END;\n\
+             CREATE TRIGGER {t}_tally_delete AFTER DELETE ON {t} BEGIN \
+               UPDATE tallies SET n = n - 1 WHERE org = OLD.org AND tbl = '{t}'; END;\n"
+        ));
+    }
+    vec![(1, v1), (2, v2)]
 }
 
 /// SQLite store.
@@ -290,8 +308,15 @@ impl Tx for SqlTx<'_> {
         let cols = kind.columns();
         let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
         let marks: String = cols.iter().map(|_| ", ?").collect();
+        // An upsert, not `INSERT OR REPLACE`: a replace is a delete plus an insert, which
+        // the tally triggers would count as a new row.
+        let sets: String = cols
+            .iter()
+            .map(|c| format!(", {n} = excluded.{n}", n = c.name))
+            .collect();
         let sql = format!(
-            "INSERT OR REPLACE INTO {} (org, id, created_at, doc{names}) VALUES (?, ?, ?, ?{marks})",
+            "INSERT INTO {} (org, id, created_at, doc{names}) VALUES (?, ?, ?, ?{marks}) \
+             ON CONFLICT (org, id) DO UPDATE SET created_at = excluded.created_at, doc = excluded.doc{sets}",
             kind.table()
         );
         let mut args: Vec<Sql> = vec![
@@ -314,7 +339,7 @@ impl Tx for SqlTx<'_> {
         Ok(self.tx.prepare_cached(&sql)?.execute(params![org, id])? > 0)
     }
 
-    fn find(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<Value>, StoreError> {
+    fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
         let (clause, args) = where_clause(kind, org, &q.conds)?;
         check_col(kind, q.sort.0)?;
         let dir = match q.sort.1 {
@@ -322,24 +347,45 @@ impl Tx for SqlTx<'_> {
             Order::Desc => "DESC",
         };
         let limit = q.limit.map_or(-1, i64::from);
+        let (t, col) = (kind.table(), q.sort.0);
+        // A deferred join: the page's ids come from an index alone (skipping `offset`
+        // entries costs index steps, not document reads), then only those documents
+        // are read, by primary key (CROSS JOIN keeps the page as the outer loop).
+        // Without it, `OFFSET 50000` reads and discards 50,000 documents.
         let sql = format!(
-            "SELECT doc FROM {}{clause} ORDER BY {} {dir}, id {dir} LIMIT {limit} OFFSET {}",
-            kind.table(),
-            q.sort.0,
-            q.offset
+            "SELECT {t}.doc FROM \
+             (SELECT id AS page_id, {col} AS page_key FROM {t}{clause} \
+              ORDER BY {col} {dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
+             CROSS JOIN {t} WHERE {t}.org = ? AND {t}.id = page.page_id \
+             ORDER BY page.page_key {dir}, page.page_id {dir}",
+            off = q.offset
         );
         let mut stmt = self.tx.prepare_cached(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(0))?;
+        let params = args
+            .into_iter()
+            .chain(std::iter::once(Sql::Text(org.to_owned())));
+        let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
+            r.get::<_, String>(0)
+        })?;
         let mut out = Vec::new();
         for row in rows {
-            out.push(parse_doc(row?)?);
+            out.push(row?);
         }
         Ok(out)
     }
 
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
         let (clause, args) = where_clause(kind, org, conds)?;
-        let sql = format!("SELECT COUNT(*) FROM {}{clause}", kind.table());
+        let t = kind.table();
+        if conds.is_empty() {
+            let n: Option<i64> = self
+                .tx
+                .prepare_cached("SELECT n FROM tallies WHERE org = ? AND tbl = ?")?
+                .query_row(params![org, t], |r| r.get(0))
+                .optional()?;
+            return Ok(u64::try_from(n.unwrap_or(0)).unwrap_or_default());
+        }
+        let sql = format!("SELECT COUNT(*) FROM {t}{clause}");
         let n: i64 = self
             .tx
             .prepare_cached(&sql)?
@@ -415,6 +461,87 @@ mod tests {
     fn doc(id: &str, status: &str, amount: f64, tags: &[&str]) -> Value {
         json!({"id": id, "created_at": format!("2026-01-0{id}T00:00:00-03:00"), "status": status,
                "amount": amount, "due_date": "2026-02-01", "tags": tags, "description": "Mensalidade"})
+    }
+
+    #[test]
+    fn unfiltered_counts_follow_inserts_replacements_deletes_and_rollbacks() {
+        let s = SqliteStore::in_memory().unwrap();
+        let count = |org: &str| read(&s, |tx| Ok(tx.count(Kind::Charge, org, &[])?)).unwrap();
+        assert_eq!(count("a"), 0);
+        write(&s, |tx| {
+            for id in ["1", "2", "3"] {
+                tx.put(Kind::Charge, "a", &doc(id, "pending", 10.0, &[]))?;
+            }
+            tx.put(Kind::Charge, "b", &doc("4", "pending", 10.0, &[]))?;
+            // A replacement is not a new document.
+            tx.put(Kind::Charge, "a", &doc("1", "paid", 11.0, &[]))?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((count("a"), count("b")), (3, 1));
+        assert_eq!(
+            read(&s, |tx| Ok(tx.get(Kind::Charge, "a", "1")?))
+                .unwrap()
+                .unwrap()["status"],
+            "paid",
+            "the upsert replaced the document"
+        );
+        write(&s, |tx| {
+            assert!(tx.delete(Kind::Charge, "a", "2")?);
+            assert!(!tx.delete(Kind::Charge, "a", "2")?);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(count("a"), 2);
+        let failed: Result<(), DomainError> = write(&s, |tx| {
+            tx.put(Kind::Charge, "a", &doc("5", "pending", 10.0, &[]))?;
+            Err(DomainError::Conflict("rolled back".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(count("a"), 2, "a rolled-back insert is not counted");
+        let listed = read(&s, |tx| {
+            Ok(tx.find(Kind::Charge, "a", &Query::all())?.len())
+        })
+        .unwrap();
+        assert_eq!(listed as u64, count("a"));
+    }
+
+    #[test]
+    fn pages_come_in_order_whatever_the_offset() {
+        let s = SqliteStore::in_memory().unwrap();
+        write(&s, |tx| {
+            for i in 0..50 {
+                let mut d = doc("1", "pending", f64::from(i % 7), &[]);
+                d["id"] = json!(format!("c{i:02}"));
+                tx.put(Kind::Charge, "a", &d)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let page = |offset: u32, order: Order| -> Vec<String> {
+            read(&s, |tx| {
+                let q = Query {
+                    sort: ("amount", order),
+                    limit: Some(10),
+                    offset,
+                    ..Query::all()
+                };
+                Ok(tx
+                    .find(Kind::Charge, "a", &q)?
+                    .iter()
+                    .map(|d| d["id"].as_str().unwrap().to_owned())
+                    .collect())
+            })
+            .unwrap()
+        };
+        let mut all: Vec<(i64, String)> =
+            (0..50).map(|i: i64| (i % 7, format!("c{i:02}"))).collect();
+        all.sort();
+        let asc: Vec<String> = (0..5).flat_map(|p| page(p * 10, Order::Asc)).collect();
+        assert_eq!(asc, all.iter().map(|x| x.1.clone()).collect::<Vec<_>>());
+        let desc: Vec<String> = (0..5).flat_map(|p| page(p * 10, Order::Desc)).collect();
+        assert_eq!(desc, asc.iter().rev().cloned().collect::<Vec<_>>());
+        assert!(page(50, Order::Asc).is_empty());
     }
 
     #[test]
