@@ -280,10 +280,14 @@ impl<'a> Op<'a> {
 /// A list response `{data, meta: {page, per_page, total, total_pages}}`.
 pub fn list(items: Vec<Value>, page: Page, total: u64) -> Output {
     let total_pages = total.div_ceil(u64::from(page.per_page));
-    Output::ok(json!({
-        "data": items,
-        "meta": { "page": page.page, "per_page": page.per_page, "total": total, "total_pages": total_pages },
-    }))
+    // The items move in: `json!` would serialize them into a copy.
+    let mut body = Map::with_capacity(2);
+    body.insert("data".into(), Value::Array(items));
+    body.insert(
+        "meta".into(),
+        json!({ "page": page.page, "per_page": page.per_page, "total": total, "total_pages": total_pages }),
+    );
+    Output::ok(Value::Object(body))
 }
 
 /// A `201 Created` JSON output.
