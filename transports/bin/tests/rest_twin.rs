@@ -1,18 +1,21 @@
 //! Every MCP tool and its `/v1` REST twin answer the same JSON (product spec §8: "a tool
 //! cannot diverge from the endpoint it mirrors; a test proves it by calling both and
-//! comparing").
+//! comparing"), over a real socket in both eras (era 2025 refuses destructive tools, §13).
 //!
-//! Two identical servers — the core [`Server`] over the real [`Domain`], each on its own
+//! Three identical servers — the core [`Server`] over the real [`Domain`], each on its own
 //! in-memory SQLite store seeded with the deterministic demo data — are served over real
-//! loopback sockets by the blocking adapter. Both see the same sequence of operations
+//! loopback sockets by the blocking adapter. All see the same sequence of operations
 //! under the same fixed clock and, per operation, the same request counter (so the same
 //! entropy and request id): server `mcp` gets each one as an era-2026 `tools/call` (the
 //! `_meta` envelope, mirrored `Mcp-*` headers, and for destructive tools the §13
 //! confirmation round trip: `input_required`, then the same call with the accepted answer
 //! and the sealed `requestState`), server `rest` gets it on the tool's `/v1` route (path
-//! variables, query string for `GET`/`DELETE`, JSON body otherwise, `X-Idempotency-Key`).
-//! Generated ids and timestamps therefore agree (webhook signing secrets, drawn from the OS
-//! on purpose, are compared by shape: see [`mask_secrets`]), and every answer is compared:
+//! variables, query string for `GET`/`DELETE`, JSON body otherwise, `X-Idempotency-Key`),
+//! and server `legacy` gets it as an era-2025 `tools/call` (`MCP-Protocol-Version:
+//! 2025-06-18`, no envelope, no mirrored headers, no `initialize`: the transport is
+//! stateless, §1-§2). Generated ids and timestamps therefore agree (webhook signing secrets,
+//! drawn from the OS on purpose, are compared by shape: see [`mask_secrets`]), and every
+//! answer is compared:
 //!
 //! * JSON: the tool result's `structuredContent` equals the REST body, and its text item is
 //!   that value pretty-printed (§7);
@@ -20,11 +23,20 @@
 //! * files (PDF, CSV): the tool's descriptor (§9) names the REST `Content-Type`, the size of
 //!   the REST body, and a `download_path` that serves the same bytes;
 //! * tool errors: `isError` with `structuredContent` equal to the REST error body, whose
-//!   HTTP status is the one §11 gives the code.
+//!   HTTP status is the one §11 gives the code;
+//! * era 2025: the same result as era 2026 (text item, `structuredContent`, `isError`),
+//!   without the era-2026 fields (`resultType`, `_meta`, `ttlMs`, `cacheScope`, §3) —
+//!   except where era 2026 asked for confirmation: era 2025 cannot confirm, so the tool is
+//!   refused with the `CONFIRMATION_REQUIRED` tool error (§13), and the store is checked
+//!   unchanged by the refusal (a destructive call that fails its preflight answers the
+//!   preflight's error in both eras, and changes nothing either). The operation is then
+//!   applied to `legacy` on its `/v1` route, under the same counter, and must answer what
+//!   `rest` answered, so the three stores stay identical (checked at the end).
 //!
 //! The sequence reads the pristine demo data first, then writes (creates, updates, state
-//! changes, destructive tools), then reads again. It must cover every tool of the catalogue:
-//! a tool added without a case fails the test. Each case also states the outcome it
+//! changes, destructive tools), then reads again. It must cover every tool of the catalogue,
+//! in both eras, and refuse every destructive tool at least once in era 2025: a tool added
+//! without a case fails the test. Each case also states the outcome it
 //! expects (success or an error code), so the comparison is never between two unexpected
 //! failures.
 //!
@@ -48,6 +60,7 @@ use dunning_core::{
     Server, ToolDef, UnixTime,
 };
 use dunning_domain::store::sqlite::SqliteStore;
+use dunning_domain::store::{self, Kind, Query};
 use dunning_domain::testing::T0;
 use dunning_domain::{Domain, demo};
 use dunning_runtime::{EnvSource, NoopObserver, Options};
@@ -59,6 +72,9 @@ const PERSON: &str = "ana@demo.example";
 const TOKEN: &str = "twin-token";
 /// The modern revision.
 const V2026: &str = "2026-07-28";
+/// The legacy revision the era-2025 calls name (the newest 2025 one: it has
+/// `structuredContent`, which `2025-03-26` predates).
+const V2025: &str = "2025-06-18";
 /// How long a socket waits for the server.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -112,6 +128,7 @@ impl Authenticate for TwinAuth {
 /// One server on a loopback port.
 struct Side {
     server: Arc<Server<Domain>>,
+    store: Arc<SqliteStore>,
     env: Arc<Steered>,
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -124,7 +141,7 @@ impl Side {
         let domain = Domain::new(store.clone());
         demo::seed(&domain, T0).expect("demo seed");
         let auth = TwinAuth {
-            domain: Domain::new(store),
+            domain: Domain::new(store.clone()),
         };
         let server = Arc::new(
             Server::new(
@@ -155,11 +172,27 @@ impl Side {
         };
         Self {
             server,
+            store,
             env,
             addr,
             stop,
             thread: Some(thread),
         }
+    }
+
+    /// Every document of every organization, as stored (JSON text, in a fixed order).
+    fn snapshot(&self) -> Vec<String> {
+        store::read(&*self.store, |tx| {
+            let mut docs = Vec::new();
+            for org in tx.organizations()? {
+                for kind in Kind::ALL {
+                    docs.push(format!("{org} {}", kind.table()));
+                    docs.extend(tx.find_raw(kind, &org, &Query::all())?);
+                }
+            }
+            Ok(docs)
+        })
+        .expect("store snapshot")
     }
 
     /// One request on a fresh connection, answered under request counter `n`.
@@ -266,6 +299,14 @@ impl Reply {
     }
 }
 
+/// The era-2026 answer of a case: `structuredContent` (secrets masked), `isError`, and
+/// whether it took the confirmation round trip.
+struct Modern {
+    value: Value,
+    is_error: bool,
+    confirmed: bool,
+}
+
 /// What a case expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Expect {
@@ -319,31 +360,48 @@ fn query_value(v: &Value) -> String {
     }
 }
 
-/// The two servers, the catalogue, and what the sequence covered so far.
+/// The three servers, the catalogue, and what the sequence covered so far.
 struct Twin {
     mcp: Side,
     rest: Side,
+    legacy: Side,
     tools: Vec<ToolDef>,
     n: u64,
+    /// Tools compared between era 2026 and REST.
     covered: BTreeSet<String>,
+    /// Tools checked in era 2025 (same result, or refused for confirmation).
+    covered_legacy: BTreeSet<String>,
+    /// Destructive tools refused with `CONFIRMATION_REQUIRED` in era 2025.
+    refused: BTreeSet<String>,
+    /// How many era-2025 refusals (then applied on `/v1`) the sequence made.
+    refusals: usize,
     log: String,
     started: Instant,
 }
 
 impl Twin {
     fn new() -> Self {
-        let (mcp, rest) = std::thread::scope(|s| {
+        let (mcp, rest, legacy) = std::thread::scope(|s| {
             let a = s.spawn(Side::start);
             let b = s.spawn(Side::start);
-            (a.join().expect("mcp side"), b.join().expect("rest side"))
+            let c = s.spawn(Side::start);
+            (
+                a.join().expect("mcp side"),
+                b.join().expect("rest side"),
+                c.join().expect("legacy side"),
+            )
         });
         let tools = mcp.server.dispatch().catalog().tools;
         Self {
             mcp,
             rest,
+            legacy,
             tools,
             n: 0,
             covered: BTreeSet::new(),
+            covered_legacy: BTreeSet::new(),
+            refused: BTreeSet::new(),
+            refusals: 0,
             log: String::new(),
             started: Instant::now(),
         }
@@ -396,7 +454,7 @@ impl Twin {
             .unwrap_or_default()
     }
 
-    /// Runs one operation on both servers and compares; returns the REST JSON (the
+    /// Runs one operation on the three servers and compares; returns the REST JSON (the
     /// descriptor for a file).
     fn case(&mut self, tool: &str, args: Value, expect: Expect) -> Value {
         self.n += 1;
@@ -405,21 +463,15 @@ impl Twin {
             panic!("arguments must be an object")
         };
         let def = self.def(tool).clone();
-        let rest = self.rest_call(n, &def, &args);
+        let rest = self.rest_call(&self.rest, n, &def, &args);
         let (result, confirmed) = self.mcp_call(n, &def, &args);
         let context = format!("case {} {tool} {}", self.n, Value::Object(args.clone()));
-        let mut structured = result
-            .get("structuredContent")
-            .cloned()
-            .unwrap_or_else(|| panic!("{context}: no structuredContent in {result}"));
-        let text = result["content"][0]["text"].as_str().unwrap_or_default();
-        assert_eq!(
-            text,
-            serde_json::to_string_pretty(&structured).expect("pretty"),
-            "{context}: the text item is the structured value pretty-printed"
-        );
-        mask_secrets(&mut structured, false);
-        let is_error = result.get("isError") == Some(&Value::Bool(true));
+        let (structured, is_error) = tool_value(&context, &result);
+        let modern = Modern {
+            value: structured.clone(),
+            is_error,
+            confirmed,
+        };
         let outcome;
         let value = if rest.status >= 400 {
             let body = rest.json();
@@ -470,16 +522,156 @@ impl Twin {
             }
         };
         self.covered.insert(tool.to_owned());
+        let legacy_outcome = self.check_legacy(
+            n,
+            &def,
+            &args,
+            &format!("{context} [era {V2025}]"),
+            &modern,
+            &rest,
+        );
         let _ = writeln!(
             self.log,
-            "{:>3} {:<36} {:<7} {}{}",
+            "{:>3} {:<36} {:<7} {:<28} {}",
             self.n,
             tool,
             def.route.as_ref().map_or("", |r| r.method),
-            outcome,
-            if confirmed { " (confirmed)" } else { "" }
+            format!("{outcome}{}", if confirmed { " (confirmed)" } else { "" }),
+            legacy_outcome
         );
         value
+    }
+
+    /// The era-2025 call of a case, against the era-2026 answer and the REST reply. For
+    /// a destructive tool, a store snapshot from before the call proves it changed nothing.
+    /// Returns the log column.
+    fn check_legacy(
+        &mut self,
+        n: u64,
+        def: &ToolDef,
+        args: &Map<String, Value>,
+        context: &str,
+        modern: &Modern,
+        rest: &Reply,
+    ) -> String {
+        let before = def.annotations.destructive.then(|| self.legacy.snapshot());
+        let result = self.legacy_call(n, def, args);
+        let (value, is_error) = tool_value(context, &result);
+        if let Some(before) = before {
+            let after = self.legacy.snapshot();
+            if after != before {
+                let changed: Vec<&String> = after.iter().filter(|d| !before.contains(d)).collect();
+                panic!(
+                    "{context}: the era-2025 call of a destructive tool changed the store \
+                     ({result}): {changed:?}"
+                );
+            }
+        }
+        self.covered_legacy.insert(def.name.clone());
+        if !modern.confirmed {
+            // Not a confirmation in era 2026 (not destructive, or refused by the preflight):
+            // era 2025 answers the same.
+            assert_eq!(
+                is_error, modern.is_error,
+                "{context}: isError differs from era 2026: {result}"
+            );
+            assert_eq!(
+                value, modern.value,
+                "{context}: structuredContent ≠ era 2026's (and the REST body)"
+            );
+            if rest.status == 200 && !rest.is_json() {
+                let path = value["download_path"].as_str().expect("download_path");
+                let again = self.legacy.send(n, "GET", path, &auth_headers(), b"");
+                assert_eq!(again.status, 200, "{context}: GET {path}");
+                assert_eq!(
+                    again.body, rest.body,
+                    "{context}: {path} serves other bytes"
+                );
+            }
+            return "same".to_owned();
+        }
+        // Era 2026 confirmed it; era 2025 cannot: refused with the tool error (REST 428 in
+        // §11's table, but here an `isError` result), nothing executed (§13).
+        assert!(is_error, "{context}: ran without confirmation: {result}");
+        let message = value["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(
+            value,
+            json!({ "error": {
+                "code": "CONFIRMATION_REQUIRED",
+                "message": message,
+                "request_id": Env::fixed(T0, n).request_id,
+            } }),
+            "{context}: not the CONFIRMATION_REQUIRED tool error"
+        );
+        assert!(
+            message.contains(&def.name) && message.contains(V2026),
+            "{context}: the message must name the tool and tell to confirm through a \
+             {V2026} client: {message}"
+        );
+        self.refused.insert(def.name.clone());
+        self.refusals += 1;
+        // The same operation through `/v1` (REST needs no confirmation), same counter.
+        let applied = self.rest_call(&self.legacy, n, def, args);
+        assert_eq!(
+            (applied.status, applied.header("content-type")),
+            (rest.status, rest.header("content-type")),
+            "{context}: /v1 on the era-2025 server: {}",
+            String::from_utf8_lossy(&applied.body)
+        );
+        if applied.is_json() {
+            let (mut a, mut b) = (applied.json(), rest.json());
+            mask_secrets(&mut a, false);
+            mask_secrets(&mut b, false);
+            assert_eq!(a, b, "{context}: /v1 on the era-2025 server ≠ REST body");
+        } else {
+            assert_eq!(
+                applied.body, rest.body,
+                "{context}: /v1 on the era-2025 server ≠ REST body"
+            );
+        }
+        format!("CONFIRMATION_REQUIRED, /v1 {}", applied.status)
+    }
+
+    /// An era-2025 `tools/call`: no envelope, no mirrored headers, no handshake.
+    fn legacy_call(&self, n: u64, def: &ToolDef, args: &Map<String, Value>) -> Value {
+        let mut headers = auth_headers();
+        headers.extend([
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+            ("MCP-Protocol-Version".to_owned(), V2025.to_owned()),
+        ]);
+        let body = json!({
+            "jsonrpc": "2.0", "id": n, "method": "tools/call",
+            "params": { "name": def.name, "arguments": args },
+        });
+        let reply = self.legacy.send(
+            n,
+            "POST",
+            "/",
+            &headers,
+            &serde_json::to_vec(&body).expect("body"),
+        );
+        assert_eq!(
+            reply.status,
+            200,
+            "{} [era {V2025}]: {}",
+            def.name,
+            String::from_utf8_lossy(&reply.body)
+        );
+        assert_eq!(reply.header("mcp-protocol-version"), Some(V2025));
+        let msg = reply.json();
+        assert_eq!(msg["id"], json!(n), "{} [era {V2025}]: {msg}", def.name);
+        let result = msg
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{} [era {V2025}]: no result in {msg}", def.name));
+        for key in ["resultType", "_meta", "ttlMs", "cacheScope"] {
+            assert!(
+                result.get(key).is_none(),
+                "{} [era {V2025}]: an era-2026 field {key} in {result}",
+                def.name
+            );
+        }
+        result
     }
 
     /// A file: the tool's descriptor names the REST answer, and its `download_path` serves
@@ -508,9 +700,9 @@ impl Twin {
         );
     }
 
-    /// The `/v1` route: path variables from the template, the rest in the query string
+    /// The `/v1` route on `side`: path variables from the template, the rest in the query string
     /// (`GET`, `DELETE`) or the JSON body; `idempotency_key` as `X-Idempotency-Key`.
-    fn rest_call(&self, n: u64, def: &ToolDef, args: &Map<String, Value>) -> Reply {
+    fn rest_call(&self, side: &Side, n: u64, def: &ToolDef, args: &Map<String, Value>) -> Reply {
         let route = def.route.as_ref().expect("every tool has a /v1 route");
         let mut rest = args.clone();
         let mut path = String::new();
@@ -551,7 +743,7 @@ impl Twin {
                 serde_json::to_vec(&Value::Object(rest)).expect("body")
             }
         };
-        self.rest.send(n, route.method, &path, &headers, &body)
+        side.send(n, route.method, &path, &headers, &body)
     }
 
     /// An era-2026 `tools/call`; a destructive tool's `input_required` is answered with
@@ -650,7 +842,8 @@ impl Twin {
         }
     }
 
-    /// Every catalogue tool was called on both surfaces.
+    /// Every catalogue tool was called on both surfaces and in both eras, every
+    /// destructive one was refused in era 2025, and the three stores hold the same data.
     fn assert_covered(&self) {
         let all: BTreeSet<String> = self.tools.iter().map(|t| t.name.clone()).collect();
         let missing: Vec<&String> = all.difference(&self.covered).collect();
@@ -658,11 +851,44 @@ impl Twin {
             missing.is_empty(),
             "tools without a REST-twin case: {missing:?}"
         );
+        let missing: Vec<&String> = all.difference(&self.covered_legacy).collect();
+        assert!(
+            missing.is_empty(),
+            "tools without an era-{V2025} check: {missing:?}"
+        );
+        let destructive: BTreeSet<String> = self
+            .tools
+            .iter()
+            .filter(|t| t.annotations.destructive)
+            .map(|t| t.name.clone())
+            .collect();
+        let missing: Vec<&String> = destructive.difference(&self.refused).collect();
+        assert!(
+            missing.is_empty(),
+            "destructive tools never refused for confirmation in era {V2025}: {missing:?}"
+        );
+        let (rest, legacy) = (self.rest.snapshot(), self.legacy.snapshot());
+        assert_eq!(
+            masked_docs(&legacy),
+            masked_docs(&rest),
+            "the era-{V2025} server's store ≠ the REST server's"
+        );
+        assert_eq!(
+            masked_docs(&self.mcp.snapshot()),
+            masked_docs(&rest),
+            "the era-{V2026} server's store ≠ the REST server's"
+        );
         eprintln!(
-            "{}{} tools, {} operations on both surfaces in {:.1?}",
+            "{}{} tools on both surfaces in era {V2026}, {} in era {V2025} ({} destructive \
+             refused there {} times, then applied on /v1), {} operations on three servers, \
+             {} documents each, in {:.1?}",
             self.log,
             self.covered.len(),
+            self.covered_legacy.len(),
+            self.refused.len(),
+            self.refusals,
             self.n,
+            rest.len(),
             self.started.elapsed()
         );
     }
@@ -691,6 +917,35 @@ fn mask_secrets(v: &mut Value, under_secret: bool) {
         }
         _ => {}
     }
+}
+
+/// A tool result's `structuredContent`, secrets masked, after checking that its text item
+/// is that value pretty-printed (§7); and whether it is an error.
+fn tool_value(context: &str, result: &Value) -> (Value, bool) {
+    let mut structured = result
+        .get("structuredContent")
+        .cloned()
+        .unwrap_or_else(|| panic!("{context}: no structuredContent in {result}"));
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(
+        text,
+        serde_json::to_string_pretty(&structured).expect("pretty"),
+        "{context}: the text item is the structured value pretty-printed"
+    );
+    mask_secrets(&mut structured, false);
+    let is_error = result.get("isError") == Some(&Value::Bool(true));
+    (structured, is_error)
+}
+
+/// A store snapshot with webhook secrets masked (see [`mask_secrets`]).
+fn masked_docs(docs: &[String]) -> Vec<Value> {
+    docs.iter()
+        .map(|d| {
+            let mut v = serde_json::from_str(d).unwrap_or_else(|_| Value::String(d.clone()));
+            mask_secrets(&mut v, false);
+            v
+        })
+        .collect()
 }
 
 fn id(v: &Value) -> String {
