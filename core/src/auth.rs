@@ -40,6 +40,12 @@ pub trait Authenticate: Send + Sync {
         audience: Audience,
         now: UnixTime,
     ) -> Result<Principal, AuthError>;
+
+    /// Whether authenticating may wait on something other than the CPU (the product's
+    /// looks people up in the store): see [`crate::Dispatch::may_block`].
+    fn may_block(&self) -> bool {
+        true
+    }
 }
 
 /// Extracts the token from an `Authorization` header value: `Bearer <b64token>`.

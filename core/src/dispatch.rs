@@ -292,6 +292,14 @@ pub trait Dispatch: Send + Sync {
     /// The definitions served. Called once, by `Server::new`.
     fn catalog(&self) -> Catalog;
 
+    /// Whether a call may wait on something other than the CPU (a store, a network): an
+    /// async adapter then runs requests off its reactor. `false` lets it run them inline,
+    /// saving two thread switches per request; only a dispatcher that is pure computation
+    /// may say so.
+    fn may_block(&self) -> bool {
+        true
+    }
+
     /// Runs a tool (validated arguments). The same function serves the REST twin.
     fn call_tool(&self, call: &ToolCall<'_>) -> Result<Output, ToolError>;
 

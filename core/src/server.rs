@@ -147,6 +147,13 @@ impl<D: Dispatch> Server<D> {
         &self.dispatch
     }
 
+    /// Whether [`Server::handle`] may wait on something other than the CPU (the
+    /// dispatcher's or the authenticator's word): async adapters run it off the reactor
+    /// when it may.
+    pub fn may_block(&self) -> bool {
+        self.dispatch.may_block() || self.auth.may_block()
+    }
+
     /// `serverInfo` (name, title, version).
     pub fn server_info(&self) -> &Value {
         &self.server_info

@@ -127,6 +127,11 @@ impl Authenticate for TestAuth {
         }
         Ok(p)
     }
+
+    /// A fixed table of tokens: pure computation.
+    fn may_block(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -647,6 +647,11 @@ impl Dispatch for TestDomain {
         catalog()
     }
 
+    /// In-memory state behind short locks: pure computation.
+    fn may_block(&self) -> bool {
+        false
+    }
+
     fn call_tool(&self, call: &ToolCall<'_>) -> Result<Output, ToolError> {
         match call.tool.name.as_str() {
             "test_charges_list" => Ok(self.list(call)),

@@ -374,6 +374,14 @@ fn connection_cap_answers_503_with_retry_after() {
     });
 }
 
+/// Async adapters run a request inline only on the word of both the dispatcher and the
+/// authenticator; a dispatcher that blocks (the gate, the product's store) is never inline.
+#[test]
+fn only_pure_servers_are_served_inline() {
+    assert!(!test_server().may_block());
+    assert!(gate_server().0.may_block());
+}
+
 /// Not mio: it calls the core inline, one request at a time, so nothing is ever in flight
 /// beside the request being answered.
 #[test]

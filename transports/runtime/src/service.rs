@@ -41,6 +41,12 @@ impl<D: Dispatch> Service<D> {
         }
     }
 
+    /// Whether [`Service::handle`] may block on something other than the CPU
+    /// ([`Server::may_block`]): async adapters then call it off their reactor.
+    pub fn may_block(&self) -> bool {
+        self.server.may_block()
+    }
+
     /// The options in force.
     pub fn options(&self) -> &Options {
         &self.opts
@@ -108,7 +114,7 @@ impl<D: Dispatch> Service<D> {
     /// `Load::Overloaded` when more than [`Options::max_in_flight`] are in flight (this one
     /// included), else `Load::Normal`; adds `Connection: close` while draining; reports
     /// it to the observer. Blocks as long as the core does (SQLite): async adapters call
-    /// it off their reactor. A panic in the domain becomes a bare `500` that closes the
+    /// it off their reactor unless [`Service::may_block`] says it never blocks. A panic in the domain becomes a bare `500` that closes the
     /// connection.
     pub fn handle(&self, req: &OwnedRequest) -> Response {
         let n = self.gauges.in_flight.fetch_add(1, Ordering::AcqRel) + 1;

@@ -6,7 +6,8 @@
 //! ```text
 //! loop {
 //!     poll the Connection: for each request, Service::handle on the blocking pool
-//!                          (spawn_blocking: the domain blocks on SQLite), then respond
+//!                          (spawn_blocking: the domain blocks on SQLite; inline when
+//!                          the service never blocks), then respond
 //!     write everything pending (bounded by the idle timeout)
 //!     Close polled        -> lingering close, end
 //!     draining and idle   -> end
@@ -159,10 +160,15 @@ async fn drive<D: Dispatch + 'static>(
         let close = loop {
             match conn.poll() {
                 Next::Request(req) => {
-                    let svc = Arc::clone(service);
-                    match tokio::task::spawn_blocking(move || svc.handle(&req)).await {
-                        Ok(resp) => conn.respond(&resp),
-                        Err(_) => return CloseReason::Aborted,
+                    if service.may_block() {
+                        let svc = Arc::clone(service);
+                        match tokio::task::spawn_blocking(move || svc.handle(&req)).await {
+                            Ok(resp) => conn.respond(&resp),
+                            Err(_) => return CloseReason::Aborted,
+                        }
+                    } else {
+                        // Pure computation: two thread switches would cost more than it.
+                        conn.respond(&service.handle(&req));
                     }
                 }
                 Next::Read => break false,
@@ -213,6 +219,15 @@ async fn drive<D: Dispatch + 'static>(
 
 /// Writes everything pending, each write bounded by the connection's deadline.
 async fn flush(stream: &mut TcpStream, conn: &mut Connection) -> Result<(), CloseReason> {
+    // Most answers fit in the socket buffer: write at once, without arming a timer.
+    while !conn.output().is_empty() {
+        match stream.try_write(conn.output()) {
+            Ok(0) => return Err(CloseReason::Io),
+            Ok(n) => conn.consume_output(n, Instant::now()),
+            Err(e) if retry(&e) => break,
+            Err(_) => return Err(CloseReason::Io),
+        }
+    }
     while !conn.output().is_empty() {
         let Some(deadline) = conn.deadline() else {
             return Err(CloseReason::Aborted);
