@@ -60,9 +60,12 @@ impl<D: Dispatch> Server<D> {
                 scope: tool.def.access.scope.as_str(),
             });
         }
-        let args = match params.get("arguments") {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(a)) => a,
+        // The arguments as a map (for the dispatcher) and as the value it sits in (for
+        // schema validation), without copying them.
+        let no_args = Value::Object(Map::new());
+        let (args_value, args) = match params.get("arguments") {
+            None | Some(Value::Null) => (&no_args, &empty),
+            Some(v @ Value::Object(a)) => (v, a),
             Some(_) => return invalid("params.arguments must be an object"),
         };
         if !rpc
@@ -78,7 +81,7 @@ impl<D: Dispatch> Server<D> {
             );
             return self.tool_error(rpc, e, log);
         }
-        if let Err(e) = tool.validate(&Value::Object(args.clone())) {
+        if let Err(e) = tool.validate(args_value) {
             return self.tool_error(rpc, e, log);
         }
         let call = ToolCall {

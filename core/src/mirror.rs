@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ProtocolError;
 use crate::request::Request;
@@ -85,7 +85,7 @@ pub fn check_notification(req: &Request<'_>, method: &str) -> Result<(), Protoco
 pub fn check_request(
     req: &Request<'_>,
     method: &str,
-    params: Option<&Value>,
+    params: Option<&Map<String, Value>>,
     bindings: &[Binding],
     args: Option<&Value>,
 ) -> Result<(), ProtocolError> {

@@ -268,10 +268,7 @@ impl<D: Dispatch> Server<D> {
                 }
                 _ => (&[][..], None),
             };
-            let params_value = params.map(|p| Value::Object(p.clone()));
-            if let Err(e) =
-                mirror::check_request(req, &msg.method, params_value.as_ref(), bindings, args)
-            {
+            if let Err(e) = mirror::check_request(req, &msg.method, params, bindings, args) {
                 return self.refuse(e, Some(id), Some(version), log);
             }
         }
