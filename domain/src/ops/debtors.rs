@@ -273,12 +273,10 @@ fn parse_document(raw: &str) -> Result<document::Document, DomainError> {
 }
 
 fn check_ruler(op: &mut Op<'_>) -> Result<(), DomainError> {
-    if let Some(r) = op.opt_str("ruler_id") {
-        if op.tx.get(Kind::Ruler, op.org, r)?.is_none() {
-            return Err(DomainError::field("ruler_id", "no such ruler"));
-        }
+    match op.opt_str("ruler_id") {
+        Some(r) => crate::ops::rulers::ensure_exists(op, r),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn ensure_unique_document(

@@ -883,14 +883,21 @@ fn content(op: &mut Op<'_>, channel: Option<&str>) -> Result<Content, DomainErro
         }
         (Some(t), None) => {
             find_template(op.tx, op.org, t)?.ok_or_else(|| {
-            let names: Vec<&str> = BUILTIN_TEMPLATES.iter().map(|t| t.0).collect();
-            DomainError::field(
-                "template_id",
-                format!(
-                    "no template {t}; use a built-in one ({}) or a step id of this organization",
-                    names.join(", ")
-                ),
-            )
+                // A step id that is not this organization's is not found, like any id of
+                // another organization (§11); an unknown name is a validation error that
+                // lists the names there are.
+                let is_id = t.len() == 36 && t.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+                if is_id {
+                    return DomainError::not_found("template", t);
+                }
+                let names: Vec<&str> = BUILTIN_TEMPLATES.iter().map(|t| t.0).collect();
+                DomainError::field(
+                    "template_id",
+                    format!(
+                        "no template {t}; use a built-in one ({}) or a step id of this organization",
+                        names.join(", ")
+                    ),
+                )
             })?;
         }
         (None, Some(m)) => {

@@ -38,14 +38,6 @@
 //! Every catalogue tool with an id argument and every template must be covered: one added
 //! without a mapping here fails the test. Failures are collected and reported together,
 //! grouped by cause, each with its tool, arguments and answer.
-//!
-//! KNOWN FAILURES when this test was written (reported; the assertions stay until the
-//! product answers `NOT_FOUND`): another organization's id given as a *reference* in the
-//! body answers `VALIDATION_ERROR` (422) instead: `ruler_id` of `dunning_debtors_create`,
-//! `dunning_debtors_update`, `dunning_charges_create`, `dunning_charges_update` ("ruler_id:
-//! no such ruler") and `template_id` (a ruler step's id) of `dunning_charges_notify` and
-//! `dunning_notifications_create` ("template_id: no template <id>; ..."). They leak
-//! nothing: the answer is the same as for an id that exists nowhere.
 
 mod common;
 

@@ -454,9 +454,7 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if op.args.contains_key("ruler_id") {
         let r = opt_text(op, "ruler_id")?;
         if let Some(r) = &r {
-            if op.tx.get(Kind::Ruler, op.org, r)?.is_none() {
-                return Err(DomainError::field("ruler_id", "no such ruler"));
-            }
+            crate::ops::rulers::ensure_exists(op, r)?;
         }
         c.ruler_id = r;
     }

@@ -463,9 +463,7 @@ pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
     }
     validate_terms(&n, &debtor, op.today())?;
     if let Some(r) = &n.ruler_id {
-        if op.tx.get(Kind::Ruler, op.org, r)?.is_none() {
-            return Err(DomainError::field("ruler_id", "no such ruler"));
-        }
+        crate::ops::rulers::ensure_exists(op, r)?;
     }
     if let Some(e) = &n.external_id {
         let q = Query::all().with(Cond::Eq("external_id", json!(e)));
