@@ -214,14 +214,14 @@ impl Domain {
         if let Some(n) = call.confirmation_key {
             keys.push(format!("confirm:{n}"));
         }
-        store::write(&*self.store, |tx| {
+        let (out, fresh) = store::write(&*self.store, |tx| {
             for key in &keys {
                 if let Some(r) = tx.recall(&org, key)? {
                     if r.tool != call.tool.name || r.digest != digest {
                         let shown = key.split_once(':').map_or(key.as_str(), |(_, k)| k);
                         return Err(DomainError::IdempotencyConflict(shown.to_owned()));
                     }
-                    return Ok(output_from_json(&r.result));
+                    return Ok((output_from_json(&r.result), false));
                 }
             }
             let out = self.op_run(tx, call, false, spec.run)?;
@@ -234,8 +234,24 @@ impl Domain {
             for key in &keys {
                 tx.remember(&org, key, &stored)?;
             }
-            Ok(out)
-        })
+            Ok((out, true))
+        })?;
+        let Some(after) = spec.after.filter(|_| fresh) else {
+            return Ok(out);
+        };
+        // The handler committed (and was remembered): now the work that must not hold the
+        // writer, whose answer then replaces the remembered one.
+        let out = after(self, call, out)?;
+        if !keys.is_empty() {
+            let result = output_to_json(&out);
+            store::write(&*self.store, |tx| {
+                for key in &keys {
+                    tx.rewrite_remembered(&org, key, &result)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(out)
     }
 
     /// Runs a read-only tool for the caller in `ctx` (resources and prompts are views of

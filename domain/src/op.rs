@@ -131,6 +131,20 @@ impl<'a> Op<'a> {
         data: &impl Serialize,
         changes: Value,
     ) -> Result<(), DomainError> {
+        let event = self.store_event(code, resource_type, resource_id, data, changes)?;
+        crate::webhooks::fan_out(self, &event)
+    }
+
+    /// Records an audit event without fanning it out (`webhook.tested`: a test delivery
+    /// must not trigger deliveries of its own). Returns the stored event.
+    pub fn store_event(
+        &mut self,
+        code: &str,
+        resource_type: &str,
+        resource_id: &str,
+        data: &impl Serialize,
+        changes: Value,
+    ) -> Result<Value, DomainError> {
         let id = self.new_id();
         let at = self.timestamp();
         // Writes are serialized (one writer), so max + 1 is unique and increasing.
@@ -165,7 +179,7 @@ impl<'a> Op<'a> {
             "updated_at": at,
         });
         save(self.tx, Kind::Event, self.org, &event)?;
-        crate::webhooks::fan_out(self, &event)
+        Ok(event)
     }
 
     // ---- arguments ----

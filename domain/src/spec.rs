@@ -19,6 +19,13 @@ pub type Run = fn(&mut Op<'_>) -> Result<dunning_core::Output, DomainError>;
 /// Names exactly what a destructive call will do (runs before the dry run).
 pub type Describe = fn(&mut Op<'_>) -> Result<String, DomainError>;
 
+/// See [`ToolSpec::after`].
+pub type After = fn(
+    &crate::Domain,
+    &dunning_core::ToolCall<'_>,
+    dunning_core::Output,
+) -> Result<dunning_core::Output, DomainError>;
+
 /// One tool: definition plus handler.
 #[derive(Clone)]
 pub struct ToolSpec {
@@ -28,6 +35,17 @@ pub struct ToolSpec {
     pub run: Run,
     /// The confirmation message of a destructive tool.
     pub describe: Option<Describe>,
+    /// Work after the handler's transaction committed (network calls that must not hold
+    /// the store's writer); its output replaces the handler's, also for replays.
+    pub after: Option<After>,
+}
+
+impl ToolSpec {
+    /// Adds [`ToolSpec::after`].
+    pub fn then(mut self, after: After) -> Self {
+        self.after = Some(after);
+        self
+    }
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -193,6 +211,7 @@ impl ToolBuilder {
             },
             run,
             describe: self.describe,
+            after: None,
         }
     }
 }

@@ -50,7 +50,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use dunning_core::{Audience, Output, Principal, Scope, UnixTime};
+use dunning_core::{Audience, Output, Principal, Scope, ToolCall, UnixTime};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -1054,7 +1054,16 @@ fn claim_one(
     d.next_retry_at = Some(stamp(op.now.plus_millis(CLAIM_MS)));
     d.updated_at = op.timestamp();
     save(op.tx, Kind::WebhookDelivery, op.org, d)?;
-    let t = op.now.as_millis() / 1000;
+    Ok(Claimed {
+        delivery_id: d.id.clone(),
+        attempts: d.attempts,
+        request: request_for(d, hook, op.now),
+    })
+}
+
+/// The signed request of a delivery attempt at `now`.
+fn request_for(d: &WebhookDelivery, hook: &Webhook, now: UnixTime) -> WebhookRequest {
+    let t = now.as_millis() / 1000;
     let headers = vec![
         ("Content-Type".into(), "application/json".into()),
         ("User-Agent".into(), "kobana-dunning-webhooks/1".into()),
@@ -1063,22 +1072,18 @@ fn claim_one(
         ("X-Kobana-Delivery-Id".into(), d.id.clone()),
         (
             SIGNATURE_HEADER.into(),
-            signature_header(&hook.signing_secrets(op.now), t, &d.payload),
+            signature_header(&hook.signing_secrets(now), t, &d.payload),
         ),
     ];
-    Ok(Claimed {
+    WebhookRequest {
         delivery_id: d.id.clone(),
-        attempts: d.attempts,
-        request: WebhookRequest {
-            delivery_id: d.id.clone(),
-            webhook_id: hook.id.clone(),
-            event_code: d.event_code.clone(),
-            url: hook.url.clone(),
-            ssl_verification: hook.ssl_verification,
-            headers,
-            body: d.payload.clone(),
-        },
-    })
+        webhook_id: hook.id.clone(),
+        event_code: d.event_code.clone(),
+        url: hook.url.clone(),
+        ssl_verification: hook.ssl_verification,
+        headers,
+        body: d.payload.clone(),
+    }
 }
 
 /// Claims the due `pending` deliveries of the organization (at most `limit`), taking one
@@ -1395,7 +1400,8 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("event_code", s::text("Event code of the test (default webhook.ping)", 1, 100))
             .output(delivery_output())
             .confirm(describe_test)
-            .run(test_webhook),
+            .run(test_webhook)
+            .then(post_test),
         tool("dunning_webhooks_rotate_secret", "Rotate a webhook secret", "POST", "/v1/webhooks/{id}/rotate-secret")
             .describe(&rotate_desc)
             .destructive()
@@ -1614,46 +1620,81 @@ fn test_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if let Err(retry_after_ms) = op.outbound.take(op.org, 1, op.now, op.dry_run) {
         return Err(DomainError::RateLimited { retry_after_ms });
     }
-    let event_id = op.new_id();
-    let at = op.timestamp();
+    // The audit event is not fanned out (a test must not cause deliveries of its own);
+    // the test payload is an event of the requested code with the same id.
+    let tested = op.store_event(
+        "webhook.tested",
+        "webhook",
+        id,
+        &json!({ "event_code": code }),
+        Value::Null,
+    )?;
     let event = json!({
-        "id": event_id,
+        "id": tested["id"],
         "code": code,
         "resource_type": "webhook",
         "resource_id": id,
-        "occurred_at": at,
+        "occurred_at": tested["occurred_at"],
         "data": { "test": true, "webhook_id": id },
         "changes": Value::Null,
     });
-    save(
-        op.tx,
-        Kind::Event,
-        op.org,
-        &json!({
-            "id": event_id,
-            "code": "webhook.tested",
-            "resource_type": "webhook",
-            "resource_id": id,
-            "occurred_at": at,
-            "data": { "event_code": code },
-            "changes": Value::Null,
-            "actor": op.principal.subject,
-            "request_id": op.request_id,
-            "created_at": at,
-            "updated_at": at,
-        }),
-    )?;
     let mut d = enqueue(op, id, &event, &payload(&event))?;
     if !op.dry_run {
-        let claimed = claim_one(op, &mut d, &w)?;
-        let response = installed_driver().post(&claimed.request);
-        let mut d2: WebhookDelivery = must(op.tx, Kind::WebhookDelivery, op.org, &d.id)?;
-        record(op, &mut d2, &response)?;
-        d = d2;
+        // Claimed now, posted by [`post_test`] once this transaction has committed: the
+        // store's writer is never held while a receiver takes its time.
+        claim_one(op, &mut d, &w)?;
     }
-    let mut out = serde_json::to_value(&d).unwrap_or(Value::Null);
+    Ok(created(delivery_view(&d)))
+}
+
+/// A delivery as the test and resend tools answer it: with its payload.
+fn delivery_view(d: &WebhookDelivery) -> Value {
+    let mut out = serde_json::to_value(d).unwrap_or(Value::Null);
     out["payload"] = json!(d.payload);
-    Ok(created(out))
+    out
+}
+
+/// After `dunning_webhooks_test` committed: posts the claimed delivery (outside any
+/// transaction), then records the answer and returns the delivery as it now stands.
+fn post_test(domain: &Domain, call: &ToolCall<'_>, out: Output) -> Result<Output, DomainError> {
+    let Output::Json { body, .. } = &out else {
+        return Ok(out);
+    };
+    let (Some(did), Some(wid)) = (
+        body.get("id").and_then(Value::as_str),
+        body.get("webhook_id").and_then(Value::as_str),
+    ) else {
+        return Ok(out);
+    };
+    let org = &call.ctx.principal.organization;
+    let now = call.ctx.now;
+    let request = store::read(domain.store(), |tx| {
+        let d: WebhookDelivery = must(tx, Kind::WebhookDelivery, org, did)?;
+        let hook: Webhook = must(tx, Kind::Webhook, org, wid)?;
+        Ok(request_for(&d, &hook, now))
+    })?;
+    let response = installed_driver().post(&request);
+    // Ids made here must not repeat those of the committed transaction, which drew from
+    // the same entropy: derive a second seed from it.
+    let entropy: [u8; 32] = Sha256::new()
+        .chain_update(call.ctx.entropy)
+        .chain_update(b"after commit")
+        .finalize()
+        .into();
+    let call = ToolCall {
+        ctx: dunning_core::Ctx {
+            entropy: &entropy,
+            ..call.ctx
+        },
+        ..*call
+    };
+    store::write(domain.store(), |tx| {
+        domain.op_run(tx, &call, false, |op| {
+            let mut d: WebhookDelivery = must(op.tx, Kind::WebhookDelivery, op.org, did)?;
+            record(op, &mut d, &response)?;
+            Ok(created(delivery_view(&d)))
+        })
+    })
 }
 
 fn grace(op: &Op<'_>) -> Result<i64, DomainError> {

@@ -529,6 +529,13 @@ pub trait Tx {
     fn recall(&mut self, org: &str, key: &str) -> Result<Option<Remembered>, StoreError>;
     /// Stores a result under an idempotency key (first write wins).
     fn remember(&mut self, org: &str, key: &str, r: &Remembered) -> Result<(), StoreError>;
+    /// Replaces the result of an idempotency record (a tool's work after its commit).
+    fn rewrite_remembered(
+        &mut self,
+        org: &str,
+        key: &str,
+        result: &Value,
+    ) -> Result<(), StoreError>;
     /// Forgets idempotency records older than `before_ms`.
     fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError>;
 }

@@ -427,6 +427,18 @@ impl Tx for SqlTx<'_> {
         .transpose()
     }
 
+    fn rewrite_remembered(
+        &mut self,
+        org: &str,
+        key: &str,
+        result: &Value,
+    ) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached("UPDATE idempotency SET result = ? WHERE org = ? AND key = ?")?
+            .execute(params![result.to_string(), org, key])?;
+        Ok(())
+    }
+
     fn remember(&mut self, org: &str, key: &str, r: &Remembered) -> Result<(), StoreError> {
         self.tx
             .prepare_cached(

@@ -233,3 +233,66 @@ fn the_default_driver_records_and_never_connects() {
         "nothing connected to the receiver"
     );
 }
+
+#[test]
+fn a_slow_receiver_never_holds_up_other_writes() {
+    let srv = Srv::start(&[], Some(HTTP_DRIVER));
+    let api = srv.mint(&[
+        "--org",
+        "demo",
+        "--person",
+        "ana@demo.example",
+        "--audience",
+        "api",
+    ]);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (accepted_tx, accepted) = std::sync::mpsc::channel();
+    let receiver = thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        accepted_tx.send(()).unwrap();
+        // Takes its time before reading and answering.
+        thread::sleep(Duration::from_secs(3));
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        serve_one(&mut s)
+    });
+    let (id, _) = create_hook(&srv, &api, &format!("http://127.0.0.1:{port}/slow"), true);
+    let tester = {
+        let (addr, api, id) = (srv.addr.clone(), api.clone(), id.clone());
+        thread::spawn(move || {
+            let r = common::http(
+                &addr,
+                "POST",
+                &format!("/v1/webhooks/{id}/test"),
+                &[
+                    ("Authorization", &bearer(&api)),
+                    ("Content-Type", "application/json"),
+                ],
+                b"{}",
+            );
+            (r.status, r.json())
+        })
+    };
+    accepted
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the receiver was called");
+    // While the receiver sleeps, another write goes through at once.
+    let started = std::time::Instant::now();
+    let r = post(
+        &srv,
+        &api,
+        "/v1/debtors",
+        &json!({"cnpj_cpf": "529.982.247-25", "name": "Durante o teste"}),
+    );
+    let took = started.elapsed();
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(
+        took < Duration::from_millis(1500),
+        "a write waited {took:?} for the webhook receiver"
+    );
+    let (status, d) = tester.join().unwrap();
+    assert_eq!(status, 201, "{d}");
+    assert_eq!(d["status"], "delivered", "{d}");
+    let (head, _) = receiver.join().unwrap();
+    assert!(head.starts_with("POST /slow HTTP/1.1\r\n"), "{head}");
+}
