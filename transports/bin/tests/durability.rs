@@ -258,14 +258,7 @@ fn list_all(srv: &Srv, tool: &str, args: &Value) -> Vec<Value> {
 fn sigkill_mid_burst_loses_no_acknowledged_write() {
     let started = Instant::now();
     let srv = Srv::start_in(seeded_dir("durability"), &[], Some(CONFIG));
-    let api = srv.mint(&[
-        "--org",
-        "demo",
-        "--person",
-        "ana@demo.example",
-        "--audience",
-        "api",
-    ]);
+    let api = srv.mint_api("demo", "ana@demo.example");
 
     // The burst.
     let burst = Arc::new(Burst {
@@ -330,14 +323,7 @@ fn sigkill_mid_burst_loses_no_acknowledged_write() {
         assert_eq!(r.status, 200, "{path}: {}", r.text());
         assert_eq!(r.json()["status"], "ok", "{path}");
     }
-    let api = srv.mint(&[
-        "--org",
-        "demo",
-        "--person",
-        "ana@demo.example",
-        "--audience",
-        "api",
-    ]);
+    let api = srv.mint_api("demo", "ana@demo.example");
     for ack in &acks {
         if ack.debtor {
             let r = mcp_call(

@@ -402,14 +402,7 @@ fn a_token_in_the_query_string_is_never_accepted() {
 #[test]
 fn audiences_are_separated_both_ways() {
     let srv = Srv::start(&[], None);
-    let api = srv.mint(&[
-        "--org",
-        "demo",
-        "--person",
-        "ana@demo.example",
-        "--audience",
-        "api",
-    ]);
+    let api = srv.mint_api("demo", "ana@demo.example");
     let bearer = |t: &str| format!("Bearer {t}");
     // API token on the MCP endpoint.
     let r = srv.call(&api, V2026, "dunning_me", json!({}));

@@ -1532,14 +1532,7 @@ fn another_organizations_ids_are_not_found_everywhere() {
     let mut net = Net {
         ana: srv.mint(&["--org", "demo", "--person", "ana@demo.example"]),
         carla: srv.mint(&["--org", "acme", "--person", "carla@acme.example"]),
-        carla_api: srv.mint(&[
-            "--org",
-            "acme",
-            "--person",
-            "carla@acme.example",
-            "--audience",
-            "api",
-        ]),
+        carla_api: srv.mint_api("acme", "carla@acme.example"),
         srv: &srv,
         tools: BTreeMap::new(),
         requests: std::cell::Cell::new(0),

@@ -151,14 +151,7 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
 #[test]
 fn http_driver_posts_signed_deliveries_to_a_loopback_receiver() {
     let srv = Srv::start(&[], Some(HTTP_DRIVER));
-    let api = srv.mint(&[
-        "--org",
-        "demo",
-        "--person",
-        "ana@demo.example",
-        "--audience",
-        "api",
-    ]);
+    let api = srv.mint_api("demo", "ana@demo.example");
     let (port, receiver) = http_receiver();
     let (id, secret) = create_hook(&srv, &api, &format!("http://127.0.0.1:{port}/hook"), true);
     let d = test_hook(&srv, &api, &id);
@@ -178,14 +171,7 @@ fn http_driver_posts_signed_deliveries_to_a_loopback_receiver() {
 #[test]
 fn http_driver_speaks_tls_and_checks_certificates_unless_told_not_to() {
     let srv = Srv::start(&[], Some(HTTP_DRIVER));
-    let api = srv.mint(&[
-        "--org",
-        "demo",
-        "--person",
-        "ana@demo.example",
-        "--audience",
-        "api",
-    ]);
+    let api = srv.mint_api("demo", "ana@demo.example");
     let (port, receiver) = tls_receiver(2);
 
     // A self-signed certificate: refused while verification is on...
@@ -213,14 +199,7 @@ fn http_driver_speaks_tls_and_checks_certificates_unless_told_not_to() {
 #[test]
 fn the_default_driver_records_and_never_connects() {
     let srv = Srv::start(&[], None);
-    let api = srv.mint(&[
-        "--org",
-        "demo",
-        "--person",
-        "ana@demo.example",
-        "--audience",
-        "api",
-    ]);
+    let api = srv.mint_api("demo", "ana@demo.example");
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     listener.set_nonblocking(true).unwrap();
@@ -237,14 +216,7 @@ fn the_default_driver_records_and_never_connects() {
 #[test]
 fn a_slow_receiver_never_holds_up_other_writes() {
     let srv = Srv::start(&[], Some(HTTP_DRIVER));
-    let api = srv.mint(&[
-        "--org",
-        "demo",
-        "--person",
-        "ana@demo.example",
-        "--audience",
-        "api",
-    ]);
+    let api = srv.mint_api("demo", "ana@demo.example");
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let (accepted_tx, accepted) = std::sync::mpsc::channel();

@@ -201,6 +201,11 @@ impl Srv {
         text.trim_end().to_owned()
     }
 
+    /// A development token for `/v1` (the API audience) of `person` in `org`.
+    pub fn mint_api(&self, org: &str, person: &str) -> String {
+        self.mint(&["--org", org, "--person", person, "--audience", "api"])
+    }
+
     /// A raw request.
     pub fn request(
         &self,
