@@ -5,7 +5,8 @@
 //! at a time with plain blocking reads and writes, calling the core inline:
 //!
 //! ```text
-//! accept thread:  accept -> counted? -> queue has room? -> queue   (else CAP_RESPONSE, close)
+//! accept thread:  accept -> counted? -> queue has room? -> queue   (else CAP_RESPONSE,
+//!                                                                   lingering close)
 //! worker:         loop { answer_all (core inline) ; write ; Close? ; read (TICK timeout) }
 //! ```
 //!
@@ -38,8 +39,8 @@ use std::time::{Duration, Instant};
 use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
-    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, Observer, Options,
-    Service, TICK,
+    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, MAX_REFUSING,
+    Observer, Options, Service, TICK,
 };
 
 /// What the accept thread hands a worker.
@@ -114,6 +115,7 @@ fn accept_loop<D: Dispatch>(
     tx: &SyncSender<Job>,
     shutdown: &AtomicBool,
 ) {
+    let refusing = Arc::new(AtomicUsize::new(0));
     while !shutdown.load(Ordering::Acquire) {
         let stream = match listener.accept() {
             Ok((stream, _)) => stream,
@@ -141,13 +143,36 @@ fn accept_loop<D: Dispatch>(
                 }
             }
         };
-        if let Some(mut stream) = refused {
+        if let Some(stream) = refused {
             pool.service.refused();
-            // A fresh socket's send buffer always takes these few bytes at once.
-            let _ = stream.set_nonblocking(true);
-            let _ = stream.write_all(CAP_RESPONSE);
-            let _ = stream.shutdown(Shutdown::Write);
+            refuse(stream, &refusing);
         }
+    }
+}
+
+/// Answers a connection over the cap with [`CAP_RESPONSE`], then closes it lingering on a
+/// short-lived thread, so that a client that had already sent its request reads the
+/// refusal instead of a reset; at most [`MAX_REFUSING`] at once, beyond which the socket
+/// is closed at once.
+fn refuse(mut stream: TcpStream, refusing: &Arc<AtomicUsize>) {
+    // A fresh socket's send buffer always takes these few bytes at once.
+    let _ = stream.set_nonblocking(true);
+    let _ = stream.write_all(CAP_RESPONSE);
+    if refusing.fetch_add(1, Ordering::AcqRel) >= MAX_REFUSING {
+        refusing.fetch_sub(1, Ordering::AcqRel);
+        let _ = stream.shutdown(Shutdown::Write);
+        return;
+    }
+    let (mine, on_failure) = (Arc::clone(refusing), Arc::clone(refusing));
+    let spawned = thread::Builder::new().name("refuse".into()).spawn(move || {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(TICK));
+        linger(&mut stream, &mut [0u8; 4096]);
+        mine.fetch_sub(1, Ordering::AcqRel);
+    });
+    if spawned.is_err() {
+        // The stream went down with the closure: closed, not lingering.
+        on_failure.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

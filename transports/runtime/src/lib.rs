@@ -94,5 +94,9 @@ pub const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
 /// Most bytes a lingering close discards before giving up.
 pub const LINGER_BYTES: usize = 8 * 1024 * 1024;
 
+/// Refused connections (over the connection cap) that may linger at once; beyond, a
+/// refusal is written and the socket closed at once (a flood must not grow without bound).
+pub const MAX_REFUSING: usize = 64;
+
 #[cfg(test)]
 mod tests;

@@ -48,8 +48,8 @@ use std::time::{Duration, Instant};
 use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
-    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, Next, Observer,
-    Options, Service,
+    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, MAX_REFUSING,
+    Next, Observer, Options, Service,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -59,10 +59,6 @@ use tokio::time::timeout_at;
 
 /// Size of the read buffer (on the stack, per read).
 const READ_BUF: usize = 16 * 1024;
-
-/// Most refused connections being answered at once; beyond it a refused connection gets
-/// one non-blocking write of [`CAP_RESPONSE`] and is dropped.
-const MAX_REFUSING: usize = 64;
 
 /// Serves `server` on `listener` until `shutdown` resolves and the drain is over.
 ///
