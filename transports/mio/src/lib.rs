@@ -6,7 +6,8 @@
 //! ```text
 //! loop {
 //!     poll (timeout: TICK, or 0 when a connection still has work)
-//!     listener readable  -> accept until WouldBlock (over the cap: CAP_RESPONSE, close)
+//!     listener readable  -> accept until WouldBlock (over the cap: CAP_RESPONSE, then a
+//!                           lingering close like any other)
 //!     connection event   -> drive: write pending output (WouldBlock: add WRITABLE interest,
 //!                           stop reading = backpressure); read up to READS_PER_TURN times,
 //!                           answering every request inline; Close -> lingering close
@@ -39,8 +40,8 @@ use std::time::{Duration, Instant};
 use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
-    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, Observer, Options,
-    Service, TICK,
+    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, MAX_REFUSING,
+    Observer, Options, Service, TICK,
 };
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
@@ -56,7 +57,8 @@ const LISTENER: Token = Token(0);
 struct Entry {
     stream: TcpStream,
     conn: Connection,
-    slot: ConnectionSlot,
+    /// `None` for a connection refused over the cap, kept only to linger.
+    slot: Option<ConnectionSlot>,
     /// Interest currently registered.
     interest: Interest,
     /// Set once closing: our `FIN` is sent; input is discarded until this deadline, at
@@ -186,14 +188,23 @@ fn accept<D: Dispatch>(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return e.kind() != io::ErrorKind::WouldBlock,
         };
-        let Some(slot) = service.open_connection() else {
+        let slot = service.open_connection();
+        let mut linger = None;
+        if slot.is_none() {
             service.refused();
             // A fresh socket's send buffer always takes these few bytes at once.
             let _ = stream.write_all(CAP_RESPONSE);
             let _ = stream.shutdown(Shutdown::Write);
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
+            // Lingers like any closing connection (so a client that already sent its
+            // request reads the refusal, not a reset), up to MAX_REFUSING at once.
+            let refusing = conns.iter().filter(|(_, e)| e.slot.is_none()).count();
+            if refusing >= MAX_REFUSING {
+                continue;
+            }
+            linger = Some((Instant::now() + LINGER, 0));
+        } else {
+            let _ = stream.set_nodelay(true);
+        }
         let entry = conns.vacant_entry();
         let token = Token(entry.key() + 1);
         if poll
@@ -208,7 +219,7 @@ fn accept<D: Dispatch>(
             conn: Connection::new(service.options()),
             slot,
             interest: Interest::READABLE,
-            linger: None,
+            linger,
             queued: false,
         });
     }
@@ -228,7 +239,9 @@ fn drive<D: Dispatch>(entry: &mut Entry, service: &Service<D>, buf: &mut [u8]) -
         }
         if close {
             let reason = entry.conn.close_reason();
-            entry.slot.set_reason(reason);
+            if let Some(slot) = &mut entry.slot {
+                slot.set_reason(reason);
+            }
             if entry.stream.shutdown(Shutdown::Write).is_err() {
                 return Outcome::End(reason);
             }
@@ -326,6 +339,8 @@ fn sweep<D: Dispatch>(poll: &Poll, service: &Service<D>, conns: &mut Slab<Entry>
 fn remove(poll: &Poll, conns: &mut Slab<Entry>, key: usize, reason: CloseReason) {
     if let Some(mut entry) = conns.try_remove(key) {
         let _ = poll.registry().deregister(&mut entry.stream);
-        entry.slot.set_reason(reason);
+        if let Some(slot) = &mut entry.slot {
+            slot.set_reason(reason);
+        }
     }
 }
