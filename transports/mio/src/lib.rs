@@ -197,7 +197,8 @@ fn accept<D: Dispatch>(
             let _ = stream.shutdown(Shutdown::Write);
             // Lingers like any closing connection (so a client that already sent its
             // request reads the refusal, not a reset), up to MAX_REFUSING at once.
-            let refusing = conns.iter().filter(|(_, e)| e.slot.is_none()).count();
+            // Every counted connection of this service is in the slab: the rest linger.
+            let refusing = conns.len().saturating_sub(service.connections());
             if refusing >= MAX_REFUSING {
                 continue;
             }
