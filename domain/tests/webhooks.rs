@@ -946,3 +946,66 @@ fn http_driver_refuses_private_addresses_and_plain_https() {
     assert!(r.error.unwrap().starts_with("tls_unavailable"));
     drop(listener);
 }
+
+#[test]
+fn a_star_webhook_gets_catalogue_events_only() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let wid = id(&hook(
+        &mut bed,
+        &ana,
+        "https://x.example.com/h",
+        json!(["*"]),
+    ));
+    // Audit-only changes: a debtor, a paused and resumed charge, a ruler.
+    let d = bed.ok(
+        &ana,
+        "dunning_debtors_create",
+        json!({"cnpj_cpf": "529.982.247-25", "name": "Maria Silva"}),
+    );
+    let c = bed.ok(
+        &ana,
+        "dunning_charges_create",
+        json!({"debtor_id": d["id"], "amount": 10.0, "due_date": "2026-12-10", "payment_method": "pix"}),
+    );
+    bed.ok(&ana, "dunning_charges_pause", json!({"id": c["id"]}));
+    bed.ok(&ana, "dunning_charges_resume", json!({"id": c["id"]}));
+    export_processed(&mut bed, &ana);
+    let audited: Vec<String> =
+        bed.ok(&ana, "dunning_events_list", json!({"per_page": 100}))["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["code"].as_str().unwrap().to_owned())
+            .collect();
+    for code in [
+        "debtor.created",
+        "charge.paused",
+        "charge.resumed",
+        "webhook.created",
+    ] {
+        assert!(
+            audited.iter().any(|c| c == code),
+            "{code} is audited: {audited:?}"
+        );
+    }
+    let catalogue = dunning_domain::mcp::event_catalog();
+    let known: Vec<&str> = catalogue["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["code"].as_str().unwrap())
+        .collect();
+    let sent: Vec<String> = deliveries(&mut bed, &ana, &wid)
+        .iter()
+        .map(|d| d["event_code"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(sent.iter().any(|c| c == "charge.created"), "{sent:?}");
+    assert!(sent.iter().any(|c| c == "export.processed"), "{sent:?}");
+    for code in &sent {
+        assert!(
+            known.contains(&code.as_str()),
+            "{code} is not a catalogue event"
+        );
+    }
+}
