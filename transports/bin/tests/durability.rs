@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Resp, Srv, V2026, seeded_dir, try_http};
+use common::{Resp, Srv, V2026, date_in, seeded_dir, try_http};
 use serde_json::{Value, json};
 
 /// No 429 in the middle of the burst.
@@ -65,25 +65,6 @@ fn cpf(base: u32) -> String {
     d.iter()
         .map(|x| char::from_digit(*x, 10).unwrap())
         .collect()
-}
-
-/// Today plus `days`, as `YYYY-MM-DD` (UTC; a month ahead is in the future everywhere).
-fn date_in(days: i64) -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    // Howard Hinnant's civil_from_days.
-    let z = i64::try_from(secs / 86_400).unwrap() + days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }
 
 /// A 2026 `tools/call` over a fresh connection; `None` when the server is gone.

@@ -43,7 +43,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::{Resp, Srv, V2026};
 use dunning_core::mirror;
@@ -163,52 +163,6 @@ fn truncate(s: &str, n: usize) -> String {
         end -= 1;
     }
     format!("{}… ({} bytes)", &s[..end], s.len())
-}
-
-/// Percent-encodes a path segment or query component (unreserved characters pass).
-fn pct(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
-}
-
-/// A query-string value: scalars as text, arrays comma-separated (how `/v1` types them).
-fn query_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(query_value).collect::<Vec<_>>().join(","),
-        other => other.to_string(),
-    }
-}
-
-/// `YYYY-MM-DD` of a day count since 1970-01-01 (proleptic Gregorian).
-fn civil(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Ten days from today in São Paulo (UTC−3): a due date every tool accepts.
-fn due_date() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs();
-    let secs = i64::try_from(secs).expect("seconds fit") - 3 * 3600;
-    civil(secs.div_euclid(86_400) + 10)
 }
 
 // ---- Kinds of entities --------------------------------------------------------------------
@@ -557,7 +511,9 @@ impl Net<'_> {
                     let v = rest
                         .remove(var)
                         .unwrap_or_else(|| panic!("{tool}: path variable {var} missing"));
-                    path.push_str(&pct(v.as_str().expect("path variables are strings")));
+                    path.push_str(&common::pct(
+                        v.as_str().expect("path variables are strings"),
+                    ));
                 }
                 None => path.push_str(seg),
             }
@@ -568,7 +524,13 @@ impl Net<'_> {
         let body = if matches!(info.method, "GET" | "DELETE") {
             let query: Vec<String> = rest
                 .iter()
-                .map(|(k, v)| format!("{}={}", pct(k), pct(&query_value(v))))
+                .map(|(k, v)| {
+                    format!(
+                        "{}={}",
+                        common::pct(k),
+                        common::pct(&common::query_value(v))
+                    )
+                })
                 .collect();
             if !query.is_empty() {
                 path.push('?');
@@ -1565,7 +1527,7 @@ fn another_organizations_ids_are_not_found_everywhere() {
     id_free_reads(&mut c);
 
     // ---- 2. Every tool with an id argument, with demo's ids ---------------------------------
-    let due = due_date();
+    let due = common::date_in(10);
     let with_ids: Vec<&ToolInfo> = net.tools.values().filter(|t| !t.ids.is_empty()).collect();
     for info in &with_ids {
         tool_cases(&mut c, info, &due);

@@ -46,6 +46,8 @@
 //! (`token.kind`) and in the `origin` of manual deliveries (`manual` vs `api`); holding it
 //! fixed isolates what §8 is about, the surface.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -55,6 +57,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::{pct, query_value};
 use dunning_core::{
     Audience, AuthError, Authenticate, Config, Ctx, Dispatch, Env, Keys, Load, Principal, Scope,
     Server, ToolDef, UnixTime,
@@ -336,28 +339,6 @@ fn auth_headers() -> Vec<(String, String)> {
         ("Authorization".into(), format!("Bearer {TOKEN}")),
         ("Accept".into(), "application/json".into()),
     ]
-}
-
-/// Percent-encodes a path segment or query component (unreserved characters pass).
-fn pct(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
-}
-
-/// A query-string value: scalars as text, arrays comma-separated (how `/v1` types them).
-fn query_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(query_value).collect::<Vec<_>>().join(","),
-        other => other.to_string(),
-    }
 }
 
 /// The three servers, the catalogue, and what the sequence covered so far.

@@ -442,3 +442,46 @@ fn parse(raw: &[u8]) -> Resp {
         body,
     }
 }
+
+/// Percent-encodes a path segment or query component (unreserved characters pass).
+pub fn pct(s: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// A query-string value: scalars as text, arrays comma-separated (how `/v1` types them).
+pub fn query_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(query_value).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+/// Today in São Paulo (UTC−3) plus `days`, as `YYYY-MM-DD`.
+pub fn date_in(days: i64) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs();
+    let local = i64::try_from(secs).expect("seconds fit") - 3 * 3600;
+    // Howard Hinnant's civil_from_days.
+    let z = local.div_euclid(86_400) + days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
