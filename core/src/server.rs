@@ -224,13 +224,15 @@ impl<D: Dispatch> Server<D> {
         // `initialize` and envelope-less notifications never use the header (§2), so a
         // malformed one (obs-text, repeated) cannot refuse them; everywhere else it is a
         // mirror error.
-        let ignores_header = (msg.method == "initialize" || msg.is_notification())
-            && msg
-                .meta()
-                .is_none_or(|m| !m.contains_key(era::META_PROTOCOL_VERSION));
+        let ignores_header = |msg: &Message| {
+            (msg.method == "initialize" || msg.is_notification())
+                && msg
+                    .meta()
+                    .is_none_or(|m| !m.contains_key(era::META_PROTOCOL_VERSION))
+        };
         let header_version = match mirror::text(req, "mcp-protocol-version") {
             Ok(v) => v,
-            Err(_) if ignores_header => None,
+            Err(_) if ignores_header(&msg) => None,
             Err(e) => return self.refuse(e, id, None, log),
         };
         let detected = match era::detect(Signals {

@@ -274,7 +274,7 @@ fn parse_document(raw: &str) -> Result<document::Document, DomainError> {
 
 fn check_ruler(op: &mut Op<'_>) -> Result<(), DomainError> {
     match op.opt_str("ruler_id") {
-        Some(r) => crate::ops::rulers::ensure_exists(op, r),
+        Some(r) => crate::ops::rulers::load_ruler(op.tx, op.org, r).map(drop),
         None => Ok(()),
     }
 }

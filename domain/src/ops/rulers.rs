@@ -2027,12 +2027,3 @@ pub fn seed_demo(
     )?;
     Ok(())
 }
-
-/// A ruler another record refers to (`ruler_id` of a debtor or a charge): one of this
-/// organization's, or `NOT_FOUND` like any other id of another organization (§11).
-pub fn ensure_exists(op: &mut Op<'_>, id: &str) -> Result<(), DomainError> {
-    match op.tx.get(Kind::Ruler, op.org, id)? {
-        Some(_) => Ok(()),
-        None => Err(DomainError::not_found("ruler", id)),
-    }
-}

@@ -28,12 +28,15 @@ pub struct Service<D> {
     opts: Options,
     observer: Arc<dyn Observer>,
     gauges: Arc<Gauges>,
+    /// [`Server::may_block`], asked once: it does not change while serving.
+    may_block: bool,
 }
 
 impl<D: Dispatch> Service<D> {
     /// A service over `server`, with nothing open and not draining.
     pub fn new(server: Arc<Server<D>>, opts: Options, observer: Arc<dyn Observer>) -> Self {
         Self {
+            may_block: server.may_block(),
             server,
             opts,
             observer,
@@ -44,7 +47,7 @@ impl<D: Dispatch> Service<D> {
     /// Whether [`Service::handle`] may block on something other than the CPU
     /// ([`Server::may_block`]): async adapters then call it off their reactor.
     pub fn may_block(&self) -> bool {
-        self.server.may_block()
+        self.may_block
     }
 
     /// The options in force.

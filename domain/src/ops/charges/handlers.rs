@@ -454,7 +454,8 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if op.args.contains_key("ruler_id") {
         let r = opt_text(op, "ruler_id")?;
         if let Some(r) = &r {
-            crate::ops::rulers::ensure_exists(op, r)?;
+            // Another organization's ruler is NOT_FOUND, like any foreign id (§11).
+            crate::ops::rulers::load_ruler(op.tx, op.org, r)?;
         }
         c.ruler_id = r;
     }

@@ -463,7 +463,8 @@ pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
     }
     validate_terms(&n, &debtor, op.today())?;
     if let Some(r) = &n.ruler_id {
-        crate::ops::rulers::ensure_exists(op, r)?;
+        // Another organization's ruler is NOT_FOUND, like any foreign id (§11).
+        crate::ops::rulers::load_ruler(op.tx, op.org, r)?;
     }
     if let Some(e) = &n.external_id {
         let q = Query::all().with(Cond::Eq("external_id", json!(e)));
