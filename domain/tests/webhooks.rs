@@ -1009,3 +1009,24 @@ fn a_star_webhook_gets_catalogue_events_only() {
         );
     }
 }
+
+#[test]
+fn a_replayed_test_returns_the_delivery_after_its_attempt() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let wid = id(&hook(
+        &mut bed,
+        &ana,
+        "https://x.example.com/h",
+        json!(["*"]),
+    ));
+    let args = json!({"id": wid, "idempotency_key": "t-1"});
+    let first = bed.ok(&ana, "dunning_webhooks_test", args.clone());
+    assert_eq!(first["status"], "delivered", "{first}");
+    assert_eq!(first["attempts"], 1);
+    // The remembered answer is the one after the post (not the claimed, pending one),
+    // and the replay posts nothing.
+    let again = bed.ok(&ana, "dunning_webhooks_test", args);
+    assert_eq!(again, first);
+    assert_eq!(deliveries(&mut bed, &ana, &wid).len(), 1);
+}
