@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::Domain;
 use crate::demo;
+use crate::store::Store;
 use crate::store::sqlite::SqliteStore;
 
 /// 2026-12-01T12:00:00Z (09:00 in São Paulo), a Tuesday.
@@ -35,7 +36,14 @@ impl std::fmt::Debug for Bed {
 impl Bed {
     /// Organizations `demo` and `acme` with their members, no other data.
     pub fn new() -> Self {
-        let store = Arc::new(SqliteStore::in_memory().expect("in-memory SQLite"));
+        Self::on(Arc::new(
+            SqliteStore::in_memory().expect("in-memory SQLite"),
+        ))
+    }
+
+    /// Like [`Bed::new`], on `store` (which another [`Domain`], e.g. a worker's, may
+    /// share).
+    pub fn on(store: Arc<dyn Store>) -> Self {
         let domain = Domain::new(store);
         demo::seed_org(&domain, "demo", "Demo Cobranças Ltda", "11222333000181", T0)
             .expect("seed demo");

@@ -1666,6 +1666,7 @@ fn post_test(domain: &Domain, call: &ToolCall<'_>, out: Output) -> Result<Output
     ) else {
         return Ok(out);
     };
+    let claimed = body.get("attempts").and_then(Value::as_u64);
     let org = &call.ctx.principal.organization;
     let now = call.ctx.now;
     let request = store::read(domain.store(), |tx| {
@@ -1691,7 +1692,11 @@ fn post_test(domain: &Domain, call: &ToolCall<'_>, out: Output) -> Result<Output
     store::write(domain.store(), |tx| {
         domain.op_run(tx, &call, false, |op| {
             let mut d: WebhookDelivery = must(op.tx, Kind::WebhookDelivery, op.org, did)?;
-            record(op, &mut d, &response)?;
+            // Recorded only while the claim is ours (as [`finish`] does): a delivery is
+            // attempted and recorded by exactly one worker.
+            if d.status == "pending" && Some(u64::from(d.attempts)) == claimed {
+                record(op, &mut d, &response)?;
+            }
             Ok(created(delivery_view(&d)))
         })
     })

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use dunning_core::UnixTime;
 
 /// `kobana-dunning`: the MCP server of Kobana Dunning (Régua de Cobrança).
 #[derive(Debug, Parser)]
@@ -78,6 +79,11 @@ pub(crate) struct ServeArgs {
     /// Log line format [default: text].
     #[arg(long, value_enum)]
     pub(crate) log_format: Option<LogFormat>,
+    /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
+    /// in real time (send windows, business days, token times). Give `serve`, `token`
+    /// and `demo` the same instant.
+    #[arg(long, value_name = "INSTANT", hide = true, value_parser = crate::clock::parse_instant)]
+    pub(crate) clock: Option<UnixTime>,
 }
 
 /// `token` options.
@@ -101,6 +107,11 @@ pub(crate) struct TokenArgs {
     /// Data directory.
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
+    /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
+    /// in real time (send windows, business days, token times). Give `serve`, `token`
+    /// and `demo` the same instant.
+    #[arg(long, value_name = "INSTANT", hide = true, value_parser = crate::clock::parse_instant)]
+    pub(crate) clock: Option<UnixTime>,
 }
 
 /// `demo` options.
@@ -109,4 +120,9 @@ pub(crate) struct DemoArgs {
     /// Data directory.
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
+    /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
+    /// in real time (send windows, business days, token times). Give `serve`, `token`
+    /// and `demo` the same instant.
+    #[arg(long, value_name = "INSTANT", hide = true, value_parser = crate::clock::parse_instant)]
+    pub(crate) clock: Option<UnixTime>,
 }

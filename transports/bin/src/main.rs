@@ -10,13 +10,15 @@
 //! This crate is the one place where sockets, the clock, randomness, files and signals
 //! meet the core. Its own pieces: [`auth`] (JWT → cache → store), [`limiter`] (GCRA per
 //! organization and token), [`telemetry`] (request log line and `/metrics`),
-//! [`settings`] (TOML file and flags), [`datadir`] (database and keys on disk).
+//! [`settings`] (TOML file and flags), [`datadir`] (database and keys on disk), [`clock`]
+//! (the one wall clock every command reads).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod auth;
 mod cli;
+mod clock;
 mod datadir;
 mod instructions;
 mod limiter;
@@ -30,9 +32,9 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 use dunning_domain::Domain;
-use dunning_runtime::SystemClock;
 
 use crate::cli::{Cli, Command, DemoArgs, TokenArgs};
+use crate::clock::Clock;
 use crate::datadir::DataDir;
 
 fn main() -> ExitCode {
@@ -53,7 +55,7 @@ fn main() -> ExitCode {
 
 /// `token`: prints only the token on stdout.
 fn token_command(args: &TokenArgs) -> Result<(), String> {
-    let now = SystemClock::now();
+    let now = Clock::from_flag(args.clock).now();
     let dir = DataDir::create(&args.data_dir)?;
     let (store, _) = dir.open_store(0, now)?;
     let (org_id, member) = token::lookup(&*store, &args.org, &args.person)?;
@@ -94,7 +96,7 @@ fn token_command(args: &TokenArgs) -> Result<(), String> {
 
 /// `demo`: wipes and re-seeds the demo organizations.
 fn demo_command(args: &DemoArgs) -> Result<(), String> {
-    let now = SystemClock::now();
+    let now = Clock::from_flag(args.clock).now();
     let dir = DataDir::create(&args.data_dir)?;
     let (store, fresh) = dir.open_store(0, now)?;
     if !fresh {

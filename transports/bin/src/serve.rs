@@ -26,12 +26,13 @@ use dunning_core::jwt::{Jwk, KeySet, Validation};
 use dunning_core::{Config, Dispatch, Keys, Server, StateKey};
 use dunning_domain::Domain;
 use dunning_domain::engine::{self, DeliveryDriver, DriverError, DriverReceipt, Rendered};
-use dunning_runtime::{Observer, Options, SystemClock};
+use dunning_runtime::{Observer, Options};
 use serde_json::Value;
 use zeroize::Zeroizing;
 
 use crate::auth::{self, Authenticator};
 use crate::cli::{AudienceArg, ServeArgs, Transport};
+use crate::clock::{Clock, ShiftedEnv};
 use crate::datadir::{DataDir, Endpoint};
 use crate::instructions::INSTRUCTIONS;
 use crate::limiter::Gcra;
@@ -49,7 +50,11 @@ const DEV_TOKEN_TTL_SECS: i64 = 24 * 3600;
 pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     let settings = Settings::load(args)?;
     telemetry::init_logging(settings.log_format);
-    let now = SystemClock::now();
+    let clock = Clock::from_flag(args.clock);
+    if clock.is_shifted() {
+        tracing::warn!(now = %dunning_domain::rules::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");
+    }
+    let now = clock.now();
 
     let dir = DataDir::create(&settings.data_dir)?;
     let (store, fresh) = dir.open_store(settings.limits.store_readers, now)?;
@@ -162,7 +167,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
 
     install_webhook_driver(&settings.webhooks);
     let (jobs_stop, jobs_rx) = mpsc::channel::<()>();
-    let jobs = spawn_jobs(server.clone(), &settings, jobs_rx);
+    let jobs = spawn_jobs(server.clone(), &settings, clock, jobs_rx);
     let refresher = match &settings.auth.jwks {
         Some(JwksSource::Url(url)) => Some(spawn_refresher(
             keys.clone(),
@@ -174,7 +179,10 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         _ => None,
     };
 
-    let opts = options(&settings);
+    let mut opts = options(&settings);
+    if clock.is_shifted() {
+        opts.env = Arc::new(ShiftedEnv(clock));
+    }
     let observer: Arc<dyn Observer> = telemetry;
     let served = match settings.transport {
         Transport::Tokio => serve_tokio(listener, server, opts, observer, stop.clone()),
@@ -393,6 +401,7 @@ impl DeliveryDriver for LogDriver {
 fn spawn_jobs(
     server: Arc<Server<Domain>>,
     s: &Settings,
+    clock: Clock,
     stop: mpsc::Receiver<()>,
 ) -> JoinHandle<()> {
     let sweep_every = Duration::from_secs(s.jobs.sweep_interval_secs.max(1));
@@ -408,7 +417,7 @@ fn spawn_jobs(
                 let now = Instant::now();
                 if now >= next_tick {
                     next_tick = now + tick_every;
-                    match engine::tick(domain, SystemClock::now(), &driver) {
+                    match engine::tick(domain, clock.now(), &driver) {
                         Ok(r) if r.overdue + r.scheduled + r.sent + r.failed + r.canceled > 0 => {
                             tracing::info!(
                                 overdue = r.overdue,
@@ -425,7 +434,7 @@ fn spawn_jobs(
                     // Webhook deliveries: the installed driver (by default one that
                     // records and never leaves the machine).
                     let hooks = dunning_domain::webhooks::installed_driver();
-                    match dunning_domain::webhooks::tick(domain, SystemClock::now(), &*hooks) {
+                    match dunning_domain::webhooks::tick(domain, clock.now(), &*hooks) {
                         Ok(r) if r.attempts > 0 => {
                             tracing::info!(attempts = r.attempts, "webhook deliveries tick");
                         }
@@ -435,7 +444,7 @@ fn spawn_jobs(
                 }
                 if now >= next_sweep {
                     next_sweep = now + sweep_every;
-                    match domain.sweep_idempotency(SystemClock::now()) {
+                    match domain.sweep_idempotency(clock.now()) {
                         Ok(0) => {}
                         Ok(n) => tracing::info!(forgotten = n, "idempotency sweep"),
                         Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),

@@ -53,8 +53,8 @@
 //! [webhooks]
 //! driver = "record"            # record (default: nothing leaves the machine) | http
 //! allow_private_addresses = false   # http: refuse loopback/private receivers
-//! connect_timeout_secs = 3
-//! timeout_secs = 10
+//! connect_timeout_secs = 3         # 1 to timeout_secs
+//! timeout_secs = 10                 # the whole attempt; 1 to 60 (half a delivery's claim)
 //! ```
 
 use std::net::SocketAddr;
@@ -392,6 +392,17 @@ impl Settings {
                 ));
             }
         }
+        // An attempt must end well inside its claim, or the outbox worker could take the
+        // same delivery again and post it twice (a claim lasts `CLAIM_MS`).
+        let w = &file.webhooks;
+        let most = dunning_domain::webhooks::CLAIM_MS / 2000;
+        if !(1..=most).contains(&w.timeout_secs)
+            || !(1..=w.timeout_secs).contains(&w.connect_timeout_secs)
+        {
+            return Err(format!(
+                "[webhooks]: timeout_secs from 1 to {most}, connect_timeout_secs from 1 to timeout_secs"
+            ));
+        }
         Ok(Self {
             listen: args
                 .listen
@@ -450,6 +461,7 @@ mod tests {
             transport: None,
             config: None,
             log_format: None,
+            clock: None,
         }
     }
 
@@ -503,6 +515,9 @@ mod tests {
             "[rate_limit]\ntoken_burst = 0",
             "[confirmation]\nkeys = [{ id = \"a.b\", secret = \"x\" }]",
             "[confirmation]\nkeys = [{ id = \"a\" }]",
+            "[webhooks]\ntimeout_secs = 61",
+            "[webhooks]\ntimeout_secs = 0",
+            "[webhooks]\nconnect_timeout_secs = 11",
         ];
         for text in bad {
             let file: File = toml::from_str(text).unwrap();

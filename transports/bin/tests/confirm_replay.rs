@@ -429,11 +429,7 @@ fn an_expired_confirmation_is_refused() {
     let expires = claims["e"].as_u64().unwrap();
     assert!(expires - claims["i"].as_u64().unwrap() <= 1000, "{claims}");
     loop {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis();
-        if now > u128::from(expires) + 50 {
+        if common::now_ms() > expires + 50 {
             break;
         }
         thread::sleep(Duration::from_millis(50));

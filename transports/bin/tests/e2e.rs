@@ -7,7 +7,7 @@ mod common;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::{BIN, Srv, V2025, V2026, seeded_dir};
+use common::{BIN, Srv, V2025, V2026, clock_args, now_secs, seeded_dir};
 use dunning_core::jwt;
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -22,13 +22,6 @@ fn b64(v: &Value) -> String {
 
 fn decode(part: &str) -> Value {
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
 }
 
 /// The data dir's development key.
@@ -152,6 +145,7 @@ fn token_prints_only_a_jwt() {
             .args(args)
             .arg("--data-dir")
             .arg(&dir)
+            .args(clock_args())
             .output()
             .unwrap()
     };

@@ -24,6 +24,52 @@ pub const V2025: &str = "2025-06-18";
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// Where the suite's clock starts when `DUNNING_E2E_CLOCK` is not set: a Thursday, 11:02
+/// in São Paulo, inside the demo organization's send window (the busier case: the ruler
+/// engine sends at start). CI also runs the suite at a night-time instant.
+pub const DEFAULT_CLOCK: &str = "2026-12-03T14:02:00Z";
+
+/// The suite's wall clock minus the real one, in milliseconds: fixed once per test
+/// process, so every server, `token` and `demo` started by it (`--clock`) and every time
+/// the tests compute agree, whatever the hour or the day the suite runs at.
+fn clock_offset_ms() -> i64 {
+    static OFFSET: OnceLock<i64> = OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        let text = std::env::var("DUNNING_E2E_CLOCK").unwrap_or_else(|_| DEFAULT_CLOCK.into());
+        let start = chrono::DateTime::parse_from_rfc3339(&text)
+            .unwrap_or_else(|e| panic!("DUNNING_E2E_CLOCK={text:?}: {e}"))
+            .timestamp_millis();
+        start - real_ms()
+    })
+}
+
+fn real_ms() -> i64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970");
+    i64::try_from(d.as_millis()).expect("milliseconds fit")
+}
+
+/// The suite's time now, in milliseconds since the epoch (what the servers read).
+pub fn now_ms() -> u64 {
+    u64::try_from(real_ms() + clock_offset_ms()).expect("after 1970")
+}
+
+/// The suite's time now, in whole seconds.
+pub fn now_secs() -> u64 {
+    now_ms() / 1000
+}
+
+/// `--clock <the suite's time now>`, for every command of the binary a test runs.
+pub fn clock_args() -> [String; 2] {
+    let ms = i64::try_from(now_ms()).expect("fits");
+    let at = chrono::DateTime::from_timestamp_millis(ms).expect("a valid instant");
+    [
+        "--clock".into(),
+        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    ]
+}
+
 /// A fresh, empty directory under the target's temporary directory.
 pub fn scratch(name: &str) -> PathBuf {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -58,6 +104,7 @@ fn template() -> &'static Path {
         let out = Command::new(BIN)
             .args(["demo", "--data-dir"])
             .arg(&dir)
+            .args(clock_args())
             .output()
             .unwrap();
         assert!(
@@ -111,6 +158,7 @@ impl Srv {
         let mut cmd = Command::new(BIN);
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(&dir)
+            .args(clock_args())
             .args(extra);
         if let Some(text) = config {
             let path = dir.join("test-config.toml");
@@ -190,6 +238,7 @@ impl Srv {
             .args(args)
             .arg("--data-dir")
             .arg(&self.dir)
+            .args(clock_args())
             .output()
             .unwrap();
         assert!(
@@ -466,12 +515,9 @@ pub fn query_value(v: &Value) -> String {
     }
 }
 
-/// Today in São Paulo (UTC−3) plus `days`, as `YYYY-MM-DD`.
+/// Today in São Paulo (UTC−3) by the suite's clock, plus `days`, as `YYYY-MM-DD`.
 pub fn date_in(days: i64) -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs();
+    let secs = now_secs();
     let local = i64::try_from(secs).expect("seconds fit") - 3 * 3600;
     // Howard Hinnant's civil_from_days.
     let z = local.div_euclid(86_400) + days + 719_468;
