@@ -7,11 +7,22 @@
 //!   dev-signing.key      Ed25519 seed, base64url, 0600 (development tokens)
 //!   request-state.key    32 random bytes, base64url, 0600 (requestState sealing)
 //!   endpoint.json        {public_url, mcp_path, issuer, mcp_audience, api_audience}
+//!   init.lock            held while a process initializes the directory
 //! ```
-//! Keys are created with OS randomness on first use, with `create_new`, so two processes
-//! starting on a new directory agree on one key.
+//!
+//! Initialization ([`DataDir::initialize`], by `serve` and `demo`) runs under an
+//! exclusive lock on `init.lock`, in this order: database and demo data, then the keys.
+//! A second process starting on the same new directory waits for the lock and then
+//! finds everything made: the demo data is seeded once. `token` never initializes
+//! ([`DataDir::open_initialized`]): on a directory without a database and a development
+//! key it refuses, naming the command to run first.
+//!
+//! Every file is written whole before it gets its name (a unique temporary file,
+//! `fsync`, then `link` for keys — which never replaces an existing one — or `rename`
+//! for `endpoint.json`), so a reader never sees half a file and two processes never
+//! both win a key.
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -34,6 +45,53 @@ pub(crate) const DEV_KEY_FILE: &str = "dev-signing.key";
 pub(crate) const STATE_KEY_FILE: &str = "request-state.key";
 /// File name of the published endpoint.
 pub(crate) const ENDPOINT_FILE: &str = "endpoint.json";
+/// File name of the initialization lock.
+pub(crate) const LOCK_FILE: &str = "init.lock";
+
+/// Why a data dir cannot be used as it is.
+#[derive(Debug)]
+pub(crate) enum DirError {
+    /// `token` on a directory that `serve` (or `demo`) never initialized.
+    NotInitialized(String),
+    /// Anything else (I/O, a damaged key, the database).
+    Other(String),
+}
+
+impl From<String> for DirError {
+    fn from(e: String) -> Self {
+        Self::Other(e)
+    }
+}
+
+impl std::fmt::Display for DirError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotInitialized(m) | Self::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A data dir `token` may use ([`DataDir::open_initialized`]).
+pub(crate) struct Opened {
+    /// The directory.
+    pub(crate) dir: DataDir,
+    /// Its store.
+    pub(crate) store: Arc<SqliteStore>,
+    /// Its development signing key.
+    pub(crate) dev_key: Zeroizing<[u8; 32]>,
+}
+
+/// What [`DataDir::initialize`] made or found.
+pub(crate) struct Initialized {
+    /// The opened store.
+    pub(crate) store: Arc<SqliteStore>,
+    /// Whether this process created the database (and seeded the demo data).
+    pub(crate) fresh: bool,
+    /// The development signing key, when asked for.
+    pub(crate) dev_key: Option<Zeroizing<[u8; 32]>>,
+    /// The data dir's requestState key.
+    pub(crate) state_key: Zeroizing<[u8; 32]>,
+}
 
 /// What a token must name to be accepted by the server of this data dir.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,13 +150,26 @@ impl DataDir {
         &self.path
     }
 
-    /// Opens the store; seeds the demo data when the database is new. Returns the domain
-    /// and whether the database was created now.
-    pub(crate) fn open_store(
+    /// Makes the directory usable, under the initialization lock: opens the store (seeding
+    /// the demo data when it has no organization), then the requestState key and, with
+    /// `dev_key`, the development key, each created on first use.
+    pub(crate) fn initialize(
         &self,
         readers: usize,
         now: UnixTime,
-    ) -> Result<(Arc<SqliteStore>, bool), String> {
+        dev_key: bool,
+    ) -> Result<Initialized, String> {
+        let lock_path = self.path.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+        // Released when `lock` is closed (or the process dies).
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| format!("{}: {e}", lock_path.display()))?;
         let db = self.path.join(DB_FILE);
         let fresh = !db.exists();
         let store =
@@ -108,43 +179,73 @@ impl DataDir {
             let domain = Domain::new(store.clone());
             dunning_domain::demo::seed(&domain, now).map_err(|e| format!("demo data: {e}"))?;
         }
-        Ok((store, fresh))
+        let state_key = self.secret(STATE_KEY_FILE)?;
+        let dev_key = dev_key.then(|| self.secret(DEV_KEY_FILE)).transpose()?;
+        drop(lock);
+        Ok(Initialized {
+            store,
+            fresh,
+            dev_key,
+            state_key,
+        })
     }
 
-    /// The development signing key (Ed25519 seed), created on first use.
-    pub(crate) fn dev_key(&self) -> Result<Zeroizing<[u8; 32]>, String> {
-        self.secret(DEV_KEY_FILE)
+    /// Opens a directory that `serve` or `demo` initialized, creating nothing: its store
+    /// and its development key.
+    pub(crate) fn open_initialized(path: &Path) -> Result<Opened, DirError> {
+        let dir = Self {
+            path: path.to_owned(),
+        };
+        let db = path.join(DB_FILE);
+        let key = path.join(DEV_KEY_FILE);
+        for needed in [&db, &key] {
+            if !needed.is_file() {
+                return Err(DirError::NotInitialized(format!(
+                    "{} is not an initialized data dir (no {}); start the server on it first: \
+                     kobana-dunning serve --data-dir {}",
+                    path.display(),
+                    needed.file_name().unwrap_or_default().to_string_lossy(),
+                    path.display(),
+                )));
+            }
+        }
+        let store = SqliteStore::open(&db, 0).map_err(|e| format!("{}: {e}", db.display()))?;
+        let seed = dir.read_secret(&key)?;
+        Ok(Opened {
+            dir,
+            store: Arc::new(store),
+            dev_key: seed,
+        })
     }
 
-    /// The data dir's requestState key, created on first use.
-    pub(crate) fn state_key(&self) -> Result<Zeroizing<[u8; 32]>, String> {
-        self.secret(STATE_KEY_FILE)
-    }
-
-    /// Reads a 32-byte secret, or creates it from OS randomness (mode 0600).
+    /// Reads a 32-byte secret, or creates it from OS randomness (mode 0600): written whole
+    /// to a temporary file, then linked to its name, which fails if another process got
+    /// there first (its key is then read, never replaced).
     fn secret(&self, name: &str) -> Result<Zeroizing<[u8; 32]>, String> {
         let path = self.path.join(name);
-        let shown = || path.display().to_string();
-        let mut fresh = Zeroizing::new([0u8; 32]);
-        getrandom::fill(&mut fresh[..]).map_err(|e| format!("OS randomness: {e}"))?;
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(mut f) => {
-                let text = Zeroizing::new(format!("{}\n", URL_SAFE_NO_PAD.encode(&fresh[..])));
-                f.write_all(text.as_bytes())
-                    .and_then(|()| f.sync_all())
-                    .map_err(|e| format!("{}: {e}", shown()))?;
-                return Ok(fresh);
+        if !path.exists() {
+            let mut fresh = Zeroizing::new([0u8; 32]);
+            getrandom::fill(&mut fresh[..]).map_err(|e| format!("OS randomness: {e}"))?;
+            let text = Zeroizing::new(format!("{}\n", URL_SAFE_NO_PAD.encode(&fresh[..])));
+            let tmp = self.write_temporary(name, text.as_bytes())?;
+            let linked = fs::hard_link(&tmp, &path);
+            let _ = fs::remove_file(&tmp);
+            match linked {
+                Ok(()) => {
+                    self.sync_dir();
+                    return Ok(fresh);
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(format!("{}: {e}", path.display())),
             }
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("{}: {e}", shown())),
         }
+        self.read_secret(&path)
+    }
+
+    fn read_secret(&self, path: &Path) -> Result<Zeroizing<[u8; 32]>, String> {
+        let shown = || path.display().to_string();
         let text =
-            Zeroizing::new(fs::read_to_string(&path).map_err(|e| format!("{}: {e}", shown()))?);
+            Zeroizing::new(fs::read_to_string(path).map_err(|e| format!("{}: {e}", shown()))?);
         let bytes = Zeroizing::new(
             URL_SAFE_NO_PAD
                 .decode(text.trim())
@@ -158,14 +259,46 @@ impl DataDir {
         Ok(key)
     }
 
-    /// Publishes the endpoint a running server accepts tokens for.
+    /// Writes `bytes` to a new file of this process only (mode 0600) and syncs it.
+    fn write_temporary(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
+        let mut tag = [0u8; 8];
+        getrandom::fill(&mut tag).map_err(|e| format!("OS randomness: {e}"))?;
+        let tmp = self.path.join(format!(
+            ".{name}.{}.{:016x}.tmp",
+            std::process::id(),
+            u64::from_be_bytes(tag)
+        ));
+        let written = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(format!("{}: {e}", tmp.display()));
+        }
+        Ok(tmp)
+    }
+
+    /// Makes new names in the directory durable (best effort: some file systems refuse).
+    fn sync_dir(&self) {
+        if let Ok(d) = File::open(&self.path) {
+            let _ = d.sync_all();
+        }
+    }
+
+    /// Publishes the endpoint a running server accepts tokens for (whole, then renamed).
     pub(crate) fn write_endpoint(&self, e: &Endpoint) -> Result<(), String> {
         let path = self.path.join(ENDPOINT_FILE);
-        let tmp = self.path.join(format!("{ENDPOINT_FILE}.tmp"));
-        let text = serde_json::to_string_pretty(e).map_err(|e| e.to_string())?;
-        fs::write(&tmp, text + "\n")
-            .and_then(|()| fs::rename(&tmp, &path))
-            .map_err(|e| format!("{}: {e}", path.display()))
+        let text = serde_json::to_string_pretty(e).map_err(|e| e.to_string())? + "\n";
+        let tmp = self.write_temporary(ENDPOINT_FILE, text.as_bytes())?;
+        fs::rename(&tmp, &path).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            format!("{}: {e}", path.display())
+        })?;
+        self.sync_dir();
+        Ok(())
     }
 
     /// The endpoint the last `serve` published, if any.
@@ -196,4 +329,56 @@ pub(crate) fn reseed(domain: &Domain, now: UnixTime) -> Result<(), String> {
     })
     .map_err(|e| format!("clearing demo data: {e}"))?;
     dunning_domain::demo::seed(domain, now).map_err(|e| format!("demo data: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fresh_dir(name: &str) -> DataDir {
+        let path =
+            std::env::temp_dir().join(format!("kobana-datadir-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&path);
+        DataDir::create(&path).unwrap()
+    }
+
+    #[test]
+    fn racing_creators_agree_on_one_key_and_leave_no_temporary_file() {
+        let dir = Arc::new(fresh_dir("race"));
+        let keys: Vec<[u8; 32]> = (0..8)
+            .map(|_| {
+                let dir = dir.clone();
+                std::thread::spawn(move || *dir.secret(DEV_KEY_FILE).unwrap())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] == w[1]), "one key won");
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [DEV_KEY_FILE], "no temporary file left");
+        let mode = fs::metadata(dir.path().join(DEV_KEY_FILE))
+            .unwrap()
+            .permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
+        let _ = fs::remove_dir_all(dir.path());
+    }
+
+    #[test]
+    fn the_endpoint_is_replaced_whole() {
+        let dir = fresh_dir("endpoint");
+        for port in [1, 2] {
+            let e = Endpoint::new(&format!("http://127.0.0.1:{port}"), "/", None);
+            dir.write_endpoint(&e).unwrap();
+            assert_eq!(dir.endpoint(), Some(e));
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        let _ = fs::remove_dir_all(dir.path());
+    }
 }

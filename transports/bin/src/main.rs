@@ -35,30 +35,36 @@ use dunning_domain::Domain;
 
 use crate::cli::{Cli, Command, DemoArgs, TokenArgs};
 use crate::clock::Clock;
-use crate::datadir::DataDir;
+use crate::datadir::{DataDir, DirError};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(args).map_err(DirError::Other),
         Command::Token(args) => token_command(args),
-        Command::Demo(args) => demo_command(args),
+        Command::Demo(args) => demo_command(args).map_err(DirError::Other),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("kobana-dunning: {e}");
-            ExitCode::FAILURE
+            match e {
+                // The caller asked for something that cannot be: like a usage error.
+                DirError::NotInitialized(_) => ExitCode::from(2),
+                DirError::Other(_) => ExitCode::FAILURE,
+            }
         }
     }
 }
 
 /// `token`: prints only the token on stdout.
-fn token_command(args: &TokenArgs) -> Result<(), String> {
+///
+/// It never creates anything: on a data dir that `serve` (or `demo`) did not initialize
+/// it refuses (exit code 2) instead of making a key the running server does not trust.
+fn token_command(args: &TokenArgs) -> Result<(), DirError> {
     let now = Clock::from_flag(args.clock).now();
-    let dir = DataDir::create(&args.data_dir)?;
-    let (store, _) = dir.open_store(0, now)?;
-    let (org_id, member) = token::lookup(&*store, &args.org, &args.person)?;
+    let opened = DataDir::open_initialized(&args.data_dir)?;
+    let (org_id, member) = token::lookup(&*opened.store, &args.org, &args.person)?;
     let scope = match (&args.scope, &member) {
         (Some(s), Some(_)) => s.clone(),
         (Some(s), None) => {
@@ -70,16 +76,15 @@ fn token_command(args: &TokenArgs) -> Result<(), String> {
         }
         (None, Some(m)) => token::role_scopes(&m.role),
         (None, None) => {
-            return Err(format!("{} is not a member of {}", args.person, args.org));
+            return Err(format!("{} is not a member of {}", args.person, args.org).into());
         }
     };
-    let seed = dir.dev_key()?;
-    let endpoint = token::endpoint_of(&dir);
+    let endpoint = token::endpoint_of(&opened.dir);
     let person = member
         .as_ref()
         .map_or(args.person.as_str(), |m| m.email.as_str());
     let t = token::mint(
-        &seed,
+        &opened.dev_key,
         &endpoint,
         &token::Request {
             org_id: &org_id,
@@ -98,9 +103,10 @@ fn token_command(args: &TokenArgs) -> Result<(), String> {
 fn demo_command(args: &DemoArgs) -> Result<(), String> {
     let now = Clock::from_flag(args.clock).now();
     let dir = DataDir::create(&args.data_dir)?;
-    let (store, fresh) = dir.open_store(0, now)?;
-    if !fresh {
-        datadir::reseed(&Domain::new(store), now)?;
+    // The whole directory, keys included, so that `token` works on it at once.
+    let init = dir.initialize(0, now, true)?;
+    if !init.fresh {
+        datadir::reseed(&Domain::new(init.store), now)?;
     }
     eprintln!("demo data seeded in {}", dir.path().display());
     Ok(())

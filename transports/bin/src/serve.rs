@@ -2,17 +2,19 @@
 //! the sans-IO core, and run until SIGTERM/SIGINT.
 //!
 //! Startup, in order: settings (file, then flags) → data dir (database, demo data on a
-//! new one, keys) → bind → verification keys (development key, JWKS file or URL) →
-//! [`Server`] with the [`Authenticator`], the [`Gcra`] limiter and the telemetry → print
-//! the endpoint (and a development token when the development key is trusted) → serve
-//! on the chosen adapter. Beside the adapter run a jobs thread (idempotency sweep, ruler
+//! new one, keys; under the directory's lock) → bind (the port is known, nothing is
+//! accepted) → verification keys (development key, JWKS file or URL) → [`Server`] with
+//! the [`Authenticator`], the [`Gcra`] limiter and the telemetry → `endpoint.json` →
+//! listen (the port opens last, so whoever sees it open can mint a token the server
+//! accepts) → print the endpoint (and a development token when the development key is
+//! trusted) → serve on the chosen adapter. Beside the adapter run a jobs thread (idempotency sweep, ruler
 //! engine) and, with a JWKS URL, a refresher thread.
 //!
 //! Shutdown: the first SIGTERM or SIGINT sets a flag the adapter watches (stop
 //! accepting, answer what arrives `503`, drain, bounded by `drain_timeout_secs`); a
 //! second one exits at once. Then the threads are stopped and the process exits 0.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +30,7 @@ use dunning_domain::Domain;
 use dunning_domain::engine::{self, DeliveryDriver, DriverError, DriverReceipt, Rendered};
 use dunning_runtime::{Observer, Options};
 use serde_json::Value;
+use socket2::{Domain as SockDomain, Socket, Type};
 use zeroize::Zeroizing;
 
 use crate::auth::{self, Authenticator};
@@ -39,6 +42,9 @@ use crate::limiter::Gcra;
 use crate::settings::{JwksSource, Settings, WebhookDriver};
 use crate::telemetry::{self, MetricsView, Telemetry};
 use crate::token;
+
+/// Pending connections the kernel queues before `accept`.
+const LISTEN_BACKLOG: i32 = 1024;
 
 /// Largest JWKS document fetched.
 const MAX_JWKS_BYTES: u64 = 1024 * 1024;
@@ -56,15 +62,22 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     }
     let now = clock.now();
 
+    // Everything a client or `token` needs exists before the port opens: the data dir
+    // (database, demo data, keys), then the socket is bound (its port is known, nothing
+    // is accepted yet), `endpoint.json` written, and only then does it listen.
     let dir = DataDir::create(&settings.data_dir)?;
-    let (store, fresh) = dir.open_store(settings.limits.store_readers, now)?;
-    if fresh {
+    let init = dir.initialize(settings.limits.store_readers, now, settings.auth.dev_key)?;
+    let store = init.store;
+    if init.fresh {
         tracing::info!(data_dir = %dir.path().display(), "created the database and the demo data");
     }
 
-    let listener = TcpListener::bind(settings.listen)
-        .map_err(|e| format!("listen on {}: {e}", settings.listen))?;
-    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let socket = bind(settings.listen)?;
+    let bound = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .ok_or_else(|| format!("listen on {}: no local address", settings.listen))?;
     let public_url = settings
         .public_url
         .clone()
@@ -75,11 +88,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         settings.auth.issuer.as_deref(),
     );
 
-    let dev_seed = if settings.auth.dev_key {
-        Some(dir.dev_key()?)
-    } else {
-        None
-    };
+    let dev_seed = init.dev_key;
     let keys = Arc::new(auth::Keys::new(initial_keys(
         &settings,
         dev_seed.as_deref(),
@@ -107,7 +116,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         confirmation_ttl_ms: settings.confirmation.ttl_secs.saturating_mul(1000),
         ..Config::default()
     };
-    let state_keys = state_keys(&settings, &dir)?;
+    let state_keys = state_keys(&settings, init.state_key)?;
 
     let domain = Domain::new(store.clone());
     let telemetry = Arc::new(Telemetry::new(&domain.catalog()));
@@ -126,6 +135,10 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     let server = Arc::new(server);
 
     dir.write_endpoint(&endpoint)?;
+    socket
+        .listen(LISTEN_BACKLOG)
+        .map_err(|e| format!("listen on {bound}: {e}"))?;
+    let listener = TcpListener::from(socket);
     println!(
         "kobana-dunning {} listening on {bound}",
         env!("CARGO_PKG_VERSION")
@@ -207,6 +220,16 @@ impl Endpoint {
     fn mcp_audience_url(&self) -> String {
         format!("{}{}", self.public_url, self.mcp_path)
     }
+}
+
+/// A TCP socket bound to `addr` (address reuse as `std` does) but not yet listening:
+/// connections are refused until [`socket2::Socket::listen`].
+fn bind(addr: SocketAddr) -> Result<Socket, String> {
+    let failed = |e: std::io::Error| format!("listen on {addr}: {e}");
+    let socket = Socket::new(SockDomain::for_address(addr), Type::STREAM, None).map_err(failed)?;
+    socket.set_reuse_address(true).map_err(failed)?;
+    socket.bind(&addr.into()).map_err(failed)?;
+    Ok(socket)
 }
 
 /// Adapter options from `[limits]`.
@@ -463,12 +486,12 @@ fn spawn_jobs(
 }
 
 /// The requestState keys: the configured ones (first seals), else the data dir's own.
-fn state_keys(s: &Settings, dir: &DataDir) -> Result<Keys, String> {
+fn state_keys(s: &Settings, own: Zeroizing<[u8; 32]>) -> Result<Keys, String> {
     if s.confirmation.keys.is_empty() {
         return Ok(Keys {
             request_state: vec![StateKey {
                 id: "d1".into(),
-                secret: Zeroizing::new(dir.state_key()?.to_vec()),
+                secret: Zeroizing::new(own.to_vec()),
             }],
         });
     }
