@@ -68,7 +68,10 @@ pub fn easter(year: i32) -> NaiveDate {
     NaiveDate::from_ymd_opt(year, month as u32, day as u32).unwrap_or_default()
 }
 
-/// Whether `d` is a national or bank holiday.
+/// Whether `d` is a national holiday (or a banks' Carnival or Corpus Christi closing).
+///
+/// November 20 (Dia Nacional de Zumbi e da Consciência Negra) is national only from 2024
+/// (Lei 14.759/2023); before, it was a holiday in some states and cities only.
 pub fn is_holiday(d: NaiveDate) -> bool {
     let fixed = [
         (1, 1),   // Confraternização Universal
@@ -78,10 +81,12 @@ pub fn is_holiday(d: NaiveDate) -> bool {
         (10, 12), // Nossa Senhora Aparecida
         (11, 2),  // Finados
         (11, 15), // Proclamação da República
-        (11, 20), // Consciência Negra (Lei 14.759/2023)
         (12, 25), // Natal
     ];
     if fixed.contains(&(d.month(), d.day())) {
+        return true;
+    }
+    if (d.month(), d.day()) == (11, 20) && d.year() >= 2024 {
         return true;
     }
     let e = easter(d.year());
@@ -90,9 +95,14 @@ pub fn is_holiday(d: NaiveDate) -> bool {
         .any(|&off| e + Duration::days(off) == d)
 }
 
-/// Whether `d` is a bank business day.
+/// Whether banks serve the public on `d` (a bank business day): not a weekend, not a
+/// holiday, and not December 31, when FEBRABAN's calendar has no public banking (a boleto
+/// due then is paid without charges on the next business day). December 31 is still an
+/// ordinary day for sending messages ([`is_holiday`] is false).
 pub fn is_business_day(d: NaiveDate) -> bool {
-    !matches!(d.weekday(), Weekday::Sat | Weekday::Sun) && !is_holiday(d)
+    !matches!(d.weekday(), Weekday::Sat | Weekday::Sun)
+        && !is_holiday(d)
+        && (d.month(), d.day()) != (12, 31)
 }
 
 /// `d` itself when a business day, else the next one.
@@ -139,6 +149,27 @@ mod tests {
         assert!(is_holiday(d(2026, 6, 4)), "Corpus Christi 2026");
         assert!(is_holiday(d(2026, 11, 20)));
         assert!(!is_holiday(d(2026, 11, 19)));
+    }
+
+    #[test]
+    fn november_20_is_national_from_2024_only() {
+        assert!(is_holiday(d(2024, 11, 20)), "Lei 14.759/2023");
+        assert!(!is_holiday(d(2023, 11, 20)), "before the law: not national");
+        // Monday 2023-11-20 was a bank business day.
+        assert_eq!(effective_due(d(2023, 11, 20)), d(2023, 11, 20));
+    }
+
+    #[test]
+    fn december_31_has_no_public_banking() {
+        // Thursday 2026-12-31 is no holiday (messages go out) but no bank serves the
+        // public; Friday 2027-01-01 is a holiday, so a charge due on the 31st is on time
+        // until Monday 2027-01-04.
+        assert!(!is_holiday(d(2026, 12, 31)));
+        assert!(!is_business_day(d(2026, 12, 31)));
+        assert_eq!(effective_due(d(2026, 12, 31)), d(2027, 1, 4));
+        // Wednesday 2025-12-31 rolls to Friday 2026-01-02.
+        assert_eq!(effective_due(d(2025, 12, 31)), d(2026, 1, 2));
+        assert_eq!(add_business_days(d(2026, 12, 30), 1), d(2027, 1, 4));
     }
 
     #[test]
