@@ -765,3 +765,45 @@ fn list_filters_and_other_organizations() {
     tick(&fx.bed, &carla);
     assert_eq!(fx.record(&r2)["status"], "included");
 }
+
+#[test]
+fn rule_a_dispute_recorded_as_a_pause_reason_blocks_negativation() {
+    let mut fx = Fx::new();
+    let d = fx.debtor(true);
+    let c = fx.charge(&d, json!({}));
+    fx.make_overdue();
+    fx.ok(
+        "dunning_charges_pause",
+        json!({"id": c, "reason": "Devedor contesta o valor cobrado"}),
+    );
+    let e = fx.err(
+        "dunning_charges_negativate",
+        json!({"id": c, "bureau": "serasa"}),
+    );
+    assert_eq!(e.code, ToolErrorCode::Conflict);
+    assert!(e.message.contains("charge_disputed"), "{}", e.message);
+    // Resumed, the pause reason no longer holds the charge.
+    fx.ok("dunning_charges_resume", json!({"id": c}));
+    fx.ok(
+        "dunning_charges_negativate",
+        json!({"id": c, "bureau": "serasa"}),
+    );
+}
+
+#[test]
+fn dispute_words_in_portuguese_and_english() {
+    use dunning_domain::ops::bureau::names_a_dispute;
+    for yes in [
+        "Devedor contesta o valor",
+        "em DISPUTA judicial",
+        "Impugnação do título",
+        "disputed by the debtor",
+        "valor questionado",
+        "contestação",
+    ] {
+        assert!(names_a_dispute(yes), "{yes}");
+    }
+    for no in ["viagem", "aguardando boleto", "indisponível", ""] {
+        assert!(!names_a_dispute(no), "{no}");
+    }
+}

@@ -1597,3 +1597,20 @@ fn events_of_one_second_list_in_the_order_they_happened() {
     desc.reverse();
     assert_eq!(desc, asc);
 }
+
+#[test]
+fn rule_mark_paid_checks_the_state_before_the_arguments() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let id = sid(&charge(&mut bed, &ana, &d, json!({})));
+    bed.ok(&ana, "dunning_charges_cancel", json!({"id": id}));
+    // No paid_amount: the state transition is what is wrong, in the rehearsal that asks
+    // for confirmation and in the call itself.
+    let e = preflight(&bed, &ana, "dunning_charges_mark_paid", json!({"id": id})).unwrap_err();
+    assert_eq!(e.code, ToolErrorCode::Conflict, "{e:?}");
+    assert!(e.message.contains("invalid_transition"), "{}", e.message);
+    assert!(e.message.contains("canceled"), "{}", e.message);
+    let e = bed.err(&ana, "dunning_charges_mark_paid", json!({"id": id}));
+    assert_eq!(e.code, ToolErrorCode::Conflict, "{e:?}");
+}

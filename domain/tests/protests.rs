@@ -573,3 +573,26 @@ fn list_filters_isolation_and_withdrawal_when_the_charge_leaves_dunning() {
         p1.as_str()
     );
 }
+
+#[test]
+fn rule_a_disputed_charge_cannot_be_protested() {
+    let mut fx = Fx::new();
+    let (_, tagged) = fx.overdue();
+    fx.ok(
+        "dunning_charges_update",
+        json!({"id": tagged, "tags": ["contestada"]}),
+    );
+    let (_, paused) = fx.overdue();
+    fx.ok(
+        "dunning_charges_pause",
+        json!({"id": paused, "reason": "Cliente em disputa sobre a entrega"}),
+    );
+    for c in [&tagged, &paused] {
+        let e = fx.err(
+            "dunning_charges_protest",
+            json!({"id": c, "title_type": "duplicata_servico", "document_ids": ["NF-123"]}),
+        );
+        assert_eq!(e.code, ToolErrorCode::Conflict, "{c}");
+        assert!(e.message.contains("charge_disputed"), "{}", e.message);
+    }
+}

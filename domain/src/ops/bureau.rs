@@ -30,8 +30,9 @@
 //! removal_requested,removed,failed}`, plus `credit_bureau.awaiting_window` and
 //! `credit_bureau.canceled` for changes the catalogue has no code for.
 //!
-//! A charge is *disputed* when it carries the tag `disputed` (or `contestada`) or
-//! `custom_data.disputed` is `true`.
+//! A charge is *disputed* when it carries the tag `disputed` (or `contestada`),
+//! `custom_data.disputed` is `true`, or its dunning is paused with a reason that names a
+//! dispute ([`is_disputed`]).
 
 use chrono::{Months, NaiveDate};
 use dunning_core::{Output, Scope, UnixTime};
@@ -185,12 +186,27 @@ pub fn tools() -> Vec<ToolSpec> {
 // Helpers shared with protests and agreements
 // ---------------------------------------------------------------------------------
 
-/// Whether a charge is disputed (tag `disputed`/`contestada` or `custom_data.disputed`).
+/// Whether a charge is disputed, however the dispute was recorded: the tag `disputed`
+/// (or `contestada`), `custom_data.disputed = true`, or dunning paused with a reason that
+/// names a dispute ([`names_a_dispute`]). A disputed debt is neither negativated nor
+/// protested (domain.md §1.2 rules 1 and 2).
 pub fn is_disputed(c: &Charge) -> bool {
     c.tags
         .iter()
         .any(|t| matches!(t.to_lowercase().as_str(), "disputed" | "contestada"))
         || c.custom_data.get("disputed").and_then(Value::as_bool) == Some(true)
+        || (c.dunning_paused && c.pause_reason.as_deref().is_some_and(names_a_dispute))
+}
+
+/// Whether a free-text reason names a dispute, in Portuguese or English: a word starting
+/// with `disput`, `contest`, `impugn` or `questionad` (case and accents ignored), e.g.
+/// "Devedor contesta o valor", "em disputa", "impugnação", "disputed by the debtor".
+pub fn names_a_dispute(reason: &str) -> bool {
+    const STEMS: [&str; 4] = ["disput", "contest", "impugn", "questionad"];
+    reason
+        .to_lowercase()
+        .split(|ch: char| !ch.is_alphanumeric())
+        .any(|w| STEMS.iter().any(|s| w.starts_with(s)))
 }
 
 /// The active record of a charge (any status in [`ACTIVE`]), if any.

@@ -140,7 +140,7 @@ fn protest_output() -> Value {
 pub fn tools() -> Vec<ToolSpec> {
     vec![
         tool("dunning_charges_protest", "Protest a charge", "POST", "/v1/charges/{id}/protest")
-            .describe("Sends an overdue charge to a notary for protest (Lei 9.492/1997), backed by a protestable title and at least one proof-of-debt document. Refused unless the charge is overdue; inside the consumer's 7-day withdrawal window of a distance sale (CDC art. 49); and while the charge has an active negativação, unless the organization allows both. The notary intimates the debtor, who has 3 business days to pay there.")
+            .describe("Sends an overdue charge to a notary for protest (Lei 9.492/1997), backed by a protestable title and at least one proof-of-debt document. Refused unless the charge is overdue and undisputed (a dispute tag, custom_data.disputed, or dunning paused for a dispute); inside the consumer's 7-day withdrawal window of a distance sale (CDC art. 49); and while the charge has an active negativação, unless the organization allows both. The notary intimates the debtor, who has 3 business days to pay there.")
             .destructive()
             .access(Scope::Admin, Some("protest.manage"))
             .req("id", s::id("Charge id"))
@@ -303,6 +303,11 @@ fn plan(op: &mut Op<'_>) -> Result<Plan, DomainError> {
         return Err(DomainError::Conflict(format!(
             "invalid_transition: charge {id} is {}; only overdue charges can be protested",
             charge.status
+        )));
+    }
+    if crate::ops::bureau::is_disputed(&charge) {
+        return Err(DomainError::Conflict(format!(
+            "charge_disputed: charge {id} is disputed by the debtor; a disputed debt cannot be protested"
         )));
     }
     if let Some(sale) = distance_sale(&charge) {

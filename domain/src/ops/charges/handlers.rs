@@ -623,6 +623,11 @@ pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError>
             label(&c)
         ));
     }
+    // The state first (as `mark_paid` does): a canceled charge is a conflict, whatever
+    // the arguments.
+    if !is_open(&c) {
+        return Err(DomainError::transition("charge", id, &c.status, "paid"));
+    }
     let p = payment_args(op, &c)?;
     let outcome = if p.amount >= p.owed {
         "paid in full".to_owned()
