@@ -807,3 +807,56 @@ fn dispute_words_in_portuguese_and_english() {
         assert!(!names_a_dispute(no), "{no}");
     }
 }
+
+/// The body of a negativation's prior notice.
+fn notice_body(fx: &mut Fx, record: &Value) -> String {
+    let delivery = store::read(fx.bed.domain.store(), |tx| {
+        Ok(tx.get(
+            Kind::Delivery,
+            &fx.ana.organization,
+            record["notice_delivery_id"].as_str().unwrap(),
+        )?)
+    })
+    .unwrap()
+    .expect("the notice is a delivery");
+    delivery["body"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn rule_the_notice_says_how_to_pay_which_bureau_and_from_when() {
+    let mut fx = Fx::new();
+    let (_, boleto) = fx.overdue();
+    let r = fx.ok(
+        "dunning_charges_negativate",
+        json!({"id": boleto, "bureau": "serasa", "notice_days": 15}),
+    );
+    let body = notice_body(&mut fx, &r);
+    let charge = fx.ok("dunning_charges_get", json!({"id": boleto}));
+    let line = charge["boleto"]["line"].as_str().expect("a boleto line");
+    assert!(
+        body.contains(&format!(
+            "Para regularizar: linha digitável do boleto {line}"
+        )),
+        "how to pay: {body}"
+    );
+    assert!(body.contains("Serasa Experian"), "the bureau: {body}");
+    // Notice on 2026-12-03 (fx.overdue), 15 days of window.
+    assert!(body.contains("a partir de 18/12/2026"), "from when: {body}");
+    assert!(!body.contains("{{"), "every variable rendered: {body}");
+
+    let d = fx.debtor(true);
+    let pix = fx.charge(&d, json!({"payment_method": "pix"}));
+    fx.make_overdue();
+    let r = fx.ok(
+        "dunning_charges_negativate",
+        json!({"id": pix, "bureau": "boa_vista"}),
+    );
+    let body = notice_body(&mut fx, &r);
+    let emv = fx.ok("dunning_charges_get", json!({"id": pix}))["pix"]["emv"]
+        .as_str()
+        .expect("a Pix code")
+        .to_owned();
+    assert!(body.contains(&format!("Pix copia e cola {emv}")), "{body}");
+    assert!(body.contains("Boa Vista SCPC"), "{body}");
+    assert!(!body.trim_end().ends_with("Para regularizar:"), "{body}");
+}

@@ -561,8 +561,18 @@ fn negativate(op: &mut Op<'_>) -> Result<Output, DomainError> {
 /// Records the prior notice as a delivery the default driver sent.
 fn send_notice(op: &mut Op<'_>, p: &Plan) -> Result<Delivery, DomainError> {
     let creditor = deliveries::creditor(op.tx, op.org)?;
-    let template = deliveries::find_template(op.tx, op.org, "negativation_notice")?
+    let mut template = deliveries::find_template(op.tx, op.org, "negativation_notice")?
         .ok_or_else(|| crate::store::StoreError("negativation_notice template missing".into()))?;
+    // The notice names the bureau and the date from which the debt may be registered
+    // (the end of the notice window, as `eligible_at` will say).
+    let eligible = calendar::today(op.now.plus_millis(u64::from(p.notice_days) * DAY_MS));
+    template.body = template
+        .body
+        .replace("{{negativation.bureau}}", bureau_name(&p.bureau))
+        .replace(
+            "{{negativation.eligible_date}}",
+            &eligible.format("%d/%m/%Y").to_string(),
+        );
     let charge_json = serde_json::to_value(&p.charge).unwrap_or(Value::Null);
     let debtor_json = serde_json::to_value(&p.debtor).unwrap_or(Value::Null);
     let rendered =

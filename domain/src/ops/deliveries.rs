@@ -149,7 +149,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str, &str)] = &[
     (
         "negativation_notice",
         "Aviso prévio de inclusão em cadastro de inadimplentes",
-        "Prezado(a) {{debtor.name}}, a fatura vencida em {{charge.due_date}}, no valor atualizado de {{charge.updated_amount}}, permanece em aberto. Nos termos do art. 43, §2º do Código de Defesa do Consumidor, informamos que, não havendo pagamento, o débito poderá ser incluído em cadastro de proteção ao crédito. Para regularizar: {{charge.url}}",
+        "Prezado(a) {{debtor.name}}, a fatura vencida em {{charge.due_date}}, no valor atualizado de {{charge.updated_amount}}, permanece em aberto. Nos termos do art. 43, §2º do Código de Defesa do Consumidor, informamos que, não havendo pagamento, o débito poderá ser incluído no cadastro de proteção ao crédito {{negativation.bureau}} a partir de {{negativation.eligible_date}}. Para regularizar: {{charge.how_to_pay}}",
     ),
     (
         "payment_link",
@@ -418,6 +418,30 @@ pub fn no_contact_refusal(
     ))
 }
 
+/// Every way the charge can be paid (boleto line, Pix copy-and-paste code, payment
+/// page), or, when it has none, how to reach the creditor: a debtor told to pay must be
+/// told how.
+fn how_to_pay(line: &str, emv: &str, url: &str, creditor: &Creditor) -> String {
+    let ways: Vec<String> = [
+        ("linha digitável do boleto", line),
+        ("Pix copia e cola", emv),
+        ("página de pagamento", url),
+    ]
+    .iter()
+    .filter(|(_, v)| !v.is_empty())
+    .map(|(what, v)| format!("{what} {v}"))
+    .collect();
+    if ways.is_empty() {
+        format!(
+            "entre em contato com {} (CNPJ {}) pelos canais de atendimento informados na sua fatura.",
+            creditor.name,
+            format_cnpj(&creditor.cnpj)
+        )
+    } else {
+        format!("{}.", ways.join("; "))
+    }
+}
+
 /// `dd/mm/yyyy` from `YYYY-MM-DD`.
 fn br_date(iso: &str) -> String {
     calendar::parse_date(iso).map_or_else(|| iso.to_owned(), |d| d.format("%d/%m/%Y").to_string())
@@ -457,6 +481,13 @@ pub fn render_template(
                 .unwrap_or_default()
                 .to_owned()
         };
+        let url = || {
+            text(charge, "url")
+                .map(str::to_owned)
+                .or_else(|| Some(nested("boleto", "url")).filter(|u| !u.is_empty()))
+                .or_else(|| Some(nested("pix", "qrcode_png_url")).filter(|u| !u.is_empty()))
+                .unwrap_or_default()
+        };
         match name {
             "debtor.name" => text(debtor, "name").unwrap_or_default().to_owned(),
             "charge.amount" => brl(charge
@@ -467,11 +498,13 @@ pub fn render_template(
             "charge.updated_amount" => brl(updated_amount(charge, now)),
             "charge.boleto.line" => nested("boleto", "line"),
             "charge.pix.emv" => nested("pix", "emv"),
-            "charge.url" => text(charge, "url")
-                .map(str::to_owned)
-                .or_else(|| Some(nested("boleto", "url")).filter(|u| !u.is_empty()))
-                .or_else(|| Some(nested("pix", "qrcode_png_url")).filter(|u| !u.is_empty()))
-                .unwrap_or_default(),
+            "charge.url" => url(),
+            "charge.how_to_pay" => how_to_pay(
+                &nested("boleto", "line"),
+                &nested("pix", "emv"),
+                &url(),
+                creditor,
+            ),
             _ => String::new(),
         }
     };
