@@ -469,7 +469,8 @@ fn rule_updated_amount_fine_plus_prorata_interest() {
 fn rule_interest_counts_from_the_effective_due_date() {
     let mut bed = Bed::new();
     let ana = bed.ana();
-    let d = maria(&mut bed, &ana);
+    // A company: 3 % a month is above a consumer's cap.
+    let d = company(&mut bed, &ana);
     // Due Saturday 2026-12-05: paying on Monday 7 is on time.
     let c = charge(
         &mut bed,
@@ -1613,4 +1614,53 @@ fn rule_mark_paid_checks_the_state_before_the_arguments() {
     assert!(e.message.contains("canceled"), "{}", e.message);
     let e = bed.err(&ana, "dunning_charges_mark_paid", json!({"id": id}));
     assert_eq!(e.code, ToolErrorCode::Conflict, "{e:?}");
+}
+
+#[test]
+fn rule_consumer_interest_capped_at_one_percent_a_month() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let e = bed.err(
+        &ana,
+        "dunning_charges_create",
+        json!({"debtor_id": d, "amount": 100.0, "due_date": "2026-12-10",
+               "payment_method": "pix", "interest_percentage": 30}),
+    );
+    assert_field(&e, "interest_percentage");
+    assert!(e.message.contains("1% a month"), "{}", e.message);
+    charge(&mut bed, &ana, &d, json!({"interest_percentage": 1}));
+    let c = company(&mut bed, &ana);
+    charge(&mut bed, &ana, &c, json!({"interest_percentage": 5}));
+}
+
+#[test]
+fn rule_after_a_partial_payment_interest_accrues_on_the_open_balance() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = company(&mut bed, &ana);
+    // Due Thursday 2026-12-10; 2 % fine, 3 % a month.
+    let id = sid(&charge(
+        &mut bed,
+        &ana,
+        &d,
+        json!({"amount": 1000.0, "due_date": "2026-12-10", "fine_percentage": 2, "interest_percentage": 3}),
+    ));
+    bed.advance_days(39); // 2027-01-09: 30 days late.
+    let g = get(&mut bed, &ana, &id);
+    // 1000 + 20 fine + 1000 × 3 % × 30 / 30 = 1 050.
+    assert_eq!(g["updated_amount"], 1050.0);
+    // 550 paid: 50 of penalties first, then 500 of principal; 500 stay open.
+    bed.ok(
+        &ana,
+        "dunning_charges_mark_paid",
+        json!({"id": id, "paid_amount": 550.0}),
+    );
+    bed.advance_days(30); // 30 more days: interest on the 500 still open only.
+    let g = get(&mut bed, &ana, &id);
+    assert_eq!(g["status"], "partially_paid");
+    // 1050 + 500 × 3 % − 550 = 515 (on the full 1000 it would be 530).
+    assert_eq!(g["updated_amount"], 515.0);
+    assert_eq!(g["amount_breakdown"]["interest"], 45.0);
+    assert_eq!(g["amount_breakdown"]["paid"], 550.0);
 }

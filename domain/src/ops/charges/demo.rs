@@ -287,7 +287,14 @@ fn seed_charges(
         } else {
             *rng.pick(&[0.0, 1.0, 2.0])
         };
-        let interest = *rng.pick(&[0.0, 1.0, 2.0]);
+        let interest: f64 = *rng.pick(&[0.0, 1.0, 2.0]);
+        // A consumer's interest is capped at 1 % a month (the draw is kept, so the rest of
+        // the demo data does not move).
+        let interest = if company {
+            interest
+        } else {
+            interest.min(super::CONSUMER_MAX_MONTHLY_INTEREST)
+        };
         let method = *rng.pick(&["boleto", "pix", "bolepix"]);
         let (due, created) = match plan {
             Plan::Pending | Plan::Draft => {

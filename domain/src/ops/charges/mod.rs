@@ -7,9 +7,12 @@
 //! from the op's clock ([`breakdown`]): until the effective due date (the due date rolled
 //! to the next bank business day, rule 5) the discount applies while its `until` date
 //! has not passed; after it, the fine is charged once and interest pro rata by day
-//! (monthly rate / 30) since the effective due date. Partial payments are subtracted;
-//! fine and interest keep accruing on the original amount (the usual bank practice for a
-//! boleto paid in parts). Nothing computed is stored, so nothing goes stale.
+//! (monthly rate / 30) since the effective due date, on the principal still open: a
+//! partial payment settles the penalties due first, then reduces the principal, and
+//! interest stops growing on what was paid ([`penalties`]). For a consumer the fine is
+//! at most 2 % (CDC art. 52 §1) and the interest at most 1 % a month
+//! ([`CONSUMER_MAX_MONTHLY_INTEREST`]). Nothing computed is stored, so nothing goes
+//! stale.
 //!
 //! ## Status
 //! `pending` on creation (registered: boleto line/barcode and/or Pix txid/BR Code are
@@ -231,12 +234,53 @@ pub fn breakdown(c: &Charge, on: NaiveDate) -> Breakdown {
         }
     } else {
         b.days_late = (on - eff).num_days();
-        b.fine = pct_of(principal, c.fine_percentage);
-        b.interest =
-            (principal as f64 * c.interest_percentage * b.days_late as f64 / 3000.0).round() as i64;
+        (b.fine, b.interest) = penalties(c, principal, eff, on);
     }
     b.total = (principal - b.discount + b.fine + b.interest - paid).max(0);
     b
+}
+
+/// The fine and the interest (centavos) of a charge late since `eff`, as of `on`.
+///
+/// In order: payments up to the effective due date reduce the principal (they were on
+/// time); the fine is charged once on the principal then open; from there interest
+/// accrues by day on the principal still open. A later payment first settles the fine
+/// and the interest due by its date (Civil Code art. 354), and only its rest reduces the
+/// principal, so interest stops growing on what was paid. Payments recorded without a
+/// readable date count only in `paid` (as before they were dated).
+fn penalties(c: &Charge, principal: i64, eff: NaiveDate, on: NaiveDate) -> (i64, i64) {
+    let rate = c.interest_percentage / 3000.0; // monthly percent, pro rata by day
+    let mut payments: Vec<(NaiveDate, i64)> = c
+        .payments
+        .iter()
+        .filter_map(|p| {
+            let day = calendar::parse_timestamp(&p.paid_at)
+                .map(|t| t.date_naive())
+                .or_else(|| calendar::parse_date(p.paid_at.get(..10)?))?;
+            Some((day, money::cents(p.amount)?))
+        })
+        .filter(|(day, _)| *day <= on)
+        .collect();
+    payments.sort_by_key(|(day, _)| *day);
+    let mut open = principal;
+    for (_, amount) in payments.iter().filter(|(day, _)| *day <= eff) {
+        open = (open - amount).max(0);
+    }
+    let fine = pct_of(open, c.fine_percentage);
+    let mut unpaid_penalties = fine as f64;
+    let mut interest = 0.0;
+    let mut last = eff;
+    for (day, amount) in payments.iter().filter(|(day, _)| *day > eff) {
+        let accrued = open as f64 * rate * (*day - last).num_days() as f64;
+        interest += accrued;
+        unpaid_penalties += accrued;
+        let to_penalties = (*amount as f64).min(unpaid_penalties);
+        unpaid_penalties -= to_penalties;
+        open = (open - (*amount - to_penalties.round() as i64)).max(0);
+        last = *day;
+    }
+    interest += open as f64 * rate * (on - last).num_days() as f64;
+    (fine, interest.round() as i64)
 }
 
 /// What settles `charge` on `today` (BRL): 0 when nothing is owed.
@@ -526,6 +570,12 @@ fn register(op: &mut Op<'_>, c: &mut Charge) -> Result<(), DomainError> {
     Ok(())
 }
 
+/// Highest monthly interest (percent) on a consumer's charge: 12 % a year, the cap of the
+/// Usury Law (Decreto 22.626/1933 art. 1) on the legal rate of Civil Code art. 406, for
+/// creditors that are not financial institutions. Lei 14.905/2024 lifts the cap only for
+/// obligations between legal entities (and a few others), so companies are not capped.
+pub const CONSUMER_MAX_MONTHLY_INTEREST: f64 = 1.0;
+
 /// The largest amount a boleto carries (10 digits of centavos).
 pub const MAX_AMOUNT_CENTS: i64 = 9_999_999_999;
 
@@ -568,6 +618,12 @@ fn validate_terms(n: &NewCharge, debtor: &Debtor, today: NaiveDate) -> Result<()
         return Err(DomainError::field(
             "interest_percentage",
             "must be a monthly rate between 0 and 100",
+        ));
+    }
+    if debtor.person_type == "natural" && n.interest_percentage > CONSUMER_MAX_MONTHLY_INTEREST {
+        return Err(DomainError::field(
+            "interest_percentage",
+            "may not exceed 1% a month for a consumer (natural person): 12% a year, Civil Code art. 406 with the Usury Law (Decreto 22.626/1933 art. 1)",
         ));
     }
     if let Some(d) = &n.discount {
@@ -689,7 +745,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .req("payment_method", s::one_of("How the debtor pays", &["boleto", "pix", "bolepix"]))
             .arg("description", s::text("What is being charged", 1, 500))
             .arg("fine_percentage", s::number("Late fine, percent of the amount, charged once (at most 2 for a natural person)", 0.0, 100.0))
-            .arg("interest_percentage", s::number("Late interest, percent per month, charged pro rata by day", 0.0, 100.0))
+            .arg("interest_percentage", s::number("Late interest, percent per month, charged pro rata by day on the open principal (at most 1 for a natural person)", 0.0, 100.0))
             .arg("discount", discount_schema())
             .arg("ruler_id", s::id("Ruler (régua) for this charge; default: the debtor's or the organization's"))
             .arg("external_id", s::text("Your own id for this charge (unique)", 1, 100))
