@@ -505,3 +505,59 @@ fn resources_serve_the_csv_and_the_delivery() {
     assert_eq!(v["event_code"], "export.processed");
     assert!(read_resource(&bed, &carla, tpl, &[("id", &hid), ("delivery_id", &did)]).is_err());
 }
+
+#[test]
+fn export_csv_in_the_pt_br_dialect_opens_in_a_portuguese_spreadsheet() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let maria = debtor(&mut bed, &ana, "529.982.247-25", "Maria Silva");
+    bed.ok(
+        &ana,
+        "dunning_charges_create",
+        json!({"debtor_id": maria, "amount": 1234.5, "due_date": "2026-12-20",
+               "payment_method": "boleto", "description": "Mensalidade; dezembro",
+               "fine_percentage": 1.5}),
+    );
+    let e = bed.ok(
+        &ana,
+        "dunning_exports_create",
+        json!({"resource": "charges", "dialect": "pt-BR"}),
+    );
+    assert_eq!(e["dialect"], "pt-BR");
+    let default = bed.ok(
+        &ana,
+        "dunning_exports_create",
+        json!({"resource": "charges"}),
+    );
+    assert_eq!(default["dialect"], "rfc4180");
+    let err = bed.err(
+        &ana,
+        "dunning_exports_create",
+        json!({"resource": "charges", "dialect": "excel"}),
+    );
+    assert_eq!(err.code, ToolErrorCode::Validation);
+    assert_eq!(err.details[0].field, "dialect");
+    process(&bed, &ana);
+    process(&bed, &ana);
+
+    let (csv, descriptor) = download(&mut bed, &ana, &id(&e));
+    let body = csv
+        .strip_prefix('\u{feff}')
+        .expect("a UTF-8 byte-order mark");
+    assert_eq!(descriptor["byte_size"], csv.len(), "{descriptor}");
+    assert!(body.starts_with("id;"), "semicolons: {body}");
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(b';')
+        .from_reader(body.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 1);
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(&rows[0][col("amount")], "1234,50", "decimal comma");
+    assert_eq!(&rows[0][col("fine_percentage")], "1,5");
+    assert_eq!(&rows[0][col("due_date")], "2026-12-20", "ISO dates stay");
+    assert_eq!(&rows[0][col("description")], "Mensalidade; dezembro");
+
+    let (plain, _) = download(&mut bed, &ana, &id(&default));
+    assert!(plain.starts_with("id,"), "the default has no BOM");
+}

@@ -10,11 +10,10 @@
 //! processing the file is dropped. Each export's file is kept in its document (field
 //! `csv`, never shown by `_get`) and served by `dunning_exports_download`.
 //!
-//! The file is RFC 4180 (the `csv` crate): UTF-8, CRLF, a header row, fields quoted when
-//! needed; money as `1234.56`, dates and timestamps ISO-8601, lists joined with `;`.
-//! Text cells that a spreadsheet would run as a formula (starting with `=`, `+`, `-`,
-//! `@`, tab or CR) get a leading `'`. Charges, deliveries, agreements and bureau
-//! records carry the debtor's name and CPF/CNPJ.
+//! The file is CSV in one of two dialects ([`file`]): RFC 4180 by default, or the pt-BR
+//! one that Excel in Portuguese opens as columns (`;`, decimal comma, UTF-8 BOM).
+//! Charges, deliveries, agreements and bureau records carry the debtor's name and
+//! CPF/CNPJ.
 //!
 //! The webhook tools (#58–#67) are listed after these, from [`crate::webhooks`].
 
@@ -25,6 +24,12 @@ use dunning_core::{File, Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+
+mod demo;
+mod file;
+
+pub use demo::seed_demo;
+pub use file::Dialect;
 
 use crate::Domain;
 use crate::error::DomainError;
@@ -50,6 +55,9 @@ pub struct Export {
     pub resource: String,
     /// `csv`.
     pub format: String,
+    /// The CSV dialect: `rfc4180` or `pt-BR` ([`Dialect`]).
+    #[serde(default = "default_dialect")]
+    pub dialect: String,
     /// Filters of the resource's list tool.
     pub filters: Map<String, Value>,
     /// `queued`, `processing`, `processed`, `expired` or `failed`.
@@ -85,6 +93,10 @@ pub struct Export {
     /// The file (kept while processed; never shown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub csv: Option<String>,
+}
+
+fn default_dialect() -> String {
+    Dialect::NAMES[0].into()
 }
 
 impl Export {
@@ -267,21 +279,6 @@ const RESOURCES: &[Resource] = &[
     },
 ];
 
-/// Columns written as money (`1234.56`).
-const MONEY: &[&str] = &[
-    "amount",
-    "updated_amount",
-    "paid_amount",
-    "open_amount",
-    "overdue_amount",
-    "original_amount",
-    "fine_waived",
-    "interest_waived",
-    "discount_amount",
-    "total_amount",
-    "down_payment_amount",
-];
-
 fn resource(name: &str) -> Option<&'static Resource> {
     RESOURCES.iter().find(|r| r.name == name)
 }
@@ -309,10 +306,11 @@ pub fn tools() -> Vec<ToolSpec> {
     let names: Vec<&str> = RESOURCES.iter().map(|r| r.name).collect();
     let mut v = vec![
         tool("dunning_exports_create", "Export to CSV", "POST", "/v1/exports")
-            .describe("Queues a CSV export of charges, debtors, deliveries, agreements or credit_bureau_records. `filters` are the arguments of the matching list tool (e.g. for charges those of dunning_charges_list: status, due_from, due_to, debtor_id, ...); they are validated now, errors naming filters.<field>. The export starts `queued`; poll dunning_exports_get until `processed` (or `failed`), then dunning_exports_download. Files are RFC 4180 CSV, UTF-8, with a header row, money as 1234.56 and ISO dates, and can be downloaded for 24 hours.")
+            .describe("Queues a CSV export of charges, debtors, deliveries, agreements or credit_bureau_records. `filters` are the arguments of the matching list tool (e.g. for charges those of dunning_charges_list: status, due_from, due_to, debtor_id, ...); they are validated now, errors naming filters.<field>. The export starts `queued`; poll dunning_exports_get until `processed` (or `failed`), then dunning_exports_download. Files are RFC 4180 CSV (UTF-8, a header row, money as 1234.56, ISO dates) or, with dialect pt-BR, semicolon-separated with decimal commas and a UTF-8 BOM; they can be downloaded for 24 hours.")
             .access(Scope::Write, Some("exports.create"))
             .req("resource", s::one_of("What to export", &names))
             .arg("format", s::one_of("File format (default csv)", &["csv"]))
+            .arg("dialect", s::one_of("CSV dialect: rfc4180 (default; comma, decimal point) or pt-BR (semicolon, decimal comma and a UTF-8 BOM: what Excel in Portuguese opens as columns)", &Dialect::NAMES))
             .arg("filters", s::any_object("Filters of the resource's list tool (without page and per_page)"))
             .output(export_output())
             .run(create_export),
@@ -466,7 +464,7 @@ fn check_filters(
 }
 
 fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["resource", "format", "filters"])?;
+    op.only(&["resource", "format", "dialect", "filters"])?;
     let name = op.str("resource")?;
     let r = resource(name).ok_or_else(|| {
         DomainError::field(
@@ -478,6 +476,14 @@ fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if format != "csv" {
         return Err(DomainError::field("format", "must be csv"));
     }
+    let dialect = op.opt_str("dialect").unwrap_or(Dialect::NAMES[0]);
+    if Dialect::parse(dialect).is_none() {
+        return Err(DomainError::field(
+            "dialect",
+            format!("must be one of {}", Dialect::NAMES.join(", ")),
+        ));
+    }
+    let dialect = dialect.to_owned();
     let filters = match op.args.get("filters") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => m.clone(),
@@ -489,6 +495,7 @@ fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
         id: op.new_id(),
         resource: r.name.to_owned(),
         format: "csv".into(),
+        dialect,
         filters,
         status: "queued".into(),
         row_count: None,
@@ -754,14 +761,11 @@ fn build(op: &mut Op<'_>, e: &Export) -> Result<(String, u64), Failure> {
     if r.with_debtor {
         header.extend(["debtor.name", "debtor.cnpj_cpf"]);
     }
-    let mut w = csv::WriterBuilder::new()
-        .terminator(csv::Terminator::CRLF)
-        .quote_style(csv::QuoteStyle::Necessary)
-        .from_writer(Vec::new());
-    w.write_record(&header)
-        .map_err(|err| Failure::Refused(format!("csv: {err}")))?;
+    let dialect = Dialect::parse(&e.dialect).unwrap_or(Dialect::Rfc4180);
+    let mut w = file::Writer::new(dialect);
+    w.record(&header).map_err(Failure::Refused)?;
     for row in &data {
-        let mut record: Vec<String> = r.columns.iter().map(|c| cell(row, c)).collect();
+        let mut record: Vec<String> = r.columns.iter().map(|c| w.cell(row, c)).collect();
         if r.with_debtor {
             let id = row
                 .get("debtor_id")
@@ -787,181 +791,11 @@ fn build(op: &mut Op<'_>, e: &Export) -> Result<(String, u64), Failure> {
                 debtors.insert(id.to_owned(), d);
             }
             let (name, doc) = debtors.get(id).cloned().flatten().unwrap_or_default();
-            record.push(safe_text(name));
-            record.push(safe_text(doc));
+            record.push(file::safe_text(name));
+            record.push(file::safe_text(doc));
         }
-        w.write_record(&record)
-            .map_err(|err| Failure::Refused(format!("csv: {err}")))?;
+        w.record(&record).map_err(Failure::Refused)?;
     }
-    let bytes = w
-        .into_inner()
-        .map_err(|err| Failure::Refused(format!("csv: {err}")))?;
-    let text = String::from_utf8(bytes).map_err(|err| Failure::Refused(format!("csv: {err}")))?;
+    let text = w.finish().map_err(Failure::Refused)?;
     Ok((text, data.len() as u64))
-}
-
-/// One cell: `column` is a top-level field or a dotted path.
-fn cell(row: &Value, column: &str) -> String {
-    let pointer = format!("/{}", column.replace('.', "/"));
-    let money = MONEY.contains(&column);
-    match row.pointer(&pointer) {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(Value::Number(n)) if money => format!("{:.2}", n.as_f64().unwrap_or_default()),
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::String(s)) => safe_text(s.clone()),
-        Some(Value::Array(items)) => safe_text(
-            items
-                .iter()
-                .map(|i| match i {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join(";"),
-        ),
-        Some(other) => safe_text(other.to_string()),
-    }
-}
-
-/// Neutralizes spreadsheet formulas (OWASP "CSV injection").
-fn safe_text(s: String) -> String {
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{s}")
-    } else {
-        s
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Demo
-// ---------------------------------------------------------------------------
-
-/// Answers 503 for the deliveries whose payload mentions `failing`, 200 otherwise.
-struct DemoDriver {
-    failing: String,
-}
-
-impl crate::webhooks::WebhookDriver for DemoDriver {
-    fn post(&self, request: &crate::webhooks::WebhookRequest) -> crate::webhooks::WebhookResponse {
-        let fail = request.body.contains(&self.failing);
-        crate::webhooks::WebhookResponse {
-            status: Some(if fail { 503 } else { 200 }),
-            body: if fail {
-                "Service Unavailable".into()
-            } else {
-                "{\"received\":true}".into()
-            },
-            duration_ms: if fail { 1200 } else { 85 },
-            error: None,
-        }
-    }
-}
-
-/// Demo data of this group, for the `demo` organization only: a webhook receiving every
-/// event, three exports (two processed three days ago and now expired, one processed a
-/// few minutes ago), and the webhook's deliveries of their `export.processed` events:
-/// one failed after the whole retry schedule, two delivered.
-pub fn seed_demo(
-    domain: &Domain,
-    who: &dunning_core::Principal,
-    now: UnixTime,
-    rng: &mut crate::demo::Rng,
-    _seeded: &crate::demo::Seeded,
-    _charges: usize,
-) -> Result<(), DomainError> {
-    if who.organization != crate::demo::stable_id("org:demo") {
-        return Ok(());
-    }
-    let org = who.organization.clone();
-    let day = 86_400_000;
-    let start = UnixTime::from_millis(now.as_millis().saturating_sub(3 * day));
-    let body = |out: Output| match out {
-        Output::Json { body, .. } => body,
-        _ => Value::Null,
-    };
-    let webhook_create = crate::webhooks::tools()
-        .into_iter()
-        .find(|t| t.def.name == "dunning_webhooks_create")
-        .map(|t| t.run)
-        .ok_or_else(|| store::StoreError("no webhook create tool".into()))?;
-    let run = |at: UnixTime, entropy: [u8; 32], f: crate::spec::Run, args: Value| {
-        crate::demo::run_as(domain, who, at, entropy, f, args).map(body)
-    };
-    run(
-        start,
-        rng.entropy(),
-        webhook_create,
-        json!({
-            "url": "https://erp.demo.example/webhooks/kobana",
-            "events": ["*"],
-            "description": "ERP integration (demo)",
-        }),
-    )?;
-    let first = run(
-        start,
-        rng.entropy(),
-        create_export,
-        json!({"resource": "debtors", "filters": {"status": "active"}}),
-    )?;
-    run(
-        start,
-        rng.entropy(),
-        create_export,
-        json!({"resource": "debtors", "filters": {"has_overdue": true}}),
-    )?;
-    let failing = first
-        .get("id")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let driver = DemoDriver { failing };
-    let mut at = start;
-    for _ in 0..2 {
-        at = at.plus_millis(60_000);
-        crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), process)?;
-    }
-    // Walk the retry schedule until nothing is pending.
-    for _ in 0..=crate::webhooks::RETRY_SCHEDULE_SECS.len() {
-        crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), |op| {
-            crate::webhooks::deliver(op, &driver)
-        })?;
-        let next = store::read(domain.store(), |tx| {
-            let q = Query {
-                conds: vec![Cond::Eq("status", json!("pending"))],
-                sort: ("next_retry_at", Order::Asc),
-                limit: Some(1),
-                offset: 0,
-            };
-            Ok(tx
-                .find(Kind::WebhookDelivery, &org, &q)?
-                .first()
-                .and_then(|d| {
-                    d.get("next_retry_at")
-                        .and_then(Value::as_str)
-                        .and_then(calendar::parse_timestamp)
-                })
-                .and_then(|t| u64::try_from(t.timestamp_millis()).ok()))
-        })?;
-        match next {
-            Some(ms) => at = UnixTime::from_millis(ms.max(at.as_millis())),
-            None => break,
-        }
-    }
-    let recent = UnixTime::from_millis(now.as_millis().saturating_sub(10 * 60_000));
-    run(
-        recent,
-        rng.entropy(),
-        create_export,
-        json!({"resource": "charges", "filters": {"status": "overdue"}}),
-    )?;
-    let mut at = recent;
-    for _ in 0..2 {
-        at = at.plus_millis(60_000);
-        crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), process)?;
-    }
-    crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), |op| {
-        crate::webhooks::deliver(op, &driver)
-    })?;
-    Ok(())
 }
