@@ -1664,3 +1664,46 @@ fn rule_after_a_partial_payment_interest_accrues_on_the_open_balance() {
     assert_eq!(g["amount_breakdown"]["interest"], 45.0);
     assert_eq!(g["amount_breakdown"]["paid"], 550.0);
 }
+
+#[test]
+fn rule_a_draft_is_issued_then_followed() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let draft = charge(
+        &mut bed,
+        &ana,
+        &d,
+        json!({"draft": true, "due_date": "2026-12-05", "payment_method": "bolepix"}),
+    );
+    let id = sid(&draft);
+    assert_eq!(draft["status"], "draft");
+    assert!(draft["boleto"].is_null() && draft["pix"].is_null());
+    // Kept past its due date: it needs a new one.
+    bed.advance_days(10); // 2026-12-11
+    let e = bed.err(&ana, "dunning_charges_issue", json!({"id": id}));
+    assert_field(&e, "due_date");
+    let issued = bed.ok(
+        &ana,
+        "dunning_charges_issue",
+        json!({"id": id, "due_date": "2026-12-20"}),
+    );
+    assert_eq!(issued["status"], "pending");
+    assert_eq!(issued["due_date"], "2026-12-20");
+    assert_eq!(issued["boleto"]["line"].as_str().map(str::len), Some(47));
+    assert!(issued["pix"]["emv"].is_string(), "registered: {issued}");
+    assert!(codes(&mut bed, &ana, &id).contains(&"charge.issued".to_owned()));
+    // Again: nothing changes; another due date is a conflict; a paid charge cannot be issued.
+    let again = bed.ok(&ana, "dunning_charges_issue", json!({"id": id}));
+    assert_eq!(again["updated_at"], issued["updated_at"]);
+    let e = bed.err(
+        &ana,
+        "dunning_charges_issue",
+        json!({"id": id, "due_date": "2026-12-28"}),
+    );
+    assert_eq!(e.code, ToolErrorCode::Conflict);
+    bed.ok(&ana, "dunning_charges_mark_paid", json!({"id": id}));
+    let e = bed.err(&ana, "dunning_charges_issue", json!({"id": id}));
+    assert_eq!(e.code, ToolErrorCode::Conflict);
+    assert!(e.message.contains("invalid_transition"), "{}", e.message);
+}

@@ -1253,6 +1253,21 @@ fn every_tool_answers_like_its_rest_twin() {
         json!({ "id": id(pending[1]), "reason": "emitida por engano" }),
         Done,
     );
+    let to_issue = t.case(
+        "dunning_charges_create",
+        json!({ "debtor_id": debtor, "amount": 42.0, "due_date": "2027-01-12", "payment_method": "pix", "draft": true }),
+        Done,
+    );
+    t.case(
+        "dunning_charges_issue",
+        json!({ "id": id(&to_issue), "due_date": "2027-01-15" }),
+        Done,
+    );
+    t.case(
+        "dunning_charges_issue",
+        json!({ "id": id(pending[2]), "due_date": "2027-02-01" }),
+        Fails("CONFLICT"),
+    );
     t.case("dunning_charges_delete", json!({ "id": id(&draft) }), Done);
     t.case(
         "dunning_charges_delete",

@@ -116,7 +116,7 @@ fn discount_arg(op: &Op<'_>, due: NaiveDate) -> Result<Option<Discount>, DomainE
     }))
 }
 
-fn debtor_of(op: &mut Op<'_>, c: &Charge) -> Result<Option<Debtor>, DomainError> {
+pub(super) fn debtor_of(op: &mut Op<'_>, c: &Charge) -> Result<Option<Debtor>, DomainError> {
     load::<Debtor>(op.tx, Kind::Debtor, op.org, &c.debtor_id)
 }
 
@@ -124,7 +124,7 @@ fn debtor_name(op: &mut Op<'_>, c: &Charge) -> Result<String, DomainError> {
     Ok(debtor_of(op, c)?.map_or_else(|| c.debtor_id.clone(), |d| d.name))
 }
 
-fn with_debtor(mut v: Value, debtor: Option<&Debtor>) -> Value {
+pub(super) fn with_debtor(mut v: Value, debtor: Option<&Debtor>) -> Value {
     if let Some(m) = v.as_object_mut() {
         m.insert("debtor_name".into(), json!(debtor.map(|d| d.name.clone())));
     }

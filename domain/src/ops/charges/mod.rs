@@ -16,7 +16,7 @@
 //!
 //! ## Status
 //! `pending` on creation (registered: boleto line/barcode and/or Pix txid/BR Code are
-//! generated, see [`codes`]); the clock alone makes it `overdue` ([`sweep_overdue`], the
+//! generated, see [`codes`]), or `draft` until issued ([`draft`]); the clock alone makes it `overdue` ([`sweep_overdue`], the
 //! day after the effective due date); payments make it `partially_paid` or `paid`;
 //! operators cancel it or decide on it (`written_off`); agreements fold it
 //! (`renegotiated`, [`mark_renegotiated`]). Every change writes an event and refreshes
@@ -24,11 +24,12 @@
 //!
 //! Event codes: the catalogue's `charge.{created,updated,overdue,paid,canceled,
 //! renegotiated,written_off}`, plus `charge.partially_paid`, `charge.paused`,
-//! `charge.resumed`, `charge.deleted` and `charge.decided` for changes the catalogue has
+//! `charge.resumed`, `charge.deleted`, `charge.decided` and `charge.issued` for changes the catalogue has
 //! no code for.
 
 pub mod codes;
 mod demo;
+mod draft;
 mod handlers;
 mod statement;
 
@@ -764,6 +765,12 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("tags", s::array("Tags (replace the current ones)", s::text("tag", 1, 50)))
             .output(charge_output())
             .run(handlers::update_charge),
+        id_arg(manage(tool("dunning_charges_issue", "Issue a draft charge", "POST", "/v1/charges/{id}/issue")))
+            .describe("Issues a draft charge (draft -> pending): registers it now (boleto and/or Pix, per its payment method), optionally on a new due date (today or later; required when the draft's own has passed), and dunning follows it from then on. The debtor must be active. Issuing a pending charge again changes nothing; other statuses are a CONFLICT.")
+            .idempotent()
+            .arg("due_date", s::date("New due date, today or later (default: the draft's)"))
+            .output(charge_output())
+            .run(draft::issue_draft),
         id_arg(manage(tool("dunning_charges_delete", "Delete a draft charge", "DELETE", "/v1/charges/{id}")))
             .describe("Deletes a draft charge. Registered charges cannot be deleted, only canceled (CONFLICT).")
             .destructive()

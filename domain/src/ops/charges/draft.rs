@@ -1,0 +1,57 @@
+//! `draft → pending` (domain.md §1.1): a draft is issued when the creditor is ready to
+//! collect it. Issuing registers it (boleto line and barcode and/or Pix, as for a charge
+//! created `pending`), optionally on a new due date, and from then on the ruler follows
+//! it. The debtor must still be active, and the due date may not be in the past (a draft
+//! kept for a while is issued with a new `due_date`).
+
+use dunning_core::Output;
+
+use super::handlers::{debtor_of, with_debtor};
+use super::{commit, due_date, load_charge, register, view};
+use crate::error::DomainError;
+use crate::op::{Op, ok};
+use crate::ops::debtors::Debtor;
+use crate::store::{Kind, must};
+
+/// `dunning_charges_issue`. Issuing a `pending` charge again changes nothing.
+pub(super) fn issue_draft(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "due_date"])?;
+    let id = op.str("id")?;
+    let mut c = load_charge(op, id)?;
+    let today = op.today();
+    let asked = op.opt_date("due_date")?;
+    match c.status.as_str() {
+        "draft" => {
+            let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, &c.debtor_id)?;
+            if debtor.status != "active" {
+                return Err(DomainError::Conflict(format!(
+                    "debtor {} is {}; charges can only be issued for active debtors",
+                    debtor.id, debtor.status
+                )));
+            }
+            let due = asked.unwrap_or_else(|| due_date(&c));
+            if due < today {
+                return Err(DomainError::field(
+                    "due_date",
+                    format!(
+                        "may not be in the past (today is {today}); give the draft a new due_date"
+                    ),
+                ));
+            }
+            let before = c.clone();
+            c.due_date = due.format("%Y-%m-%d").to_string();
+            c.status = "pending".into();
+            register(op, &mut c)?;
+            commit(op, "charge.issued", Some(&before), &mut c)?;
+        }
+        "pending" if asked.is_none_or(|d| d == due_date(&c)) => {}
+        "pending" => {
+            return Err(DomainError::Conflict(format!(
+                "charge {id} is already issued (pending); change its due date with dunning_charges_update"
+            )));
+        }
+        other => return Err(DomainError::transition("charge", id, other, "pending")),
+    }
+    let d = debtor_of(op, &c)?;
+    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+}
