@@ -45,6 +45,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod jsonrpc;
 pub mod jwt;
+mod link;
 pub mod methods;
 pub mod mirror;
 pub mod mrtr;

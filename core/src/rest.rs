@@ -145,10 +145,19 @@ impl<D: Dispatch> Server<D> {
             surface: Surface::Rest,
         };
         match self.dispatch.call_tool(&call) {
-            Ok(Output::Json { status, body }) => Response::json(
-                StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
-                serde_json::to_vec(&body).unwrap_or_default(),
-            ),
+            Ok(Output::Json { status, body }) => {
+                let link = body.get("meta").and_then(|meta| {
+                    crate::link::pagination(&self.config.public_url, path, req.query(), meta)
+                });
+                let mut r = Response::json(
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+                    serde_json::to_vec(&body).unwrap_or_default(),
+                );
+                if let Some(link) = link {
+                    set_header(&mut r, http::header::LINK, &link);
+                }
+                r
+            }
             Ok(Output::NoContent) => Response::empty(StatusCode::NO_CONTENT),
             Ok(Output::File(f)) => {
                 let mut r = Response::empty(StatusCode::OK);

@@ -765,3 +765,35 @@ fn a_removed_person_is_refused_at_once() {
         200
     );
 }
+
+#[test]
+fn rest_lists_carry_rfc8288_link_headers() {
+    let srv = Srv::start(&[], None);
+    let api = srv.mint_api("demo", "ana@demo.example");
+    let bearer = format!("Bearer {api}");
+    let get = |target: &str| srv.request("GET", target, &[("Authorization", &bearer)], b"");
+    let r = get("/v1/charges?status=overdue&per_page=5&page=2");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let meta = &r.json()["meta"];
+    let last = meta["total_pages"].as_u64().unwrap();
+    assert!(last > 2, "demo has more than 10 overdue charges: {meta}");
+    let link = r.header("link").expect("a Link header");
+    let base = format!("{}/v1/charges?status=overdue&per_page=5", srv.url);
+    for (page, rel) in [(1, "first"), (1, "prev"), (3, "next"), (last, "last")] {
+        let want = format!("<{base}&page={page}>; rel=\"{rel}\"");
+        assert!(link.contains(&want), "{want} in {link}");
+    }
+    // Following `next` gives the next page.
+    let next = link
+        .split(", ")
+        .find(|l| l.ends_with("rel=\"next\""))
+        .and_then(|l| l.strip_prefix('<')?.split('>').next())
+        .unwrap()
+        .strip_prefix(&srv.url)
+        .unwrap()
+        .to_owned();
+    assert_eq!(get(&next).json()["meta"]["page"], 3);
+    // A single object has no Link.
+    let id = r.json()["data"][0]["id"].as_str().unwrap().to_owned();
+    assert!(get(&format!("/v1/charges/{id}")).header("link").is_none());
+}
