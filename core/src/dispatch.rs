@@ -284,6 +284,26 @@ pub enum CompletionRef<'a> {
     Resource(&'a str),
 }
 
+/// What [`Dispatch::complete`] suggests: the first values and how many match in all
+/// (`total` may exceed `values.len()` when the implementation stopped early).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// The first matching values, best first.
+    pub values: Vec<String>,
+    /// How many values match in all.
+    pub total: usize,
+}
+
+impl From<Vec<String>> for Completion {
+    /// Every match: `total` is their number.
+    fn from(values: Vec<String>) -> Self {
+        Self {
+            total: values.len(),
+            values,
+        }
+    }
+}
+
 /// The domain: everything the core cannot answer by itself.
 ///
 /// Implementations are `Send + Sync` and may block (SQLite); the tokio adapter calls the
@@ -320,7 +340,8 @@ pub trait Dispatch: Send + Sync {
         ctx: Ctx<'_>,
     ) -> Result<(Option<String>, Vec<Value>), String>;
 
-    /// Suggestions for a prompt argument or template variable (the core caps them at 100).
+    /// Suggestions for a prompt argument or template variable: the first values (the core
+    /// sends at most 100) and how many match in all. The default suggests nothing.
     fn complete(
         &self,
         reference: CompletionRef<'_>,
@@ -328,7 +349,10 @@ pub trait Dispatch: Send + Sync {
         value: &str,
         context: &BTreeMap<String, String>,
         ctx: Ctx<'_>,
-    ) -> Vec<String>;
+    ) -> Completion {
+        let _ = (reference, argument, value, context, ctx);
+        Completion::default()
+    }
 
     /// Runs a tool that may take several rounds (era 2026 MRTR, see [`crate::mrtr`]), or
     /// return its own content blocks. The core calls this for every non-destructive MCP

@@ -353,11 +353,12 @@ impl Dispatch for TestDomain {
         value: &str,
         _context: &BTreeMap<String, String>,
         _ctx: Ctx<'_>,
-    ) -> Vec<String> {
+    ) -> crate::Completion {
         (0..150)
             .map(|i| format!("CHG-{i:03}"))
             .filter(|v| v.starts_with(value))
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
 }
 

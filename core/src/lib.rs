@@ -65,8 +65,8 @@ pub use catalog::{
 };
 pub use config::{Config, Keys, StateKey};
 pub use dispatch::{
-    CompletionRef, Contents, Ctx, Dispatch, FieldIssue, File, Output, ResourceError, ResourceRead,
-    Surface, ToolCall, ToolError, ToolErrorCode,
+    Completion, CompletionRef, Contents, Ctx, Dispatch, FieldIssue, File, Output, ResourceError,
+    ResourceRead, Surface, ToolCall, ToolError, ToolErrorCode,
 };
 pub use env::{Env, Load, UnixTime};
 pub use era::{Era, Version};

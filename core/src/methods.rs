@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use crate::dispatch::{CompletionRef, Contents, Ctx, Dispatch, ResourceError, ResourceRead};
+use crate::dispatch::{
+    Completion, CompletionRef, Contents, Ctx, Dispatch, ResourceError, ResourceRead,
+};
 use crate::era::{self, Version};
 use crate::error::ProtocolError;
 use crate::jsonrpc;
@@ -384,13 +386,14 @@ impl<D: Dispatch> Server<D> {
                 ));
             }
         };
-        let mut values =
+        let Completion { mut values, total } =
             self.dispatch
                 .complete(target, arg_name, arg_value, &context, self.ctx(rpc));
-        let total = values.len();
+        let total = total.max(values.len());
         values.truncate(MAX_COMPLETIONS);
+        let more = total > values.len();
         Ok(json!({
-            "completion": { "values": values, "total": total, "hasMore": total > MAX_COMPLETIONS }
+            "completion": { "values": values, "total": total, "hasMore": more }
         }))
     }
 }

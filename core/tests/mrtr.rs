@@ -11,8 +11,7 @@ use std::sync::OnceLock;
 use common::{envelope, post};
 use dunning_core::catalog::{Annotations, Catalog, PromptDef, ToolDef};
 use dunning_core::dispatch::{
-    CompletionRef, Contents, Ctx, Dispatch, Output, ResourceError, ResourceRead, ToolCall,
-    ToolError,
+    Contents, Ctx, Dispatch, Output, ResourceError, ResourceRead, ToolCall, ToolError,
 };
 use dunning_core::fuzzing::{RawRequest, TestAuth, env};
 use dunning_core::{
@@ -172,17 +171,6 @@ impl Dispatch for Asker {
                 request_state: None,
             }),
         })
-    }
-
-    fn complete(
-        &self,
-        _reference: CompletionRef<'_>,
-        _argument: &str,
-        _value: &str,
-        _context: &BTreeMap<String, String>,
-        _ctx: Ctx<'_>,
-    ) -> Vec<String> {
-        Vec::new()
     }
 }
 

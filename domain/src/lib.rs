@@ -20,6 +20,7 @@
 //! construction the same checks as the real call.
 #![forbid(unsafe_code)]
 
+pub mod completions;
 pub mod demo;
 pub mod documents;
 pub mod engine;
@@ -371,8 +372,8 @@ impl Dispatch for Domain {
         value: &str,
         context: &BTreeMap<String, String>,
         ctx: Ctx<'_>,
-    ) -> Vec<String> {
-        mcp::complete(self, reference, argument, value, context, ctx)
+    ) -> dunning_core::Completion {
+        completions::complete(self, reference, argument, value, context, ctx)
     }
 
     fn ready(&self) -> bool {

@@ -276,3 +276,68 @@ fn summary_is_computed_by_the_server() {
     );
     assert_eq!(bad["result"]["isError"], true);
 }
+
+#[test]
+fn completions_search_the_whole_store_with_a_true_total() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let cpf = |i: u32| {
+        let digits: Vec<u8> = format!("{:09}", 100_000_000 + i)
+            .bytes()
+            .map(|b| b - b'0')
+            .collect();
+        dunning_domain::rules::document::cpf_from_base(&digits.try_into().unwrap())
+    };
+    // 150 debtors before the Marias (by name), 130 Marias: past any first page.
+    for i in 0..150 {
+        bed.ok(
+            &ana,
+            "dunning_debtors_create",
+            json!({"cnpj_cpf": cpf(i), "name": format!("Ana Souza {i:03}")}),
+        );
+    }
+    for i in 150..280 {
+        bed.ok(
+            &ana,
+            "dunning_debtors_create",
+            json!({"cnpj_cpf": cpf(i), "name": format!("Maria Lima {i:03}")}),
+        );
+    }
+    let tokens = Tokens(vec![("ana", ana.clone())]);
+    let s = Server::new(Config::default(), Keys::single(b"k"), bed.domain, tokens).unwrap();
+    let complete = |value: &str| {
+        let c = rpc(
+            &s,
+            "ana",
+            "completion/complete",
+            json!({
+                "ref": {"type": "ref/resource", "uri": "kobana://dunning/debtors/{id}"},
+                "argument": {"name": "id", "value": value}
+            }),
+        );
+        c["result"]["completion"].clone()
+    };
+    let maria = complete("maria");
+    assert_eq!(maria["total"], 130, "{maria}");
+    assert_eq!(maria["hasMore"], true);
+    assert_eq!(maria["values"].as_array().unwrap().len(), 100);
+    let one = complete("Maria Lima 279");
+    assert_eq!(one["total"], 1);
+    assert_eq!(one["hasMore"], false);
+    // A CPF typed with its punctuation is found by its digits.
+    let doc = cpf(270);
+    let typed = format!("{}.{}.{}-{}", &doc[..3], &doc[3..6], &doc[6..9], &doc[9..]);
+    let by_doc = complete(&typed);
+    assert_eq!(by_doc["total"], 1, "{by_doc}");
+    // An id prefix.
+    let id = by_doc["values"][0].as_str().unwrap().to_owned();
+    let by_id = complete(&id[..13]);
+    assert!(
+        by_id["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v == &json!(id)),
+        "{by_id}"
+    );
+}

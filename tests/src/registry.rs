@@ -34,8 +34,8 @@ use dunning_core::catalog::{
     object_schema,
 };
 use dunning_core::dispatch::{
-    CompletionRef, Contents, Ctx, Dispatch, FieldIssue, File, Output, ResourceError, ResourceRead,
-    ToolCall, ToolError, ToolErrorCode,
+    Completion, CompletionRef, Contents, Ctx, Dispatch, FieldIssue, File, Output, ResourceError,
+    ResourceRead, ToolCall, ToolError, ToolErrorCode,
 };
 use dunning_core::principal::{Access, Scope};
 use serde_json::{Value, json};
@@ -753,20 +753,21 @@ impl Dispatch for TestDomain {
         value: &str,
         _context: &BTreeMap<String, String>,
         ctx: Ctx<'_>,
-    ) -> Vec<String> {
+    ) -> Completion {
         let wanted = match reference {
             CompletionRef::Prompt(p) => p == "test_triage" && argument == "charge_id",
             CompletionRef::Resource(_) => argument == "id",
         };
         if !wanted {
-            return Vec::new();
+            return Completion::default();
         }
         let charges = self.charges.lock().expect("store lock");
         charges
             .iter()
             .filter(|c| c.org == ctx.principal.organization && c.id.starts_with(value))
             .map(|c| c.id.to_owned())
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
 }
 

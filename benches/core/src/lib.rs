@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dunning_core::catalog::Catalog;
-use dunning_core::dispatch::{CompletionRef, ResourceRead};
+use dunning_core::dispatch::ResourceRead;
 use dunning_core::{
     Access, Annotations, AuthError, Authenticate, Config, Contents, Ctx, Dispatch, Env, Header,
     Keys, Output, Principal, Request, ResourceError, Scope, Server, ToolCall, ToolDef, ToolError,
@@ -630,17 +630,6 @@ impl Dispatch for BenchDomain {
         _ctx: Ctx<'_>,
     ) -> Result<(Option<String>, Vec<Value>), String> {
         Err("no prompts".into())
-    }
-
-    fn complete(
-        &self,
-        _reference: CompletionRef<'_>,
-        _argument: &str,
-        _value: &str,
-        _context: &BTreeMap<String, String>,
-        _ctx: Ctx<'_>,
-    ) -> Vec<String> {
-        Vec::new()
     }
 }
 

@@ -30,8 +30,8 @@ use dunning_core::catalog::{
     Annotations, Catalog, PromptArgument, PromptDef, ResourceDef, TemplateDef, ToolDef,
 };
 use dunning_core::dispatch::{
-    CompletionRef, Contents, Ctx, Dispatch, Output, ResourceError, ResourceRead, ToolCall,
-    ToolError, ToolErrorCode,
+    Completion, CompletionRef, Contents, Ctx, Dispatch, Output, ResourceError, ResourceRead,
+    ToolCall, ToolError, ToolErrorCode,
 };
 use dunning_core::principal::{Access, Audience, Principal, Scope};
 use dunning_core::{InputRequired, Progress, PromptReply, Round, ToolReply, UnixTime};
@@ -778,7 +778,7 @@ impl Dispatch for Fixtures {
         value: &str,
         _context: &BTreeMap<String, String>,
         _ctx: Ctx<'_>,
-    ) -> Vec<String> {
+    ) -> Completion {
         let pool: &[&str] = match (reference, argument) {
             (CompletionRef::Prompt(_), _) => &["paris", "park", "party", "hello", "world"],
             (CompletionRef::Resource(_), "id") => &["1", "12", "123", "42"],
@@ -787,6 +787,7 @@ impl Dispatch for Fixtures {
         pool.iter()
             .filter(|v| v.starts_with(value))
             .map(|v| (*v).to_owned())
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use dunning_core::catalog::object_schema;
-use dunning_core::dispatch::{CompletionRef, ResourceRead};
+use dunning_core::dispatch::ResourceRead;
 use dunning_core::{
     Access, Annotations, Catalog, Contents, Ctx, Dispatch, Output, ResourceError, ToolCall,
     ToolDef, ToolError,
@@ -122,17 +122,6 @@ impl Dispatch for GateDomain {
         _ctx: Ctx<'_>,
     ) -> Result<(Option<String>, Vec<Value>), String> {
         Err("no prompts".into())
-    }
-
-    fn complete(
-        &self,
-        _reference: CompletionRef<'_>,
-        _argument: &str,
-        _value: &str,
-        _context: &BTreeMap<String, String>,
-        _ctx: Ctx<'_>,
-    ) -> Vec<String> {
-        Vec::new()
     }
 }
 

@@ -68,7 +68,7 @@ impl Dispatch for Fresh {
         value: &str,
         context: &BTreeMap<String, String>,
         ctx: Ctx<'_>,
-    ) -> Vec<String> {
+    ) -> dunning_core::Completion {
         self.get()
             .complete(reference, argument, value, context, ctx)
     }
