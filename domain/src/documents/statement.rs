@@ -1,0 +1,321 @@
+//! The debtor statement (extrato): open, paid and other charges with totals.
+
+use super::*;
+
+/// One charge in a statement.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StatementLine {
+    /// Description (or charge id).
+    pub description: String,
+    /// Due date.
+    pub due_date: NaiveDate,
+    /// Status (as the API names it).
+    pub status: String,
+    /// Amount charged (centavos).
+    pub amount_cents: i64,
+    /// Paid so far (centavos).
+    pub paid_cents: i64,
+    /// Owed on the statement date (centavos).
+    pub updated_cents: i64,
+    /// Days late on the statement date.
+    pub days_overdue: i64,
+}
+
+/// Totals of a statement (centavos), computed by the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatementTotals {
+    /// Open charges' amounts minus payments.
+    pub open_cents: i64,
+    /// Open charges' updated amounts.
+    pub updated_cents: i64,
+    /// Overdue part of the updated amounts.
+    pub overdue_cents: i64,
+    /// Received on paid charges.
+    pub paid_cents: i64,
+    /// Amounts folded into agreements.
+    pub renegotiated_cents: i64,
+}
+
+/// What a debtor statement says.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StatementDoc {
+    /// The creditor.
+    pub creditor: Party,
+    /// The debtor.
+    pub debtor: Party,
+    /// Date of the updated amounts.
+    pub as_of: NaiveDate,
+    /// The charges.
+    pub lines: Vec<StatementLine>,
+    /// The totals.
+    pub totals: StatementTotals,
+}
+
+pub(super) fn status_text(s: &str) -> &str {
+    match s {
+        "pending" => "em aberto",
+        "overdue" => "vencida",
+        "partially_paid" => "paga em parte",
+        "paid" => "paga",
+        "renegotiated" => "renegociada",
+        other => other,
+    }
+}
+
+/// The debtor statement (extrato) as a PDF.
+pub fn debtor_statement(s: &StatementDoc) -> Vec<u8> {
+    let mut w = Writer::new("Extrato de débitos", s.as_of);
+    w.line(&s.creditor.name, Style::bold(12.0));
+    w.line(
+        &format!(
+            "{} {}",
+            s.creditor.document_kind(),
+            s.creditor.document_formatted()
+        ),
+        Style::regular(10.0),
+    );
+    w.space(16.0);
+    w.centered("EXTRATO DE DÉBITOS", Style::bold(15.0));
+    w.space(10.0);
+    let body = Style::regular(10.0);
+    w.line(
+        &format!(
+            "Devedor(a): {} — {} {}",
+            s.debtor.name,
+            s.debtor.document_kind(),
+            s.debtor.document_formatted()
+        ),
+        body,
+    );
+    w.line(
+        &format!(
+            "Valores atualizados em {} (multa e juros de mora calculados pelo credor).",
+            short_date(s.as_of)
+        ),
+        body,
+    );
+    w.space(10.0);
+    let (l, r) = (w.left(), w.right());
+    let cols = [l, l + 210.0, l + 275.0, l + 385.0, r];
+    let head = Style::bold(9.0);
+    w.row(
+        &[
+            ("Descrição", cols[0], Align::Left),
+            ("Vencimento", cols[1], Align::Left),
+            ("Situação", cols[2], Align::Left),
+            ("Valor", cols[3], Align::Right),
+            ("Atualizado", cols[4], Align::Right),
+        ],
+        head,
+    );
+    w.rule();
+    let cell = Style::regular(9.0);
+    for line in &s.lines {
+        let desc = fit(&line.description, cell, 200.0);
+        let status = if line.days_overdue > 0 {
+            format!("{} ({} d)", status_text(&line.status), line.days_overdue)
+        } else {
+            status_text(&line.status).to_owned()
+        };
+        let due = short_date(line.due_date);
+        let amount = money::format_brl(line.amount_cents);
+        let updated = money::format_brl(line.updated_cents);
+        w.row(
+            &[
+                (&desc, cols[0], Align::Left),
+                (&due, cols[1], Align::Left),
+                (&status, cols[2], Align::Left),
+                (&amount, cols[3], Align::Right),
+                (&updated, cols[4], Align::Right),
+            ],
+            cell,
+        );
+    }
+    if s.lines.is_empty() {
+        w.line("Nenhuma cobrança em aberto, paga ou renegociada.", cell);
+    }
+    w.rule();
+    w.space(6.0);
+    let t = &s.totals;
+    let total = Style::bold(10.0);
+    for (label, cents, style) in [
+        ("Em aberto (valor original)", t.open_cents, body),
+        ("Vencido (atualizado)", t.overdue_cents, body),
+        ("Pago", t.paid_cents, body),
+        ("Renegociado", t.renegotiated_cents, body),
+        ("Total devido atualizado", t.updated_cents, total),
+    ] {
+        let amount = money::format_brl(cents);
+        w.row(
+            &[
+                (label, cols[2], Align::Left),
+                (&amount, cols[4], Align::Right),
+            ],
+            style,
+        );
+    }
+    w.space(18.0);
+    w.paragraph(
+        "Este extrato informa os débitos registrados pelo credor na data indicada. Pagamentos em processamento podem não estar refletidos.",
+        Style::regular(8.0),
+    );
+    w.finish()
+}
+
+/// Reading PDFs back (tests of this crate and of the documents other modules make).
+#[doc(hidden)]
+pub mod check {
+    use super::from_winansi;
+
+    fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+        hay.get(from..)?
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .map(|p| p + from)
+    }
+
+    fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+        hay.windows(needle.len()).rposition(|w| w == needle)
+    }
+
+    /// Checks the header, the trailer and that every cross-reference entry points at its
+    /// object.
+    pub fn structure(pdf: &[u8]) -> Result<u32, String> {
+        if !pdf.starts_with(b"%PDF-1.") {
+            return Err("no %PDF-1.x header".into());
+        }
+        let tail = String::from_utf8_lossy(&pdf[pdf.len().saturating_sub(64)..]).into_owned();
+        if !tail.trim_end().ends_with("%%EOF") {
+            return Err("no %%EOF".into());
+        }
+        let sx = rfind(pdf, b"startxref").ok_or("no startxref")?;
+        let offset: usize = String::from_utf8_lossy(&pdf[sx + 9..])
+            .split_whitespace()
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or("bad startxref")?;
+        if !pdf.get(offset..).is_some_and(|s| s.starts_with(b"xref")) {
+            return Err("startxref does not point at the xref table".into());
+        }
+        let table = String::from_utf8_lossy(&pdf[offset..sx]).into_owned();
+        let mut lines = table.lines().skip(1);
+        let sub = lines.next().ok_or("empty xref")?;
+        let mut it = sub.split_whitespace();
+        let start: u32 = it.next().and_then(|s| s.parse().ok()).ok_or("bad xref")?;
+        let count: u32 = it.next().and_then(|s| s.parse().ok()).ok_or("bad xref")?;
+        let mut objects = 0;
+        for i in 0..count {
+            let entry = lines.next().ok_or("short xref")?;
+            let mut f = entry.split_whitespace();
+            let off: usize = f.next().and_then(|s| s.parse().ok()).ok_or("bad entry")?;
+            let _gen = f.next();
+            if f.next() == Some("n") {
+                let expect = format!("{} 0 obj", start + i);
+                if !pdf
+                    .get(off..)
+                    .is_some_and(|s| s.starts_with(expect.as_bytes()))
+                {
+                    return Err(format!("object {} is not at offset {off}", start + i));
+                }
+                objects += 1;
+            }
+        }
+        if find(pdf, b"trailer", offset).is_none() {
+            return Err("no trailer".into());
+        }
+        Ok(objects)
+    }
+
+    fn decode_literal(s: &[u8], i: &mut usize, out: &mut Vec<u8>) {
+        let mut depth = 1;
+        while *i < s.len() {
+            let b = s[*i];
+            *i += 1;
+            match b {
+                b'\\' if *i < s.len() => {
+                    let e = s[*i];
+                    *i += 1;
+                    match e {
+                        b'n' => out.push(b'\n'),
+                        b'r' => out.push(b'\r'),
+                        b't' => out.push(b'\t'),
+                        b'0'..=b'7' => {
+                            let mut v = u32::from(e - b'0');
+                            for _ in 0..2 {
+                                if *i < s.len() && (b'0'..=b'7').contains(&s[*i]) {
+                                    v = v * 8 + u32::from(s[*i] - b'0');
+                                    *i += 1;
+                                }
+                            }
+                            out.push(v as u8);
+                        }
+                        other => out.push(other),
+                    }
+                }
+                b'(' => {
+                    depth += 1;
+                    out.push(b);
+                }
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return;
+                    }
+                    out.push(b);
+                }
+                _ => out.push(b),
+            }
+        }
+    }
+
+    /// [`text`] with every run of whitespace made one space: what a reader sees,
+    /// whatever the line breaks.
+    pub fn flat_text(pdf: &[u8]) -> String {
+        text(pdf).split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// The text shown by the content streams, one string per line, decoded from
+    /// `WinAnsiEncoding`.
+    pub fn text(pdf: &[u8]) -> String {
+        let mut out = String::new();
+        let mut at = 0;
+        while let Some(start) = find(pdf, b"stream\n", at) {
+            let body = start + 7;
+            let Some(end) = find(pdf, b"endstream", body) else {
+                break;
+            };
+            let s = &pdf[body..end];
+            let mut i = 0;
+            while i < s.len() {
+                match s[i] {
+                    b'(' => {
+                        i += 1;
+                        let mut bytes = Vec::new();
+                        decode_literal(s, &mut i, &mut bytes);
+                        out.extend(bytes.into_iter().map(from_winansi));
+                        out.push('\n');
+                    }
+                    b'<' if s.get(i + 1) != Some(&b'<') => {
+                        let close = find(s, b">", i).unwrap_or(s.len());
+                        let hex: Vec<u8> = s[i + 1..close]
+                            .iter()
+                            .copied()
+                            .filter(u8::is_ascii_hexdigit)
+                            .collect();
+                        for pair in hex.chunks(2) {
+                            let h = std::str::from_utf8(pair).unwrap_or("0");
+                            let v = u8::from_str_radix(h, 16).unwrap_or(b'?');
+                            out.push(from_winansi(v));
+                        }
+                        out.push('\n');
+                        i = close + 1;
+                    }
+                    b'<' => i += 2,
+                    _ => i += 1,
+                }
+            }
+            at = end;
+        }
+        out
+    }
+}
