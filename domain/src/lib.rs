@@ -19,6 +19,7 @@
 //! that is always rolled back: every check that does not depend on consent runs, by
 //! construction the same checks as the real call.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod completions;
 pub mod demo;

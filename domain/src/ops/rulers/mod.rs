@@ -32,7 +32,6 @@ use crate::schema as s;
 use crate::spec::{ToolBuilder, ToolSpec, tool};
 use crate::store::{Cond, Kind, Order, Query, Tx, find, load, must, save};
 
-/// Step channels.
 mod args;
 mod demo;
 mod handlers;
@@ -47,6 +46,7 @@ pub use tools::tools;
 use args::*;
 use handlers::*;
 
+/// Step channels.
 pub const CHANNELS: &[&str] = &["email", "sms", "whatsapp", "webhook", "task"];
 /// Step actions. Only `notify` talks to the debtor; the others create a task for a person.
 pub const ACTIONS: &[&str] = &["notify", "negativate", "protest", "escalate"];
