@@ -326,19 +326,29 @@ pub trait Dispatch: Send + Sync {
     /// For a destructive tool, before asking the user: everything that does not depend on
     /// consent (existence, state, business preconditions), and the message naming exactly
     /// what will happen ("Cancel charge CHG-123 of R$ 1.234,56 for Maria Silva?").
-    fn preflight(&self, call: &ToolCall<'_>) -> Result<String, ToolError>;
+    /// The default asks "<tool title>?" and checks nothing.
+    fn preflight(&self, call: &ToolCall<'_>) -> Result<String, ToolError> {
+        Ok(format!("{}?", call.tool.title))
+    }
 
-    /// Reads a resource (access already checked against its definition).
-    fn read_resource(&self, read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError>;
+    /// Reads a resource (access already checked against its definition). The default
+    /// has none.
+    fn read_resource(&self, read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError> {
+        let _ = read;
+        Err(ResourceError::NotFound)
+    }
 
     /// Builds a prompt's messages (required arguments already checked).
-    /// `Err` carries a message for a `-32602`.
+    /// `Err` carries a message for a `-32602`; the default has no prompts.
     fn get_prompt(
         &self,
         name: &str,
         args: &BTreeMap<String, String>,
         ctx: Ctx<'_>,
-    ) -> Result<(Option<String>, Vec<Value>), String>;
+    ) -> Result<(Option<String>, Vec<Value>), String> {
+        let _ = (args, ctx);
+        Err(format!("Unknown prompt: {name}"))
+    }
 
     /// Suggestions for a prompt argument or template variable: the first values (the core
     /// sends at most 100) and how many match in all. The default suggests nothing.

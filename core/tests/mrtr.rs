@@ -10,9 +10,7 @@ use std::sync::OnceLock;
 
 use common::{envelope, post};
 use dunning_core::catalog::{Annotations, Catalog, PromptDef, ToolDef};
-use dunning_core::dispatch::{
-    Contents, Ctx, Dispatch, Output, ResourceError, ResourceRead, ToolCall, ToolError,
-};
+use dunning_core::dispatch::{Ctx, Dispatch, Output, ToolCall, ToolError};
 use dunning_core::fuzzing::{RawRequest, TestAuth, env};
 use dunning_core::{
     Access, Config, InputRequired, Keys, Progress, PromptReply, Response, Round, Server, ToolReply,
@@ -137,10 +135,6 @@ impl Dispatch for Asker {
 
     fn preflight(&self, _call: &ToolCall<'_>) -> Result<String, ToolError> {
         Ok(String::new())
-    }
-
-    fn read_resource(&self, _read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError> {
-        Err(ResourceError::NotFound)
     }
 
     fn get_prompt(

@@ -4,14 +4,12 @@
 //!
 //! Deterministic: no clock, no randomness; every run benches the same bytes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use dunning_core::catalog::Catalog;
-use dunning_core::dispatch::ResourceRead;
 use dunning_core::{
-    Access, Annotations, AuthError, Authenticate, Config, Contents, Ctx, Dispatch, Env, Header,
-    Keys, Output, Principal, Request, ResourceError, Scope, Server, ToolCall, ToolDef, ToolError,
-    UnixTime,
+    Access, Annotations, AuthError, Authenticate, Config, Dispatch, Env, Header, Keys, Output,
+    Principal, Request, Scope, Server, ToolCall, ToolDef, ToolError, UnixTime,
 };
 use serde_json::{Map, Value, json};
 
@@ -617,19 +615,6 @@ impl Dispatch for BenchDomain {
 
     fn preflight(&self, call: &ToolCall<'_>) -> Result<String, ToolError> {
         Ok(format!("Cancel {}?", call.tool.name))
-    }
-
-    fn read_resource(&self, _read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError> {
-        Err(ResourceError::NotFound)
-    }
-
-    fn get_prompt(
-        &self,
-        _name: &str,
-        _args: &BTreeMap<String, String>,
-        _ctx: Ctx<'_>,
-    ) -> Result<(Option<String>, Vec<Value>), String> {
-        Err("no prompts".into())
     }
 }
 

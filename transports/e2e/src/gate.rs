@@ -1,17 +1,12 @@
 //! [`GateDomain`]: a two-tool domain whose `gate_wait` tool blocks until the test opens its
 //! [`Gate`], to hold requests in flight (in-flight cap, graceful shutdown).
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use dunning_core::catalog::object_schema;
-use dunning_core::dispatch::ResourceRead;
-use dunning_core::{
-    Access, Annotations, Catalog, Contents, Ctx, Dispatch, Output, ResourceError, ToolCall,
-    ToolDef, ToolError,
-};
-use serde_json::{Value, json};
+use dunning_core::{Access, Annotations, Catalog, Dispatch, Output, ToolCall, ToolDef, ToolError};
+use serde_json::json;
 
 /// How long `gate_wait` waits at most for the gate (so a failed test never hangs).
 pub const GATE_LIMIT: Duration = Duration::from_secs(10);
@@ -109,19 +104,6 @@ impl Dispatch for GateDomain {
 
     fn preflight(&self, call: &ToolCall<'_>) -> Result<String, ToolError> {
         Ok(format!("Run {}?", call.tool.name))
-    }
-
-    fn read_resource(&self, _read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError> {
-        Err(ResourceError::NotFound)
-    }
-
-    fn get_prompt(
-        &self,
-        _name: &str,
-        _args: &BTreeMap<String, String>,
-        _ctx: Ctx<'_>,
-    ) -> Result<(Option<String>, Vec<Value>), String> {
-        Err("no prompts".into())
     }
 }
 
