@@ -240,6 +240,9 @@ fn serve_connection<D: Dispatch>(
         if close {
             break conn.close_reason();
         }
+        if conn.held() {
+            continue; // requests wait behind the output just written: answer them first
+        }
         if let Some(since) = conn.idle_since() {
             if service.draining() {
                 return CloseReason::Drain;

@@ -10,7 +10,9 @@
 //!                           lingering close like any other)
 //!     connection event   -> drive: write pending output (WouldBlock: add WRITABLE interest,
 //!                           stop reading = backpressure); read up to READS_PER_TURN times,
-//!                           answering every request inline; Close -> lingering close
+//!                           answering every request (and deciding every head) inline,
+//!                           no more than Options::max_pending_output ahead of the
+//!                           peer; Close -> lingering close
 //!     every TICK         -> sweep deadlines (header/idle timeouts); when draining, close idle
 //! }
 //! ```
@@ -248,6 +250,9 @@ fn drive<D: Dispatch>(entry: &mut Entry, service: &Service<D>, buf: &mut [u8]) -
             }
             entry.linger = Some((Instant::now() + LINGER, 0));
             return discard(entry, buf);
+        }
+        if entry.conn.held() {
+            continue; // requests wait behind the output just written: answer them first
         }
         match entry.stream.read(buf) {
             Ok(0) => entry.conn.received_eof(),

@@ -54,13 +54,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod budget;
 mod connection;
 mod env;
 mod observer;
 mod options;
 mod service;
 
-pub use connection::{Connection, Next};
+pub use budget::Lease;
+pub use connection::{Admission, Connection, Next};
 pub use env::{EnvSource, FixedEnv, SystemClock, SystemEnv, request_id};
 pub use observer::{CloseReason, NoopObserver, Observer};
 pub use options::Options;
@@ -81,6 +83,10 @@ Content-Length: 83\r\n\
 Connection: close\r\n\
 \r\n\
 {\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-31503,\"message\":\"Service unavailable\"}}";
+
+/// How long a body may take before [`Options::min_body_rate`] applies (its first bytes may
+/// be slow: TCP slow start, a client assembling its payload).
+pub const BODY_RATE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How often adapters without a timer wheel wake up to check deadlines and the shutdown
 /// flag (the blocking adapter's read timeout, the mio adapter's poll timeout).

@@ -6,10 +6,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use dunning_core::dispatch::Dispatch;
-use dunning_core::{Load, Response, Server, UnixTime};
+use dunning_core::{Env, Load, Response, Server, UnixTime};
 use dunning_http1::OwnedRequest;
 use http::{HeaderValue, StatusCode, header};
 
+use crate::budget::Budget;
+use crate::connection::Admission;
 use crate::observer::{CloseReason, Observer};
 use crate::options::Options;
 
@@ -28,6 +30,8 @@ pub struct Service<D> {
     opts: Options,
     observer: Arc<dyn Observer>,
     gauges: Arc<Gauges>,
+    /// Bytes held in request bodies, over every connection ([`Options::max_body_buffer`]).
+    budget: Arc<Budget>,
     /// [`Server::may_block`], asked once: it does not change while serving.
     may_block: bool,
 }
@@ -37,6 +41,7 @@ impl<D: Dispatch> Service<D> {
     pub fn new(server: Arc<Server<D>>, opts: Options, observer: Arc<dyn Observer>) -> Self {
         Self {
             may_block: server.may_block(),
+            budget: Budget::new(opts.max_body_buffer),
             server,
             opts,
             observer,
@@ -88,6 +93,11 @@ impl<D: Dispatch> Service<D> {
     /// Open connections.
     pub fn connections(&self) -> usize {
         self.gauges.connections.load(Ordering::Acquire)
+    }
+
+    /// Bytes leased to request bodies right now ([`Options::max_body_buffer`]).
+    pub fn body_bytes(&self) -> usize {
+        self.budget.used()
     }
 
     /// Requests in the core right now.
@@ -151,6 +161,74 @@ impl<D: Dispatch> Service<D> {
         );
         resp
     }
+}
+
+impl<D: Dispatch> Service<D> {
+    /// Decides on a request head before any byte of its body is read: the only way
+    /// adapters answer [`crate::Next::Head`].
+    ///
+    /// In order: a lease on the body budget for the declared length (a chunked body starts
+    /// at none and leases as it arrives); then [`Server::check_head`] — path, method,
+    /// `Origin`, authentication, then load: `Load::Draining` while draining,
+    /// `Load::Overloaded` when the lease could not be had — so a token-less head gets its
+    /// `401` even when the budget is spent, as §15 orders. Admitted: the body is read under
+    /// the lease. Refused: the answer is reported to the observer like any request's.
+    /// Blocks as long as authentication does (see [`Service::may_block`]).
+    pub fn check_head(&self, head: &OwnedRequest) -> Admission {
+        let declared = head
+            .declared_length()
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let lease = self.budget.lease(declared);
+        let load = if self.draining() {
+            Load::Draining
+        } else if lease.is_none() {
+            Load::Overloaded
+        } else {
+            Load::Normal
+        };
+        // The decision needs the clock and the load, not a request number: a head that
+        // passes takes none (its request takes one when complete).
+        let mut probe = Env::fixed(self.opts.env.now(), 0);
+        probe.load = load;
+        let decide = |env: &Env| {
+            catch_unwind(AssertUnwindSafe(|| {
+                head.with_core(|r| self.server.check_head(r, env))
+            }))
+        };
+        match (decide(&probe), lease) {
+            (Ok(None), Some(lease)) => return Admission::Admit(lease),
+            (Ok(None), None) => return Admission::Refuse(unavailable()),
+            _ => {}
+        }
+        // Refused: decide again under this request's own environment (its number goes
+        // into `/v1` error bodies and the log).
+        let env = self.opts.env.env(load);
+        self.observer.request_started(&env.request_id);
+        let start = Instant::now();
+        let resp = match decide(&env) {
+            Ok(Some(resp)) => resp,
+            Ok(None) => unavailable(),
+            Err(_) => Response::empty(StatusCode::INTERNAL_SERVER_ERROR),
+        };
+        self.observer.request_finished(
+            &env.request_id,
+            &resp.log,
+            resp.status.as_u16(),
+            start.elapsed(),
+        );
+        Admission::Refuse(resp)
+    }
+}
+
+/// The `503` of a body that does not fit the budget: the same bytes as
+/// [`crate::CAP_RESPONSE`] (the core's "Service unavailable", `Retry-After: 1`).
+pub(crate) fn unavailable() -> Response {
+    Response::json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        crate::CAP_BODY.as_bytes().to_vec(),
+    )
+    .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+    .with_header(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
 }
 
 /// Decrements the in-flight gauge when the request is done, however it ends.

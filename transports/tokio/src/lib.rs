@@ -7,7 +7,11 @@
 //! loop {
 //!     poll the Connection: for each request, Service::handle on the blocking pool
 //!                          (spawn_blocking: the domain blocks on SQLite; inline when
-//!                          the service never blocks), then respond
+//!                          the service never blocks), then respond; for each head
+//!                          (a body not read yet), Service::check_head the same way,
+//!                          then admit
+//!     (past Options::max_pending_output the Connection holds requests back: write,
+//!      then poll again before reading)
 //!     write everything pending (bounded by the idle timeout)
 //!     Close polled        -> lingering close, end
 //!     draining and idle   -> end
@@ -167,6 +171,23 @@ async fn drive<D: Dispatch + 'static>(
                         conn.respond(&service.handle(&req));
                     }
                 }
+                // A head is decided like a request is answered (authentication may block).
+                Next::Head(head) => {
+                    if service.may_block() {
+                        let svc = Arc::clone(service);
+                        let decided = tokio::task::spawn_blocking(move || {
+                            let admission = svc.check_head(&head);
+                            (head, admission)
+                        });
+                        match decided.await {
+                            Ok((head, admission)) => conn.admit(head, admission),
+                            Err(_) => return CloseReason::Aborted,
+                        }
+                    } else {
+                        let admission = service.check_head(&head);
+                        conn.admit(head, admission);
+                    }
+                }
                 Next::Read => break false,
                 Next::Close => break true,
             }
@@ -176,6 +197,9 @@ async fn drive<D: Dispatch + 'static>(
         }
         if close {
             return conn.close_reason();
+        }
+        if conn.held() {
+            continue; // requests wait behind output just written: answer them first
         }
         if eof || (*drain.borrow() && conn.is_idle()) {
             return if eof {
