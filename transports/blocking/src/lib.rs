@@ -40,7 +40,7 @@ use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, MAX_REFUSING,
-    Observer, Options, Service, TICK,
+    Observer, Options, Service, TICK, Ticket,
 };
 
 /// What the accept thread hands a worker.
@@ -117,8 +117,8 @@ fn accept_loop<D: Dispatch>(
 ) {
     let refusing = Arc::new(AtomicUsize::new(0));
     while !shutdown.load(Ordering::Acquire) {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => {
                 // WouldBlock (nothing to accept) or a transient error (EMFILE, ...).
@@ -126,7 +126,7 @@ fn accept_loop<D: Dispatch>(
                 continue;
             }
         };
-        let refused = match pool.service.open_connection() {
+        let refused = match pool.service.open_connection_from(peer.ip()) {
             None => Some(stream),
             Some(slot) => {
                 pool.waiting.fetch_add(1, Ordering::AcqRel);
@@ -188,7 +188,8 @@ fn worker<D: Dispatch>(pool: &Pool<D>) {
                 pool.busy.fetch_add(1, Ordering::AcqRel);
                 pool.waiting.fetch_sub(1, Ordering::AcqRel);
                 let mut evicted = false;
-                let reason = serve_connection(pool, stream, &mut evicted);
+                let ticket = slot.take_ticket();
+                let reason = serve_connection(pool, stream, ticket, &mut evicted);
                 pool.busy.fetch_sub(1, Ordering::AcqRel);
                 if evicted {
                     pool.evicting.fetch_sub(1, Ordering::AcqRel);
@@ -223,6 +224,7 @@ fn evict<D>(pool: &Pool<D>, since: Instant) -> bool {
 fn serve_connection<D: Dispatch>(
     pool: &Pool<D>,
     mut stream: TcpStream,
+    ticket: Option<Ticket>,
     evicted: &mut bool,
 ) -> CloseReason {
     let service = &pool.service;
@@ -231,6 +233,7 @@ fn serve_connection<D: Dispatch>(
     }
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::new(service.options());
+    conn.set_ticket(ticket);
     let mut buf = vec![0u8; 16 * 1024];
     let reason = loop {
         let close = conn.answer_all(service);

@@ -258,6 +258,40 @@ fn bodies_past_the_global_budget_get_503_with_retry_after() {
     });
 }
 
+#[test]
+fn unauthenticated_connections_per_address_are_capped() {
+    // Item 1: a slowloris reopening partial heads before the header deadline holds at
+    // most `max_unauthenticated_per_ip` connections; authenticated ones do not count.
+    const CAP: usize = 3;
+    each(|a| {
+        let opts = Options {
+            max_unauthenticated_per_ip: CAP,
+            ..small_pool()
+        };
+        let (running, counts) = serve(a, opts);
+        let mut partial = Vec::new();
+        for _ in 0..CAP {
+            let mut s = connect_within(running.addr(), Duration::from_secs(3));
+            s.write_all(b"POST / HTTP/1.1\r\nHost: a\r\n").unwrap();
+            partial.push(s);
+        }
+        assert!(counts.wait_until(Duration::from_secs(2), |c| c.open() == CAP));
+        let mut over = connect_within(running.addr(), Duration::from_secs(3));
+        let raw = read_to_close(&mut over).expect("refused at once");
+        assert_eq!(status(&raw), Some(503), "{}", a.name());
+        assert_eq!(header(&raw, "retry-after").as_deref(), Some("1"));
+        // One of them ends (answered 401, then closed): its place is free again.
+        let mut first = partial.remove(0);
+        first.write_all(b"\r\n").unwrap(); // a complete (bodyless) POST: 401
+        assert_eq!(status(&read_response(&mut first).unwrap()), Some(401));
+        drop(first);
+        assert!(counts.wait_until(Duration::from_secs(2), |c| c.open() == CAP - 1));
+        answers_normally(running.addr(), a);
+        drop(partial);
+        running.stop().unwrap();
+    });
+}
+
 /// `/metrics` answering 256 KiB: large answers to tiny requests.
 struct BigMetrics;
 

@@ -185,12 +185,12 @@ fn accept<D: Dispatch>(
     conns: &mut Slab<Entry>,
 ) -> bool {
     loop {
-        let mut stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (mut stream, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return e.kind() != io::ErrorKind::WouldBlock,
         };
-        let slot = service.open_connection();
+        let mut slot = service.open_connection_from(peer.ip());
         let mut linger = None;
         if slot.is_none() {
             service.refused();
@@ -217,9 +217,11 @@ fn accept<D: Dispatch>(
         {
             continue; // the slot is dropped: uncounted
         }
+        let mut conn = Connection::new(service.options());
+        conn.set_ticket(slot.as_mut().and_then(ConnectionSlot::take_ticket));
         entry.insert(Entry {
             stream,
-            conn: Connection::new(service.options()),
+            conn,
             slot,
             interest: Interest::READABLE,
             linger,

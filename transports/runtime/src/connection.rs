@@ -13,6 +13,7 @@ use crate::env::EnvSource;
 use crate::observer::CloseReason;
 use crate::options::Options;
 use crate::service::Service;
+use crate::service::Ticket;
 
 /// What the adapter does next, from [`Connection::poll`].
 #[derive(Debug)]
@@ -122,6 +123,8 @@ pub struct Connection {
     /// This connection's lease on the service's body budget (while a body is read and
     /// until its request is answered).
     lease: Option<Lease>,
+    /// Counted as unauthenticated for its peer until a request passes authentication.
+    ticket: Option<Ticket>,
     /// Requests wait in the codec behind unsent output.
     held: bool,
     /// When the pending output last made progress (or was queued).
@@ -143,6 +146,7 @@ impl Connection {
             env: Arc::clone(&opts.env),
             out: Vec::new(),
             lease: None,
+            ticket: None,
             held: false,
             write_since: None,
             phase: Phase::Idle(Instant::now()),
@@ -230,6 +234,14 @@ impl Connection {
         }
     }
 
+    /// Counts this connection as unauthenticated for its peer
+    /// ([`Service::open_connection_from`]) until the core authenticates one of its
+    /// requests (its answer names the caller's organization): `/healthz` or a `401` do
+    /// not count.
+    pub fn set_ticket(&mut self, ticket: Option<Ticket>) {
+        self.ticket = ticket;
+    }
+
     /// Whether requests wait behind more than [`Options::max_pending_output`] unsent
     /// bytes: after [`Next::Read`], write the output and poll again before reading.
     pub fn held(&self) -> bool {
@@ -265,6 +277,9 @@ impl Connection {
             .encode_response(resp, self.env.now(), &mut self.out);
         self.phase = Phase::Idle(now);
         self.lease = None;
+        if resp.log.organization.is_some() {
+            self.ticket = None; // the core authenticated the caller
+        }
     }
 
     /// Answers every request the codec yields, calling the core inline through `service`.

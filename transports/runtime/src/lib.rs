@@ -66,7 +66,7 @@ pub use connection::{Admission, Connection, Next};
 pub use env::{EnvSource, FixedEnv, SystemClock, SystemEnv, request_id};
 pub use observer::{CloseReason, NoopObserver, Observer};
 pub use options::Options;
-pub use service::{ConnectionSlot, Service};
+pub use service::{ConnectionSlot, Service, Ticket};
 
 /// The body of [`CAP_RESPONSE`]: the core's JSON-RPC "Service unavailable" error.
 pub const CAP_BODY: &str =

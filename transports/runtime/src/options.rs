@@ -31,6 +31,13 @@ pub struct Options {
     /// chunked one as it arrives; past the cap the request is answered `503` with
     /// `Retry-After: 1` (at the head: the body is never read). Default 128 MiB.
     pub max_body_buffer: usize,
+    /// Most connections from one peer address that have not authenticated yet (no request
+    /// of theirs passed authentication): one more is refused like one over
+    /// [`Options::max_connections`]. It bounds what one address can hold with partial
+    /// heads reopened before the header deadline, or token-less requests. `0` disables
+    /// it. Default 256 (behind a proxy every client shares its address: raise it, or
+    /// cap at the proxy).
+    pub max_unauthenticated_per_ip: usize,
     /// Most response bytes a connection keeps unsent: past it, no further pipelined request
     /// is answered (nor more input read) until the peer has read some. Default 1 MiB.
     pub max_pending_output: usize,
@@ -61,6 +68,7 @@ impl Default for Options {
             min_body_rate: 1024,
             max_body_buffer: 128 * 1024 * 1024,
             max_pending_output: 1024 * 1024,
+            max_unauthenticated_per_ip: 256,
             max_connections: 10_000,
             max_in_flight: 256,
             drain_timeout: Duration::from_secs(10),
@@ -80,6 +88,10 @@ impl fmt::Debug for Options {
             .field("min_body_rate", &self.min_body_rate)
             .field("max_body_buffer", &self.max_body_buffer)
             .field("max_pending_output", &self.max_pending_output)
+            .field(
+                "max_unauthenticated_per_ip",
+                &self.max_unauthenticated_per_ip,
+            )
             .field("max_connections", &self.max_connections)
             .field("max_in_flight", &self.max_in_flight)
             .field("drain_timeout", &self.drain_timeout)

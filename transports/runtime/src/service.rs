@@ -1,8 +1,10 @@
 //! [`Service`]: the server shared by every connection, with the gauges that decide load.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use dunning_core::dispatch::Dispatch;
@@ -32,6 +34,8 @@ pub struct Service<D> {
     gauges: Arc<Gauges>,
     /// Bytes held in request bodies, over every connection ([`Options::max_body_buffer`]).
     budget: Arc<Budget>,
+    /// Connections per peer address that have not authenticated yet.
+    unauthenticated: Arc<PerIp>,
     /// [`Server::may_block`], asked once: it does not change while serving.
     may_block: bool,
 }
@@ -42,6 +46,7 @@ impl<D: Dispatch> Service<D> {
         Self {
             may_block: server.may_block(),
             budget: Budget::new(opts.max_body_buffer),
+            unauthenticated: Arc::default(),
             server,
             opts,
             observer,
@@ -82,7 +87,25 @@ impl<D: Dispatch> Service<D> {
             gauges: Arc::clone(&self.gauges),
             observer: Arc::clone(&self.observer),
             reason: CloseReason::Done,
+            ticket: None,
         })
+    }
+
+    /// [`Service::open_connection`] for a connection from `peer`, which also counts as
+    /// unauthenticated until one of its requests authenticates
+    /// ([`Options::max_unauthenticated_per_ip`]; `None` over either cap: refuse it as over
+    /// the connection cap). Hand [`ConnectionSlot::take_ticket`] to the
+    /// [`crate::Connection`] ([`crate::Connection::set_ticket`]), which gives it back
+    /// once a request of it passes authentication.
+    #[must_use]
+    pub fn open_connection_from(&self, peer: IpAddr) -> Option<ConnectionSlot> {
+        let ticket = match self.opts.max_unauthenticated_per_ip {
+            0 => None,
+            max => Some(self.unauthenticated.take(peer, max)?),
+        };
+        let mut slot = self.open_connection()?;
+        slot.ticket = ticket;
+        Some(slot)
     }
 
     /// Reports a connection refused over the cap.
@@ -240,15 +263,62 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// Unauthenticated connections per peer address.
+#[derive(Debug, Default)]
+struct PerIp(Mutex<HashMap<IpAddr, usize>>);
+
+impl PerIp {
+    /// Counts one more for `ip` if fewer than `max` are counted.
+    fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<Ticket> {
+        let mut map = self.0.lock().ok()?;
+        let n = map.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(Ticket {
+            per_ip: Arc::clone(self),
+            ip,
+        })
+    }
+}
+
+/// One unauthenticated connection counted against its peer address; uncounted when
+/// dropped (the connection authenticated, or ended).
+#[derive(Debug)]
+pub struct Ticket {
+    per_ip: Arc<PerIp>,
+    ip: IpAddr,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Ok(mut map) = self.per_ip.0.lock() {
+            if let Some(n) = map.get_mut(&self.ip) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(&self.ip);
+                }
+            }
+        }
+    }
+}
+
 /// One counted connection; dropping it uncounts it and reports
 /// [`Observer::connection_closed`] with the reason set last.
 pub struct ConnectionSlot {
     gauges: Arc<Gauges>,
     observer: Arc<dyn Observer>,
     reason: CloseReason,
+    ticket: Option<Ticket>,
 }
 
 impl ConnectionSlot {
+    /// The connection's count as unauthenticated, for its [`crate::Connection`].
+    pub fn take_ticket(&mut self) -> Option<Ticket> {
+        self.ticket.take()
+    }
+
     /// Records why the connection ends (default [`CloseReason::Done`]).
     pub fn set_reason(&mut self, reason: CloseReason) {
         self.reason = reason;

@@ -24,8 +24,9 @@
 //! on the stack, never across an `.await`). The core runs off the reactor so one slow
 //! SQLite query never stalls other connections' I/O.
 //!
-//! Caps: over [`Options::max_connections`] a connection gets [`CAP_RESPONSE`] and is
-//! closed; over [`Options::max_in_flight`] requests, the core itself answers `503`
+//! Caps: over [`Options::max_connections`] (or
+//! [`Options::max_unauthenticated_per_ip`] from its address) a connection gets
+//! [`CAP_RESPONSE`] and is closed; over [`Options::max_in_flight`] requests, the core itself answers `503`
 //! (`Load::Overloaded`). Shutdown: when `shutdown` resolves the listener is dropped, new
 //! requests are answered `503` + `Connection: close`, idle connections close, and `serve`
 //! returns once every connection ended or [`Options::drain_timeout`] passed.
@@ -85,11 +86,11 @@ pub async fn serve<D: Dispatch + 'static>(
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else {
+                let Ok((stream, peer)) = accepted else {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 };
-                match service.open_connection() {
+                match service.open_connection_from(peer.ip()) {
                     Some(slot) => {
                         let svc = Arc::clone(&service);
                         tasks.spawn(connection(svc, stream, slot, drain_rx.clone()));
@@ -141,6 +142,7 @@ async fn connection<D: Dispatch + 'static>(
 ) {
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::new(service.options());
+    conn.set_ticket(slot.take_ticket());
     let reason = drive(&service, &mut stream, &mut conn, &mut drain).await;
     if matches!(reason, CloseReason::Done | CloseReason::Codec) {
         linger(&mut stream).await;
