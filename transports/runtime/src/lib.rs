@@ -17,7 +17,15 @@
 //!   request and reports it.
 //! * [`Connection`]: one TCP connection's codec, output buffer and deadlines: "answer every
 //!   request the codec yields" ([`Connection::answer_all`], or [`Connection::poll`] +
-//!   [`Connection::respond`] when the core runs on another thread).
+//!   [`Connection::respond`] when the core runs on another thread). A request whose body is
+//!   still to come is first polled as [`Next::Head`]: [`Service::check_head`] decides on it
+//!   (authentication, `Origin`, path, method, load, and a lease on the service's body
+//!   budget) and [`Connection::admit`] applies the [`Admission`] — the body is read only
+//!   after the head passed.
+//! * Hostile load ([`Options`]): header, body (total and minimum rate) and idle deadlines;
+//!   caps on connections, on unauthenticated connections per address
+//!   ([`Service::open_connection_from`]), on body bytes in flight (`503` past it) and on
+//!   unsent output per connection ([`Connection::held`]).
 //! * [`CAP_RESPONSE`]: the `503` written to a connection refused over
 //!   [`Options::max_connections`].
 //!
