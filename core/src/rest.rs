@@ -71,7 +71,7 @@ impl<D: Dispatch> Server<D> {
         &self,
         req: &Request<'_>,
         env: &Env,
-    ) -> Result<(&Tool, BTreeMap<String, String>), Response> {
+    ) -> Result<(&Tool, BTreeMap<String, String>), Box<Response>> {
         let path = req.path();
         let method = if req.method == "HEAD" {
             "GET"
@@ -94,14 +94,14 @@ impl<D: Dispatch> Server<D> {
         }
         let Some((tool, vars)) = found else {
             if allowed.is_empty() {
-                return Err(self.rest_error(
+                return Err(Box::new(self.rest_error(
                     ToolError::new(ToolErrorCode::NotFound, format!("No route {path}")),
                     env,
-                ));
+                )));
             }
             let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
             set_header(&mut r, ALLOW, &allowed.join(", "));
-            return Err(r);
+            return Err(Box::new(r));
         };
         Ok((tool, vars))
     }
@@ -115,7 +115,7 @@ impl<D: Dispatch> Server<D> {
         log: &mut RequestLog,
     ) -> Option<Response> {
         if let Err(r) = self.rest_route(req, env) {
-            return Some(r);
+            return Some(*r);
         }
         let e = self.admit(req, env, Audience::Api, false).err()?;
         Some(self.refuse(e, None, None, log))
@@ -129,7 +129,7 @@ impl<D: Dispatch> Server<D> {
         };
         let (tool, vars) = match self.rest_route(req, env) {
             Ok(found) => found,
-            Err(r) => return crate::server::close_if_body(req, r),
+            Err(r) => return crate::server::close_if_body(req, *r),
         };
         log.method = Some(format!(
             "{method} {}",

@@ -348,8 +348,9 @@ impl Connection {
     fn body_deadline(&self, c: BodyClock) -> (Instant, bool) {
         let idle = c.last + self.idle_timeout;
         let mut total = c.start + self.body_timeout;
-        if self.min_body_rate > 0 {
-            let earned = Duration::from_millis(c.bytes.saturating_mul(1000) / self.min_body_rate);
+        // `min_body_rate` 0: no minimum.
+        if let Some(ms) = c.bytes.saturating_mul(1000).checked_div(self.min_body_rate) {
+            let earned = Duration::from_millis(ms);
             total = total.min(c.start + crate::BODY_RATE_GRACE + earned);
         }
         if idle <= total {
