@@ -8,7 +8,9 @@
 //!       → notification (202) | method dispatch
 //! ```
 //! Each step returns early with a [`ProtocolError`]; [`Server::refuse`] renders it, using
-//! the one mapping of [`ProtocolError::wire`].
+//! the one mapping of [`ProtocolError::wire`]. [`Server::check_head`] runs the steps the
+//! head alone decides (route, method, Origin, authentication, load) before an adapter
+//! reads a body, with the same refusals.
 
 use http::header::{ALLOW, CACHE_CONTROL, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderName, HeaderValue, StatusCode};
@@ -185,7 +187,7 @@ impl<D: Dispatch> Server<D> {
     ///
     /// `req.body` is ignored (a head has none yet). A refusal is exactly what
     /// [`Server::handle`] answers the complete request with (`id: null` in the JSON-RPC
-    /// error, as there), so when an adapter uses it does not show on the wire. Like
+    /// error, as there), so whether an adapter asked it first does not show on the wire. Like
     /// `handle`, it may block when [`Server::may_block`] (authentication).
     pub fn check_head(&self, req: &Request<'_>, env: &Env) -> Option<Response> {
         let head = Request { body: &[], ..*req };
