@@ -8,6 +8,8 @@
 //! accept thread:  accept -> counted? -> queue has room? -> queue   (else CAP_RESPONSE,
 //!                                                                   lingering close)
 //! worker:         loop { answer_all (core inline) ; write ; Close? ; read (TICK timeout) }
+//!                 then a lingering close, on a thread of its own (at most MAX_REFUSING
+//!                 at once; beyond, on the worker)
 //! ```
 //!
 //! Why: no async runtime at all, the easiest adapter to reason about and to debug, and a
@@ -58,6 +60,8 @@ struct Pool<D> {
     busy: AtomicUsize,
     /// Workers that decided to close their idle connection for a waiting one.
     evicting: AtomicUsize,
+    /// Closed connections lingering on threads of their own (at most [`MAX_REFUSING`]).
+    lingering: Arc<AtomicUsize>,
 }
 
 /// How long a connection must have been idle before it may be closed for a waiting one
@@ -85,6 +89,7 @@ pub fn serve<D: Dispatch + 'static>(
         waiting: AtomicUsize::new(0),
         busy: AtomicUsize::new(0),
         evicting: AtomicUsize::new(0),
+        lingering: Arc::new(AtomicUsize::new(0)),
     });
     let mut handles = Vec::with_capacity(workers);
     for i in 0..workers {
@@ -163,10 +168,16 @@ fn refuse(mut stream: TcpStream, refusing: &Arc<AtomicUsize>) {
         let _ = stream.shutdown(Shutdown::Write);
         return;
     }
-    let (mine, on_failure) = (Arc::clone(refusing), Arc::clone(refusing));
-    let spawned = thread::Builder::new().name("refuse".into()).spawn(move || {
-        let _ = stream.set_nonblocking(false);
-        let _ = stream.set_read_timeout(Some(TICK));
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(TICK));
+    linger_aside(stream, refusing);
+}
+
+/// Lingers on a short-lived thread of its own, counted in `count` (the caller took the
+/// count); if no thread can be had, the socket is closed at once.
+fn linger_aside(mut stream: TcpStream, count: &Arc<AtomicUsize>) {
+    let (mine, on_failure) = (Arc::clone(count), Arc::clone(count));
+    let spawned = thread::Builder::new().name("linger".into()).spawn(move || {
         linger(&mut stream, &mut [0u8; 4096]);
         mine.fetch_sub(1, Ordering::AcqRel);
     });
@@ -265,7 +276,15 @@ fn serve_connection<D: Dispatch>(
             Err(_) => return CloseReason::Io,
         }
     };
-    linger(&mut stream, &mut buf);
+    // The lingering close (up to LINGER) happens off the worker when a thread can be had:
+    // a flood of requests refused at their head (401, then close) would otherwise hold
+    // every worker for LINGER each.
+    if pool.lingering.fetch_add(1, Ordering::AcqRel) < MAX_REFUSING {
+        linger_aside(stream, &pool.lingering);
+    } else {
+        pool.lingering.fetch_sub(1, Ordering::AcqRel);
+        linger(&mut stream, &mut buf);
+    }
     reason
 }
 
