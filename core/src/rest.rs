@@ -65,7 +65,13 @@ fn typed(schema: Option<&Value>, raw: String) -> Value {
 }
 
 impl<D: Dispatch> Server<D> {
-    pub(crate) fn rest(&self, req: &Request<'_>, env: &Env, log: &mut RequestLog) -> Response {
+    /// Finds the `/v1` route of `req` (§15 step 2 for the REST surface): the tool and the
+    /// path variables, or the `404`/`405` answer. Depends on the head alone.
+    fn rest_route(
+        &self,
+        req: &Request<'_>,
+        env: &Env,
+    ) -> Result<(&Tool, BTreeMap<String, String>), Box<Response>> {
         let path = req.path();
         let method = if req.method == "HEAD" {
             "GET"
@@ -88,14 +94,42 @@ impl<D: Dispatch> Server<D> {
         }
         let Some((tool, vars)) = found else {
             if allowed.is_empty() {
-                return self.rest_error(
+                return Err(Box::new(self.rest_error(
                     ToolError::new(ToolErrorCode::NotFound, format!("No route {path}")),
                     env,
-                );
+                )));
             }
             let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
             set_header(&mut r, ALLOW, &allowed.join(", "));
-            return r;
+            return Err(Box::new(r));
+        };
+        Ok((tool, vars))
+    }
+
+    /// What [`Server::check_head`] decides for a `/v1` head: the route, then §15 steps
+    /// 4–6 (Origin, authentication, load).
+    pub(crate) fn rest_head(
+        &self,
+        req: &Request<'_>,
+        env: &Env,
+        log: &mut RequestLog,
+    ) -> Option<Response> {
+        if let Err(r) = self.rest_route(req, env) {
+            return Some(*r);
+        }
+        let e = self.admit(req, env, Audience::Api, false).err()?;
+        Some(self.refuse(e, None, None, log))
+    }
+
+    pub(crate) fn rest(&self, req: &Request<'_>, env: &Env, log: &mut RequestLog) -> Response {
+        let method = if req.method == "HEAD" {
+            "GET"
+        } else {
+            req.method
+        };
+        let (tool, vars) = match self.rest_route(req, env) {
+            Ok(found) => found,
+            Err(r) => return crate::server::close_if_body(req, *r),
         };
         log.method = Some(format!(
             "{method} {}",
@@ -104,6 +138,9 @@ impl<D: Dispatch> Server<D> {
         log.tool = Some(tool.def.name.clone());
         let principal = match self.gate(req, env, Audience::Api, false) {
             Ok(p) => p,
+            Err(e) if crate::server::decided_by_head(&e) => {
+                return crate::server::close_if_body(req, self.refuse(e, None, None, log));
+            }
             Err(e) => return self.refuse(e, None, None, log),
         };
         log.organization = Some(principal.organization.clone());
@@ -147,7 +184,7 @@ impl<D: Dispatch> Server<D> {
         match self.dispatch.call_tool(&call) {
             Ok(Output::Json { status, body }) => {
                 let link = body.get("meta").and_then(|meta| {
-                    crate::link::pagination(&self.config.public_url, path, req.query(), meta)
+                    crate::link::pagination(&self.config.public_url, req.path(), req.query(), meta)
                 });
                 let mut r = Response::json(
                     StatusCode::from_u16(status).unwrap_or(StatusCode::OK),

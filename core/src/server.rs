@@ -8,7 +8,9 @@
 //!       → notification (202) | method dispatch
 //! ```
 //! Each step returns early with a [`ProtocolError`]; [`Server::refuse`] renders it, using
-//! the one mapping of [`ProtocolError::wire`].
+//! the one mapping of [`ProtocolError::wire`]. [`Server::check_head`] runs the steps the
+//! head alone decides (route, method, Origin, authentication, load) before an adapter
+//! reads a body, with the same refusals.
 
 use http::header::{ALLOW, CACHE_CONTROL, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderName, HeaderValue, StatusCode};
@@ -163,7 +165,7 @@ impl<D: Dispatch> Server<D> {
     pub fn handle(&self, req: &Request<'_>, env: &Env) -> Response {
         let mut log = RequestLog::default();
         let mut resp = match self.route(req.path()) {
-            None => Response::empty(StatusCode::NOT_FOUND),
+            None => close_if_body(req, Response::empty(StatusCode::NOT_FOUND)),
             Some(Endpoint::Mcp) => self.mcp(req, env, &mut log),
             Some(Endpoint::Rest) => self.rest(req, env, &mut log),
             Some(Endpoint::WellKnown) => self.well_known(req),
@@ -175,6 +177,44 @@ impl<D: Dispatch> Server<D> {
             .push((CACHE_CONTROL, HeaderValue::from_static("no-store")));
         resp.log = log;
         resp
+    }
+
+    /// Decides from a request head alone, before any byte of its body is read, the
+    /// refusals of §15 steps 2–6 that do not depend on the body, in that order: path
+    /// (404), method (405), `Origin` (403), authentication (401), load (503). `None`: the
+    /// head passes; read the body, then [`Server::handle`] the complete request (which
+    /// runs every step again, the rate limit included).
+    ///
+    /// `req.body` is ignored (a head has none yet). A refusal is exactly what
+    /// [`Server::handle`] answers the complete request with (`id: null` in the JSON-RPC
+    /// error, as there), so whether an adapter asked it first does not show on the wire. Like
+    /// `handle`, it may block when [`Server::may_block`] (authentication).
+    pub fn check_head(&self, req: &Request<'_>, env: &Env) -> Option<Response> {
+        let head = Request { body: &[], ..*req };
+        let req = &head;
+        let mut log = RequestLog::default();
+        let mut resp = match self.route(req.path()) {
+            None => Response::empty(StatusCode::NOT_FOUND),
+            Some(Endpoint::Mcp) => {
+                let header_version = mirror::text(req, "mcp-protocol-version").ok().flatten();
+                let echo = header_version.and_then(Version::parse);
+                let e = self.admit(req, env, Audience::Mcp, true).err()?;
+                self.refuse(e, None, echo, &mut log)
+            }
+            Some(Endpoint::Rest) => self.rest_head(req, env, &mut log)?,
+            Some(Endpoint::WellKnown | Endpoint::Health | Endpoint::Ready | Endpoint::Metrics) => {
+                if req.method == "GET" || req.method == "HEAD" {
+                    return None;
+                }
+                let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
+                set_header(&mut r, ALLOW, "GET, HEAD");
+                r
+            }
+        };
+        resp.headers
+            .push((CACHE_CONTROL, HeaderValue::from_static("no-store")));
+        resp.log = log;
+        Some(resp)
     }
 
     fn route(&self, path: &str) -> Option<Endpoint> {
@@ -200,6 +240,12 @@ impl<D: Dispatch> Server<D> {
         let principal = match self.gate(req, env, Audience::Mcp, true) {
             Ok(p) => p,
             Err(e) => {
+                // A refusal the head alone decides carries `id: null` whether or not the
+                // body was read: an adapter gives it before reading any body byte
+                // (`check_head`), and the same request must get the same bytes.
+                if decided_by_head(&e) {
+                    return close_if_body(req, self.refuse(e, None, echo, log));
+                }
                 let id = if e.bodyless() {
                     None
                 } else {
@@ -338,6 +384,31 @@ impl<D: Dispatch> Server<D> {
         audience: Audience,
         post_only: bool,
     ) -> Result<Principal, ProtocolError> {
+        let principal = self.admit(req, env, audience, post_only)?;
+        self.limiter
+            .check(&principal, env.now)
+            .map_err(|l| ProtocolError::RateLimited {
+                retry_after_ms: l.retry_after_ms,
+                policy: l.policy,
+                state: l.state,
+            })?;
+        if req.method == "POST" || req.method == "PATCH" || !req.body.is_empty() {
+            check_content_type(req)?;
+        }
+        Ok(principal)
+    }
+
+    /// The steps of [`Server::gate`] that the head alone decides, in order: method (405),
+    /// Origin (403), authentication (401), load (503). [`Server::check_head`] runs these
+    /// and no more: the rate limiter (429) counts a request once, when it is complete, and
+    /// Content-Type (415) comes after it in §15.
+    pub(crate) fn admit(
+        &self,
+        req: &Request<'_>,
+        env: &Env,
+        audience: Audience,
+        post_only: bool,
+    ) -> Result<Principal, ProtocolError> {
         if post_only && req.method != "POST" {
             return Err(ProtocolError::MethodNotAllowed { allow: "POST" });
         }
@@ -352,16 +423,6 @@ impl<D: Dispatch> Server<D> {
             .map_err(|_| ProtocolError::Unauthorized { token_sent: true })?;
         if env.load != Load::Normal {
             return Err(ProtocolError::Unavailable);
-        }
-        self.limiter
-            .check(&principal, env.now)
-            .map_err(|l| ProtocolError::RateLimited {
-                retry_after_ms: l.retry_after_ms,
-                policy: l.policy,
-                state: l.state,
-            })?;
-        if req.method == "POST" || req.method == "PATCH" || !req.body.is_empty() {
-            check_content_type(req)?;
         }
         Ok(principal)
     }
@@ -466,7 +527,7 @@ impl<D: Dispatch> Server<D> {
         if req.method != "GET" && req.method != "HEAD" {
             let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
             set_header(&mut r, ALLOW, "GET, HEAD");
-            return r;
+            return close_if_body(req, r);
         }
         let body = json!({
             "resource": self.config.resource(),
@@ -485,7 +546,7 @@ impl<D: Dispatch> Server<D> {
         if req.method != "GET" && req.method != "HEAD" {
             let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
             set_header(&mut r, ALLOW, "GET, HEAD");
-            return r;
+            return close_if_body(req, r);
         }
         let (status, body) = if ok {
             (StatusCode::OK, br#"{"status":"ok"}"#.to_vec())
@@ -502,7 +563,7 @@ impl<D: Dispatch> Server<D> {
         if req.method != "GET" && req.method != "HEAD" {
             let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
             set_header(&mut r, ALLOW, "GET, HEAD");
-            return r;
+            return close_if_body(req, r);
         }
         let text = self
             .metrics
@@ -518,6 +579,29 @@ impl<D: Dispatch> Server<D> {
         r.body = text.into_bytes();
         r
     }
+}
+
+/// A refusal [`Server::check_head`] gives from the head closes the connection when the
+/// request has a body (the body is never read). The same refusal given by
+/// [`Server::handle`] to a request whose body was read anyway (it arrived with its head)
+/// closes too, so that the wire bytes do not depend on how the request was segmented.
+pub(crate) fn close_if_body(req: &Request<'_>, r: Response) -> Response {
+    if req.body.is_empty() {
+        r
+    } else {
+        r.with_header(http::header::CONNECTION, HeaderValue::from_static("close"))
+    }
+}
+
+/// Refusals of §15 steps 3–6 that [`Server::check_head`] can give from the head alone.
+pub(crate) fn decided_by_head(e: &ProtocolError) -> bool {
+    matches!(
+        e,
+        ProtocolError::MethodNotAllowed { .. }
+            | ProtocolError::OriginNotAllowed
+            | ProtocolError::Unauthorized { .. }
+            | ProtocolError::Unavailable
+    )
 }
 
 /// Methods whose complete results carry `ttlMs` and `cacheScope` (digest §4.3).

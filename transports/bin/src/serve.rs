@@ -238,6 +238,11 @@ fn options(s: &Settings) -> Options {
     let mut o = Options {
         header_read_timeout: Duration::from_secs(l.header_read_timeout_secs),
         idle_timeout: Duration::from_secs(l.idle_timeout_secs),
+        body_read_timeout: Duration::from_secs(l.body_read_timeout_secs),
+        min_body_rate: l.min_body_rate,
+        max_body_buffer: l.max_body_buffer_bytes,
+        max_pending_output: l.max_pending_output_bytes,
+        max_unauthenticated_per_ip: l.max_unauthenticated_per_ip,
         max_connections: l.max_connections,
         max_in_flight: l.max_in_flight,
         drain_timeout: Duration::from_secs(l.drain_timeout_secs),

@@ -18,6 +18,11 @@
 //! max_in_flight = 256
 //! header_read_timeout_secs = 10
 //! idle_timeout_secs = 60
+//! body_read_timeout_secs = 30  # a whole request body, from its admitted head
+//! min_body_rate = 1024         # bytes/s a body must average after 5 s (0: off)
+//! max_body_buffer_bytes = 134217728   # request bodies in flight, all connections (503 past it)
+//! max_pending_output_bytes = 1048576  # unsent answers per connection before it stops reading
+//! max_unauthenticated_per_ip = 256    # connections per address not yet authenticated (0: off)
 //! drain_timeout_secs = 10
 //! workers = 64                 # blocking adapter threads
 //! store_readers = 4            # SQLite read connections
@@ -98,6 +103,21 @@ pub(crate) struct Limits {
     pub(crate) header_read_timeout_secs: u64,
     /// A connection making no progress is closed after this.
     pub(crate) idle_timeout_secs: u64,
+    /// A request body must be complete this long after its head was admitted (however
+    /// steadily it trickles). Default 30.
+    pub(crate) body_read_timeout_secs: u64,
+    /// Slowest average a request body may arrive at, in bytes per second, after a 5 s
+    /// grace (`0`: no minimum). Default 1,024.
+    pub(crate) min_body_rate: u64,
+    /// Most bytes held in request bodies at once over all connections; past it a request
+    /// is answered `503` with `Retry-After` at its head. Default 134,217,728 (128 MiB).
+    pub(crate) max_body_buffer_bytes: usize,
+    /// Most unsent response bytes a connection may have before no further pipelined
+    /// request of it is answered or read. Default 1,048,576 (1 MiB).
+    pub(crate) max_pending_output_bytes: usize,
+    /// Most connections from one address that have not authenticated yet (`0`: no cap;
+    /// behind a proxy every client shares its address). Default 256.
+    pub(crate) max_unauthenticated_per_ip: usize,
     /// How long shutdown waits for in-flight work.
     pub(crate) drain_timeout_secs: u64,
     /// Worker threads of the blocking adapter.
@@ -114,6 +134,11 @@ impl Default for Limits {
             max_in_flight: 256,
             header_read_timeout_secs: 10,
             idle_timeout_secs: 60,
+            body_read_timeout_secs: 30,
+            min_body_rate: 1024,
+            max_body_buffer_bytes: 128 * 1024 * 1024,
+            max_pending_output_bytes: 1024 * 1024,
+            max_unauthenticated_per_ip: 256,
             drain_timeout_secs: 10,
             workers: 64,
             store_readers: 4,
@@ -481,6 +506,29 @@ mod tests {
             "nothing leaves by default"
         );
         assert!(!s.webhooks.allow_private_addresses);
+    }
+
+    #[test]
+    fn hostile_load_limits_default_to_the_runtime_s_and_parse() {
+        let d = dunning_runtime::Options::default();
+        let l = Limits::default();
+        assert_eq!(l.body_read_timeout_secs, d.body_read_timeout.as_secs());
+        assert_eq!(l.min_body_rate, d.min_body_rate);
+        assert_eq!(l.max_body_buffer_bytes, d.max_body_buffer);
+        assert_eq!(l.max_pending_output_bytes, d.max_pending_output);
+        assert_eq!(l.max_unauthenticated_per_ip, d.max_unauthenticated_per_ip);
+        let file: File = toml::from_str(
+            "[limits]\nbody_read_timeout_secs = 5\nmin_body_rate = 0\n\
+             max_body_buffer_bytes = 1000\nmax_pending_output_bytes = 10\n\
+             max_unauthenticated_per_ip = 0\n",
+        )
+        .unwrap();
+        let s = Settings::merge(file, &args()).unwrap();
+        assert_eq!(s.limits.body_read_timeout_secs, 5);
+        assert_eq!(s.limits.min_body_rate, 0);
+        assert_eq!(s.limits.max_body_buffer_bytes, 1000);
+        assert_eq!(s.limits.max_pending_output_bytes, 10);
+        assert_eq!(s.limits.max_unauthenticated_per_ip, 0);
     }
 
     #[test]

@@ -204,6 +204,7 @@ fn close_reason(r: CloseReason) -> &'static str {
         CloseReason::Codec => "codec",
         CloseReason::HeaderTimeout => "header_timeout",
         CloseReason::IdleTimeout => "idle_timeout",
+        CloseReason::BodyTimeout => "body_timeout",
         CloseReason::Drain => "drain",
         CloseReason::Io => "io",
         CloseReason::Aborted => "aborted",

@@ -8,6 +8,8 @@
 //! accept thread:  accept -> counted? -> queue has room? -> queue   (else CAP_RESPONSE,
 //!                                                                   lingering close)
 //! worker:         loop { answer_all (core inline) ; write ; Close? ; read (TICK timeout) }
+//!                 then a lingering close, on a thread of its own (at most MAX_REFUSING
+//!                 at once; beyond, on the worker)
 //! ```
 //!
 //! Why: no async runtime at all, the easiest adapter to reason about and to debug, and a
@@ -40,7 +42,7 @@ use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, MAX_REFUSING,
-    Observer, Options, Service, TICK,
+    Observer, Options, Service, TICK, Ticket,
 };
 
 /// What the accept thread hands a worker.
@@ -58,6 +60,8 @@ struct Pool<D> {
     busy: AtomicUsize,
     /// Workers that decided to close their idle connection for a waiting one.
     evicting: AtomicUsize,
+    /// Closed connections lingering on threads of their own (at most [`MAX_REFUSING`]).
+    lingering: Arc<AtomicUsize>,
 }
 
 /// How long a connection must have been idle before it may be closed for a waiting one
@@ -85,6 +89,7 @@ pub fn serve<D: Dispatch + 'static>(
         waiting: AtomicUsize::new(0),
         busy: AtomicUsize::new(0),
         evicting: AtomicUsize::new(0),
+        lingering: Arc::new(AtomicUsize::new(0)),
     });
     let mut handles = Vec::with_capacity(workers);
     for i in 0..workers {
@@ -117,8 +122,8 @@ fn accept_loop<D: Dispatch>(
 ) {
     let refusing = Arc::new(AtomicUsize::new(0));
     while !shutdown.load(Ordering::Acquire) {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => {
                 // WouldBlock (nothing to accept) or a transient error (EMFILE, ...).
@@ -126,7 +131,7 @@ fn accept_loop<D: Dispatch>(
                 continue;
             }
         };
-        let refused = match pool.service.open_connection() {
+        let refused = match pool.service.open_connection_from(peer.ip()) {
             None => Some(stream),
             Some(slot) => {
                 pool.waiting.fetch_add(1, Ordering::AcqRel);
@@ -163,10 +168,16 @@ fn refuse(mut stream: TcpStream, refusing: &Arc<AtomicUsize>) {
         let _ = stream.shutdown(Shutdown::Write);
         return;
     }
-    let (mine, on_failure) = (Arc::clone(refusing), Arc::clone(refusing));
-    let spawned = thread::Builder::new().name("refuse".into()).spawn(move || {
-        let _ = stream.set_nonblocking(false);
-        let _ = stream.set_read_timeout(Some(TICK));
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(TICK));
+    linger_aside(stream, refusing);
+}
+
+/// Lingers on a short-lived thread of its own, counted in `count` (the caller took the
+/// count); if no thread can be had, the socket is closed at once.
+fn linger_aside(mut stream: TcpStream, count: &Arc<AtomicUsize>) {
+    let (mine, on_failure) = (Arc::clone(count), Arc::clone(count));
+    let spawned = thread::Builder::new().name("linger".into()).spawn(move || {
         linger(&mut stream, &mut [0u8; 4096]);
         mine.fetch_sub(1, Ordering::AcqRel);
     });
@@ -188,7 +199,8 @@ fn worker<D: Dispatch>(pool: &Pool<D>) {
                 pool.busy.fetch_add(1, Ordering::AcqRel);
                 pool.waiting.fetch_sub(1, Ordering::AcqRel);
                 let mut evicted = false;
-                let reason = serve_connection(pool, stream, &mut evicted);
+                let ticket = slot.take_ticket();
+                let reason = serve_connection(pool, stream, ticket, &mut evicted);
                 pool.busy.fetch_sub(1, Ordering::AcqRel);
                 if evicted {
                     pool.evicting.fetch_sub(1, Ordering::AcqRel);
@@ -223,6 +235,7 @@ fn evict<D>(pool: &Pool<D>, since: Instant) -> bool {
 fn serve_connection<D: Dispatch>(
     pool: &Pool<D>,
     mut stream: TcpStream,
+    ticket: Option<Ticket>,
     evicted: &mut bool,
 ) -> CloseReason {
     let service = &pool.service;
@@ -231,6 +244,7 @@ fn serve_connection<D: Dispatch>(
     }
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::new(service.options());
+    conn.set_ticket(ticket);
     let mut buf = vec![0u8; 16 * 1024];
     let reason = loop {
         let close = conn.answer_all(service);
@@ -239,6 +253,9 @@ fn serve_connection<D: Dispatch>(
         }
         if close {
             break conn.close_reason();
+        }
+        if conn.held() {
+            continue; // requests wait behind the output just written: answer them first
         }
         if let Some(since) = conn.idle_since() {
             if service.draining() {
@@ -259,7 +276,15 @@ fn serve_connection<D: Dispatch>(
             Err(_) => return CloseReason::Io,
         }
     };
-    linger(&mut stream, &mut buf);
+    // The lingering close (up to LINGER) happens off the worker when a thread can be had:
+    // a flood of requests refused at their head (401, then close) would otherwise hold
+    // every worker for LINGER each.
+    if pool.lingering.fetch_add(1, Ordering::AcqRel) < MAX_REFUSING {
+        linger_aside(stream, &pool.lingering);
+    } else {
+        pool.lingering.fetch_sub(1, Ordering::AcqRel);
+        linger(&mut stream, &mut buf);
+    }
     reason
 }
 

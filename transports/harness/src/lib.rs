@@ -135,6 +135,19 @@ impl<D: Dispatch> Harness<D> {
                     let resp = req.with_core(|r| self.server.handle(r, &env));
                     conn.encode_response(&resp, self.clock, written);
                 }
+                // Decided from the head, as the socket adapters do (dunning-runtime); a
+                // refusal takes a request number like any answer.
+                Output::Head(req) => {
+                    let mut env = Env::fixed(self.clock, self.counter);
+                    env.load = self.load;
+                    match req.with_core(|r| self.server.check_head(r, &env)) {
+                        Some(resp) => {
+                            self.counter += 1;
+                            conn.refuse(&resp);
+                        }
+                        None => conn.admit(req),
+                    }
+                }
                 Output::Transmit(bytes) => written.extend_from_slice(&bytes),
                 Output::Close => return true,
             }

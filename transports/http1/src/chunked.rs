@@ -12,8 +12,8 @@ pub(crate) enum ChunkedDecoder {
     Size {
         size: u64,
         digits: u8,
-        /// Extension bytes so far and whether its `;` was seen (`None`: still in digits).
-        ext: Option<(usize, bool)>,
+        /// The extension so far (`None`: still in digits).
+        ext: Option<Ext>,
         cr: bool,
     },
     /// In chunk data.
@@ -28,6 +28,24 @@ pub(crate) enum ChunkedDecoder {
         in_value: bool,
         cr: bool,
     },
+}
+
+/// Where a chunk extension is: its length so far, whether its `;` was seen, and whether
+/// a quoted string is open (a line may not end inside one: RFC 9112 §7.1.1, RFC 9110
+/// §5.6.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ext {
+    len: usize,
+    semicolon: bool,
+    quote: Quote,
+}
+
+/// Inside a chunk extension: outside quotes, in a quoted string, or after its backslash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Quote {
+    Out,
+    In,
+    Escape,
 }
 
 impl Default for ChunkedDecoder {
@@ -117,7 +135,9 @@ impl ChunkedDecoder {
                 match (b, ext.as_mut()) {
                     (b'\n', _) => return Err(CodecError::BareLf),
                     (b'\r', _) if *digits == 0 => return Err(CodecError::InvalidChunkSize),
-                    (b'\r', Some((_, false))) => return Err(CodecError::InvalidChunkExtension),
+                    (b'\r', Some(e)) if !e.semicolon || e.quote != Quote::Out => {
+                        return Err(CodecError::InvalidChunkExtension);
+                    }
                     (b'\r', _) => *cr = true,
                     (_, None) => match hex(b) {
                         Some(v) => {
@@ -131,23 +151,34 @@ impl ChunkedDecoder {
                             if limits.max_chunk_ext == 0 {
                                 return Err(CodecError::ChunkExtensionTooLong);
                             }
-                            *ext = Some((1, b == b';'));
+                            *ext = Some(Ext {
+                                len: 1,
+                                semicolon: b == b';',
+                                quote: Quote::Out,
+                            });
                         }
                         None => return Err(CodecError::InvalidChunkSize),
                     },
-                    (_, Some((len, semicolon))) => {
-                        *len += 1;
-                        if *len > limits.max_chunk_ext {
+                    (_, Some(e)) => {
+                        e.len += 1;
+                        if e.len > limits.max_chunk_ext {
                             return Err(CodecError::ChunkExtensionTooLong);
                         }
-                        if !*semicolon {
+                        if !e.semicolon {
                             match b {
                                 b' ' | b'\t' => {}
-                                b';' => *semicolon = true,
+                                b';' => e.semicolon = true,
                                 _ => return Err(CodecError::InvalidChunkExtension),
                             }
                         } else if !is_field_vchar(b) {
                             return Err(CodecError::InvalidChunkExtension);
+                        } else {
+                            e.quote = match (e.quote, b) {
+                                (Quote::Out, b'"') | (Quote::Escape, _) => Quote::In,
+                                (Quote::In, b'"') => Quote::Out,
+                                (Quote::In, b'\\') => Quote::Escape,
+                                (q, _) => q,
+                            };
                         }
                     }
                 }
@@ -278,6 +309,9 @@ mod tests {
             (b"5 x\r\n", CodecError::InvalidChunkExtension),
             (b"5 \r\n", CodecError::InvalidChunkExtension),
             (b"5;a\0\r\n", CodecError::InvalidChunkExtension),
+            (b"5;a=\"open\r\n", CodecError::InvalidChunkExtension),
+            (b"5;a=\"esc\\\"\r\n", CodecError::InvalidChunkExtension),
+            (b"5;a=\"x\\\r\n", CodecError::InvalidChunkExtension),
             (b"5\n", CodecError::BareLf),
             (b"5\rx", CodecError::BareCr),
             (b"5\r\nhelloXY", CodecError::MissingChunkCrlf),
@@ -297,6 +331,22 @@ mod tests {
                 Err(*want),
                 "{:?}",
                 String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    #[test]
+    fn quoted_extensions() {
+        let l = Limits::default();
+        for ok in [
+            &b"1;a=\"b c\"\r\nx\r\n0\r\n\r\n"[..],
+            b"1;a=\"q\\\"d\";b=\"\"\r\nx\r\n0\r\n\r\n",
+            b"1;a=b;c\r\nx\r\n0\r\n\r\n",
+        ] {
+            assert!(
+                run(ok, &l).0.unwrap().done,
+                "{:?}",
+                String::from_utf8_lossy(ok)
             );
         }
     }

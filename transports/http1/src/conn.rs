@@ -18,6 +18,14 @@ pub enum Output {
     /// A complete request: hand [`OwnedRequest::as_core`] to the core, then call
     /// [`Conn::encode_response`] with its response.
     Request(OwnedRequest),
+    /// A request head whose body has not been read yet (no byte of it buffered beyond
+    /// what arrived with the head). Decide from the head alone — authentication, origin,
+    /// limits — then either [`Conn::admit`] it (the body is read; `100 Continue` is sent
+    /// then, when asked for) or [`Conn::refuse`] it (the answer is sent, the connection
+    /// closes, the body is never buffered). A head whose whole `Content-Length` body
+    /// arrived with it, without `Expect: 100-continue`, is yielded as a complete
+    /// [`Output::Request`] instead: nothing is left to protect.
+    Head(OwnedRequest),
     /// Bytes the codec itself wants written: `HTTP/1.1 100 Continue`, or an error response
     /// it generated for a framing error (always followed by [`Output::Close`]).
     Transmit(Vec<u8>),
@@ -42,6 +50,12 @@ enum State {
     Chunked {
         request: OwnedRequest,
         decoder: ChunkedDecoder,
+    },
+    /// A head was yielded; waiting for [`Conn::admit`] or [`Conn::refuse`].
+    Gate {
+        body: BodyKind,
+        expect_continue: bool,
+        head: bool,
     },
     /// A request was yielded; waiting for its response.
     Awaiting {
@@ -128,6 +142,8 @@ impl Conn {
     /// Input after `Close`, or after [`Conn::handle_eof`], is ignored. While a request
     /// awaits its response, input is buffered up to the input cap (see the crate docs);
     /// beyond it the excess is dropped and the connection closes after that response.
+    /// While a head awaits [`Conn::admit`] or [`Conn::refuse`], input is kept whole
+    /// (don't read then: its body is what the gate protects).
     pub fn handle_input(&mut self, mut bytes: &[u8]) {
         if self.eof {
             return;
@@ -137,6 +153,12 @@ impl Conn {
             let room = cap.saturating_sub(self.input.len());
             match &self.state {
                 State::Closed => return,
+                // Kept whole: an adapter does not read while a head waits, so this is only
+                // what came with the head, or a test feeding everything at once.
+                State::Gate { .. } => {
+                    self.input.extend(bytes);
+                    return;
+                }
                 State::Awaiting { .. } => {
                     let take = room.min(bytes.len());
                     self.input.extend(&bytes[..take]);
@@ -221,7 +243,11 @@ impl Conn {
     /// Whether reading more from the socket is useful now: false while a request awaits its
     /// response, after EOF, and once closing.
     pub fn wants_input(&self) -> bool {
-        !self.eof && !matches!(self.state, State::Awaiting { .. } | State::Closed)
+        !self.eof
+            && !matches!(
+                self.state,
+                State::Awaiting { .. } | State::Gate { .. } | State::Closed
+            )
     }
 
     /// The framing error that closed the connection, if any (for logging).
@@ -243,7 +269,7 @@ impl Conn {
                 State::Head(scanner) => self.step_head(scanner),
                 State::Body { request, remaining } => self.step_body(request, remaining),
                 State::Chunked { request, decoder } => self.step_chunked(request, decoder),
-                other @ (State::Awaiting { .. } | State::Closed) => {
+                other @ (State::Awaiting { .. } | State::Gate { .. } | State::Closed) => {
                     self.state = other;
                     return;
                 }
@@ -270,24 +296,96 @@ impl Conn {
         };
         let head = head::parse(self.input.bytes(), &scanned)?;
         self.input.consume(scanned.len);
-        let next = match head.body {
+        match head.body {
             BodyKind::None => return Ok(Some(self.yield_request(head.request))),
             BodyKind::Length(n) if n > self.limits.max_body as u64 => {
                 return Err(CodecError::BodyTooLarge);
             }
-            BodyKind::Length(remaining) => State::Body {
-                request: head.request,
-                remaining,
-            },
+            // The whole body came with the head: nothing left to protect by a gate.
+            BodyKind::Length(n) if !head.expect_continue && self.input.len() as u64 >= n => {
+                return Ok(Some(Self::body_state(head.request, head.body)));
+            }
+            _ => {}
+        }
+        let is_head = head.request.is_head();
+        self.out.push_back(Output::Head(head.request));
+        Ok(Some(State::Gate {
+            body: head.body,
+            expect_continue: head.expect_continue,
+            head: is_head,
+        }))
+    }
+
+    /// The state that reads a body framed as `body` into `request`.
+    fn body_state(request: OwnedRequest, body: BodyKind) -> State {
+        match body {
             BodyKind::Chunked => State::Chunked {
-                request: head.request,
+                request,
                 decoder: ChunkedDecoder::default(),
             },
+            BodyKind::Length(remaining) => State::Body { request, remaining },
+            BodyKind::None => State::Body {
+                request,
+                remaining: 0,
+            },
+        }
+    }
+
+    /// Lets the body of the head last yielded as [`Output::Head`] be read: queues
+    /// `100 Continue` when the client asked for it, then reads what is buffered. Then
+    /// drain [`Conn::poll_output`]. Without a head waiting, does nothing.
+    pub fn admit(&mut self, request: OwnedRequest) {
+        let State::Gate {
+            body,
+            expect_continue,
+            ..
+        } = self.state
+        else {
+            return;
         };
-        if head.expect_continue {
+        let mut request = request;
+        if let BodyKind::Length(n) = body {
+            // Admitted, and within the limit: one allocation of the declared size rather
+            // than doublings that may hold up to twice the body.
+            let _ = request
+                .body_mut()
+                .try_reserve_exact(usize::try_from(n).unwrap_or(0));
+        }
+        if expect_continue {
             self.out.push_back(Output::Transmit(CONTINUE.to_vec()));
         }
-        Ok(Some(next))
+        self.state = Self::body_state(request, body);
+        self.progress();
+    }
+
+    /// Answers the head last yielded as [`Output::Head`] (or the request whose body is
+    /// being read) with `resp` and closes: the response is queued as
+    /// [`Output::Transmit`] with `Connection: close`, then [`Output::Close`]; input
+    /// still buffered is dropped. Then drain [`Conn::poll_output`]. In any other state,
+    /// does nothing.
+    pub fn refuse(&mut self, resp: &Response) {
+        let head = match &self.state {
+            State::Gate { head, .. } => *head,
+            State::Body { request, .. } | State::Chunked { request, .. } => request.is_head(),
+            _ => return,
+        };
+        let mut bytes = Vec::new();
+        let framing = Framing {
+            close: true,
+            head,
+            ..Framing::default()
+        };
+        encode_framed(resp, self.now, framing, &mut bytes);
+        self.out.push_back(Output::Transmit(bytes));
+        self.close();
+    }
+
+    /// Body bytes read so far into the request being received (0 in other states).
+    pub fn body_received(&self) -> usize {
+        match &self.state {
+            State::Body { request, .. } | State::Chunked { request, .. } => request.body().len(),
+            _ => 0,
+        }
     }
 
     fn step_body(

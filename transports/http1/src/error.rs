@@ -41,6 +41,8 @@ pub enum CodecError {
     InvalidHeaderValue,
     /// More than one `Host` field.
     MultipleHost,
+    /// An HTTP/1.1 request without `Host` (RFC 9112 §3.2).
+    MissingHost,
     /// Both `Content-Length` and `Transfer-Encoding`.
     ContentLengthWithTransferEncoding,
     /// `Content-Length` values that are not all identical.
@@ -91,6 +93,7 @@ impl CodecError {
             | Self::InvalidHeaderName
             | Self::InvalidHeaderValue
             | Self::MultipleHost
+            | Self::MissingHost
             | Self::ContentLengthWithTransferEncoding
             | Self::ConflictingContentLength
             | Self::InvalidContentLength
@@ -122,6 +125,7 @@ impl CodecError {
             Self::InvalidHeaderName => "invalid header name",
             Self::InvalidHeaderValue => "invalid header value",
             Self::MultipleHost => "multiple Host headers",
+            Self::MissingHost => "missing Host header",
             Self::ContentLengthWithTransferEncoding => "Content-Length with Transfer-Encoding",
             Self::ConflictingContentLength => "conflicting Content-Length",
             Self::InvalidContentLength => "invalid Content-Length",

@@ -66,6 +66,8 @@ fn drain(
                 events.push(Event::Request(req));
                 events.push(Event::Response(out));
             }
+            // Heads are admitted: the events are those of a codec without the gate.
+            Output::Head(req) => conn.admit(req),
             Output::Transmit(bytes) => events.push(Event::Transmit(bytes)),
             Output::Close => {
                 events.push(Event::Close);

@@ -148,12 +148,19 @@ pub(crate) fn parse(buf: &[u8], scanned: &Scanned) -> Result<Head, CodecError> {
         f.add(h.name, h.value)?;
     }
     let body = f.body(version)?;
+    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without `Host`.
+    if version == 1 && f.hosts == 0 {
+        return Err(CodecError::MissingHost);
+    }
     let keep_alive = match version {
         0 => f.keep_alive && !f.close,
         _ => !f.close,
     };
     let expect_continue = f.expect_continue && version == 1 && body != BodyKind::None;
-    let request = OwnedRequest::new(method, target, version, req.headers, keep_alive);
+    let mut request = OwnedRequest::new(method, target, version, req.headers, keep_alive);
+    if let BodyKind::Length(n) = body {
+        request.set_declared(n);
+    }
     Ok(Head {
         request,
         body,

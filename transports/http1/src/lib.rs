@@ -16,6 +16,11 @@
 //!    * [`Output::Request`]: hand [`OwnedRequest::as_core`] to the core, then call
 //!      [`Conn::encode_response`] with its response, write the bytes it appended, and
 //!      **drain again** (encoding a response lets the codec parse the next pipelined request);
+//!    * [`Output::Head`]: a head whose body is not read yet. Decide from the head alone
+//!      (the core's `Server::check_head`: path, method, `Origin`, authentication, load),
+//!      then [`Conn::admit`] it (the body is read; `100 Continue` goes out now) or
+//!      [`Conn::refuse`] it with the answer (sent with `Connection: close`; the body is
+//!      never buffered), and **drain again**. Do not read from the socket meanwhile;
 //!    * [`Output::Close`]: flush everything already produced, then close the socket. After
 //!      `Close` the connection yields nothing more.
 //! 3. Go back to 1 when [`Conn::wants_input`] is true.
@@ -37,6 +42,7 @@
 //!             let resp = Response::json(http::StatusCode::OK, request.body.to_vec());
 //!             conn.encode_response(&resp, now, &mut wire);
 //!         }
+//!         Output::Head(head) => conn.admit(head), // or conn.refuse(&answer)
 //!         Output::Transmit(bytes) => wire.extend_from_slice(&bytes),
 //!         Output::Close => break, // flush `wire`, then close the socket
 //!     }
@@ -56,10 +62,10 @@
 //! ```text
 //!          +--------------------------- encode_response (keep-alive) ----------------+
 //!          v                                                                         |
-//!   [Head] --head complete, no body------------------------------> [Awaiting] -------+
-//!     |  \--Content-Length n--> [Body n] --n bytes read----------->     ^     \
-//!     |   \-chunked-----------> [Chunked] --last chunk + trailers-------+      encode_response
-//!     |                                                                         (close)
+//!   [Head] --head complete, no body (or whole CL body buffered)--> [Awaiting] -------+
+//!     |  \--body to come--> [Gate] --admit--> [Body n] --n bytes-->     ^     \
+//!     |                       |          \--> [Chunked] --last chunk-----+      encode_response
+//!     |                       +--refuse: Transmit(answer) + Close               (close)
 //!     +-- framing error (any state): Transmit(error) + Close ----> [Closed] <------+
 //!     +-- EOF before a complete request: Close ------------------> [Closed]
 //! ```
@@ -67,6 +73,10 @@
 //! * **Head**: bytes are scanned once, incrementally (no quadratic rescans on byte-wise
 //!   input), for bare CR/LF, NUL, obs-fold and the size limits; a complete head is then
 //!   parsed by httparse and its framing headers are checked.
+//! * **Gate**: the head was yielded as [`Output::Head`]; nothing of the body is read until
+//!   [`Conn::admit`]. Heads whose whole `Content-Length` body came with them (no
+//!   `Expect: 100-continue`) skip it: that memory is already spent, and the core decides
+//!   the same refusals with the same bytes from the complete request.
 //! * **Body / Chunked**: the body is de-framed straight into the request; the input buffer
 //!   only ever holds an incomplete line.
 //! * **Awaiting**: the request was yielded; input arriving now is buffered unparsed, at most
@@ -95,14 +105,17 @@
 //!   HTTP/1.0 request is `400`.
 //! * Header lines starting with SP/HTAB (obs-fold), whitespace between a field name and the
 //!   colon, NUL or bare CR anywhere, invalid tokens and more than one `Host` field are `400`.
-//!   A missing `Host` is tolerated (left to the core). Non-ASCII request targets are `400`.
+//!   An HTTP/1.1 request without `Host` is `400` (RFC 9112 §3.2); HTTP/1.0 may omit it.
+//!   Non-ASCII request targets are `400`.
 //! * Chunk sizes: 1 to 16 hex digits, extensions (from the first byte after the size to the
 //!   CR) at most [`Limits::max_chunk_ext`] bytes, only `*(SP/HTAB) ";" ...` with visible
-//!   characters; data must be followed by CRLF. Trailers are validated as field lines and
+//!   characters, and no quoted string left open at the line end (`;a="x` is `400`); data
+//!   must be followed by CRLF. Trailers are validated as field lines and
 //!   ignored.
 //! * `Expect: 100-continue` (HTTP/1.1, with a non-empty body) makes the codec emit
-//!   `HTTP/1.1 100 Continue` before reading the body, unless the declared length is already
-//!   over the limit (then `413` directly). Other expectations are ignored.
+//!   `HTTP/1.1 100 Continue` when the head is admitted ([`Conn::admit`]), before reading
+//!   the body; never for a refused head, and not when the declared length is already over
+//!   the limit (then `413` directly). Other expectations are ignored.
 //!
 //! ## Limits ([`Limits`])
 //!

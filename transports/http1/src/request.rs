@@ -21,6 +21,8 @@ pub struct OwnedRequest {
     body: Vec<u8>,
     version: u8,
     keep_alive: bool,
+    /// The `Content-Length` the head declared (`None`: chunked, or no body).
+    declared: Option<u64>,
 }
 
 impl OwnedRequest {
@@ -58,7 +60,20 @@ impl OwnedRequest {
             body: Vec::new(),
             version,
             keep_alive,
+            declared: None,
         }
+    }
+
+    /// Records the body length the head declared.
+    pub(crate) fn set_declared(&mut self, n: u64) {
+        self.declared = Some(n);
+    }
+
+    /// The body length declared by `Content-Length` (validated by the codec, within
+    /// [`crate::Limits::max_body`]); `None` for a chunked body or none at all. What a
+    /// caller deciding from the head (see [`crate::Output::Head`]) may budget for.
+    pub fn declared_length(&self) -> Option<u64> {
+        self.declared
     }
 
     /// The body under construction.

@@ -10,7 +10,9 @@
 //!                           lingering close like any other)
 //!     connection event   -> drive: write pending output (WouldBlock: add WRITABLE interest,
 //!                           stop reading = backpressure); read up to READS_PER_TURN times,
-//!                           answering every request inline; Close -> lingering close
+//!                           answering every request (and deciding every head) inline,
+//!                           no more than Options::max_pending_output ahead of the
+//!                           peer; Close -> lingering close
 //!     every TICK         -> sweep deadlines (header/idle timeouts); when draining, close idle
 //! }
 //! ```
@@ -183,12 +185,12 @@ fn accept<D: Dispatch>(
     conns: &mut Slab<Entry>,
 ) -> bool {
     loop {
-        let mut stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (mut stream, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return e.kind() != io::ErrorKind::WouldBlock,
         };
-        let slot = service.open_connection();
+        let mut slot = service.open_connection_from(peer.ip());
         let mut linger = None;
         if slot.is_none() {
             service.refused();
@@ -215,9 +217,11 @@ fn accept<D: Dispatch>(
         {
             continue; // the slot is dropped: uncounted
         }
+        let mut conn = Connection::new(service.options());
+        conn.set_ticket(slot.as_mut().and_then(ConnectionSlot::take_ticket));
         entry.insert(Entry {
             stream,
-            conn: Connection::new(service.options()),
+            conn,
             slot,
             interest: Interest::READABLE,
             linger,
@@ -248,6 +252,9 @@ fn drive<D: Dispatch>(entry: &mut Entry, service: &Service<D>, buf: &mut [u8]) -
             }
             entry.linger = Some((Instant::now() + LINGER, 0));
             return discard(entry, buf);
+        }
+        if entry.conn.held() {
+            continue; // requests wait behind the output just written: answer them first
         }
         match entry.stream.read(buf) {
             Ok(0) => entry.conn.received_eof(),

@@ -8,10 +8,12 @@ use dunning_core::Response;
 use dunning_core::dispatch::Dispatch;
 use dunning_http1::{Conn, Output, OwnedRequest};
 
+use crate::budget::Lease;
 use crate::env::EnvSource;
 use crate::observer::CloseReason;
 use crate::options::Options;
 use crate::service::Service;
+use crate::service::Ticket;
 
 /// What the adapter does next, from [`Connection::poll`].
 #[derive(Debug)]
@@ -19,7 +21,11 @@ use crate::service::Service;
 pub enum Next {
     /// Answer this request ([`Service::handle`]), then call [`Connection::respond`].
     Request(OwnedRequest),
-    /// Write [`Connection::output`], then read more (by [`Connection::deadline`]).
+    /// Decide on this head before its body is read ([`Service::check_head`]), then call
+    /// [`Connection::admit`]. Like a request, it may block (authentication).
+    Head(OwnedRequest),
+    /// Write [`Connection::output`], then read more (by [`Connection::deadline`]) — unless
+    /// [`Connection::held`]: then poll again once the output is written, without reading.
     Read,
     /// Write [`Connection::output`], then close the connection.
     Close,
@@ -32,10 +38,29 @@ enum Phase {
     Idle(Instant),
     /// A request head is arriving: its first byte came then.
     Head(Instant, HeadEnd),
-    /// The head is complete, the body is arriving: last progress then.
-    Body(Instant),
+    /// The head is complete, the body is arriving.
+    Body(BodyClock),
     /// A request is with the core.
     Handling,
+}
+
+/// The clocks of a body being read: since when (head complete or admitted), last
+/// progress, and how many bytes arrived since.
+#[derive(Clone, Copy, Debug)]
+struct BodyClock {
+    start: Instant,
+    last: Instant,
+    bytes: u64,
+}
+
+impl BodyClock {
+    fn new(now: Instant) -> Self {
+        Self {
+            start: now,
+            last: now,
+            bytes: 0,
+        }
+    }
 }
 
 /// Spots the end of a request head (the first CRLFCRLF after a non-empty line) in the bytes
@@ -79,20 +104,38 @@ const KEEP_OUTPUT: usize = 4096;
 /// [`Connection::received`] and writes [`Connection::output`].
 ///
 /// Deadlines ([`Connection::deadline`]): a request head must be complete
-/// [`Options::header_read_timeout`] after its first byte; otherwise the connection must make
-/// progress every [`Options::idle_timeout`] (idle between requests, in a body, or writing).
-/// No deadline runs while a request is with the core. Bytes of a pipelined request that
-/// arrived with the previous one count as idle until more arrive (a small, bounded leniency).
+/// [`Options::header_read_timeout`] after its first byte; a body
+/// [`Options::body_read_timeout`] after its head, at no less than
+/// [`Options::min_body_rate`] on average (after [`crate::BODY_RATE_GRACE`]); otherwise the
+/// connection must make progress every [`Options::idle_timeout`] (idle between requests,
+/// in a body, or writing). No deadline runs while a request or a head is with the core.
+/// Bytes of a pipelined request that arrived with the previous one count as idle until
+/// more arrive (a small, bounded leniency).
+///
+/// Memory: no body byte is read before its head was admitted (see [`Next::Head`]); an
+/// admitted body holds a lease on the service's [`Options::max_body_buffer`]; and no
+/// further pipelined request is answered while more than [`Options::max_pending_output`]
+/// bytes wait to be written ([`Connection::held`]).
 pub struct Connection {
     codec: Conn,
     env: Arc<dyn EnvSource>,
     out: Vec<u8>,
+    /// This connection's lease on the service's body budget (while a body is read and
+    /// until its request is answered).
+    lease: Option<Lease>,
+    /// Counted as unauthenticated for its peer until a request passes authentication.
+    ticket: Option<Ticket>,
+    /// Requests wait in the codec behind unsent output.
+    held: bool,
     /// When the pending output last made progress (or was queued).
     write_since: Option<Instant>,
     phase: Phase,
     closing: bool,
     header_timeout: Duration,
     idle_timeout: Duration,
+    body_timeout: Duration,
+    min_body_rate: u64,
+    max_output: usize,
 }
 
 impl Connection {
@@ -102,11 +145,17 @@ impl Connection {
             codec: Conn::new(opts.limits),
             env: Arc::clone(&opts.env),
             out: Vec::new(),
+            lease: None,
+            ticket: None,
+            held: false,
             write_since: None,
             phase: Phase::Idle(Instant::now()),
             closing: false,
             header_timeout: opts.header_read_timeout,
             idle_timeout: opts.idle_timeout,
+            body_timeout: opts.body_read_timeout,
+            min_body_rate: opts.min_body_rate,
+            max_output: opts.max_pending_output,
         }
     }
 
@@ -119,17 +168,28 @@ impl Connection {
         self.phase = match self.phase {
             Phase::Idle(_) => Self::head(now, HeadEnd::default(), bytes, now),
             Phase::Head(since, scan) => Self::head(since, scan, bytes, now),
-            Phase::Body(_) => Phase::Body(now),
+            Phase::Body(clock) => Phase::Body(BodyClock {
+                last: now,
+                bytes: clock.bytes.saturating_add(bytes.len() as u64),
+                ..clock
+            }),
             Phase::Handling => Phase::Handling,
         };
         self.codec.set_now(self.env.now());
         self.codec.handle_input(bytes);
+        // A chunked body leases as it grows; past the budget it is refused mid-way.
+        if let Some(lease) = &mut self.lease {
+            if !lease.cover(self.codec.body_received()) {
+                self.lease = None;
+                self.codec.refuse(&crate::service::unavailable());
+            }
+        }
     }
 
     /// The phase after head bytes: still the head, or the body from `now` on.
     fn head(since: Instant, mut scan: HeadEnd, bytes: &[u8], now: Instant) -> Phase {
         if scan.feed(bytes) {
-            Phase::Body(now)
+            Phase::Body(BodyClock::new(now))
         } else {
             Phase::Head(since, scan)
         }
@@ -146,12 +206,25 @@ impl Connection {
         if self.closing {
             return Next::Close;
         }
-        while let Some(out) = self.codec.poll_output() {
+        loop {
+            // Backpressure: a peer that pipelines requests without reading the answers
+            // gets no more answers (and no more reads) past the output bound.
+            self.held = self.out.len() >= self.max_output;
+            if self.held {
+                return Next::Read;
+            }
+            let Some(out) = self.codec.poll_output() else {
+                return Next::Read;
+            };
             match out {
                 Output::Transmit(bytes) => self.queue(&bytes),
                 Output::Request(req) => {
                     self.phase = Phase::Handling;
                     return Next::Request(req);
+                }
+                Output::Head(req) => {
+                    self.phase = Phase::Handling;
+                    return Next::Head(req);
                 }
                 Output::Close => {
                     self.closing = true;
@@ -159,7 +232,38 @@ impl Connection {
                 }
             }
         }
-        Next::Read
+    }
+
+    /// Counts this connection as unauthenticated for its peer
+    /// ([`Service::open_connection_from`]) until the core authenticates one of its
+    /// requests (its answer names the caller's organization): `/healthz` or a `401` do
+    /// not count.
+    pub fn set_ticket(&mut self, ticket: Option<Ticket>) {
+        self.ticket = ticket;
+    }
+
+    /// Whether requests wait behind more than [`Options::max_pending_output`] unsent
+    /// bytes: after [`Next::Read`], write the output and poll again before reading.
+    pub fn held(&self) -> bool {
+        self.held
+    }
+
+    /// Applies the decision on the head last polled ([`Next::Head`]): read its body under
+    /// the lease, or send the refusal and close. Then poll again.
+    pub fn admit(&mut self, head: OwnedRequest, admission: Admission) {
+        let now = Instant::now();
+        match admission {
+            Admission::Admit(lease) => {
+                self.lease = Some(lease);
+                self.phase = Phase::Body(BodyClock::new(now));
+                self.codec.admit(head);
+            }
+            Admission::Refuse(resp) => {
+                self.phase = Phase::Idle(now);
+                self.codec.set_now(self.env.now());
+                self.codec.refuse(&resp);
+            }
+        }
     }
 
     /// Encodes the core's answer to the request last polled (framing and `Date` by the
@@ -172,6 +276,10 @@ impl Connection {
         self.codec
             .encode_response(resp, self.env.now(), &mut self.out);
         self.phase = Phase::Idle(now);
+        self.lease = None;
+        if resp.log.organization.is_some() {
+            self.ticket = None; // the core authenticated the caller
+        }
     }
 
     /// Answers every request the codec yields, calling the core inline through `service`.
@@ -182,6 +290,10 @@ impl Connection {
                 Next::Request(req) => {
                     let resp = service.handle(&req);
                     self.respond(&resp);
+                }
+                Next::Head(head) => {
+                    let admission = service.check_head(&head);
+                    self.admit(head, admission);
                 }
                 Next::Read => return false,
                 Next::Close => return true,
@@ -225,9 +337,26 @@ impl Connection {
             return Some(since + self.idle_timeout);
         }
         match self.phase {
-            Phase::Idle(since) | Phase::Body(since) => Some(since + self.idle_timeout),
+            Phase::Idle(since) => Some(since + self.idle_timeout),
+            Phase::Body(clock) => Some(self.body_deadline(clock).0),
             Phase::Head(since, _) => Some(since + self.header_timeout),
             Phase::Handling => None,
+        }
+    }
+
+    /// The earliest of a body's deadlines, and whether it is the idle one.
+    fn body_deadline(&self, c: BodyClock) -> (Instant, bool) {
+        let idle = c.last + self.idle_timeout;
+        let mut total = c.start + self.body_timeout;
+        // `min_body_rate` 0: no minimum.
+        if let Some(ms) = c.bytes.saturating_mul(1000).checked_div(self.min_body_rate) {
+            let earned = Duration::from_millis(ms);
+            total = total.min(c.start + crate::BODY_RATE_GRACE + earned);
+        }
+        if idle <= total {
+            (idle, true)
+        } else {
+            (total, false)
         }
     }
 
@@ -239,6 +368,7 @@ impl Connection {
         }
         Some(match (self.write_since, self.phase) {
             (None, Phase::Head(..)) => CloseReason::HeaderTimeout,
+            (None, Phase::Body(c)) if !self.body_deadline(c).1 => CloseReason::BodyTimeout,
             _ => CloseReason::IdleTimeout,
         })
     }
@@ -273,8 +403,20 @@ impl std::fmt::Debug for Connection {
             .field("phase", &self.phase)
             .field("pending", &self.out.len())
             .field("closing", &self.closing)
+            .field("held", &self.held)
+            .field("leased", &self.lease.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// What [`Service::check_head`] decided for a head ([`Connection::admit`] applies it).
+#[derive(Debug)]
+#[must_use]
+pub enum Admission {
+    /// Read the body, holding this lease on the body budget.
+    Admit(Lease),
+    /// Send this answer and close; the body is never read.
+    Refuse(Response),
 }
 
 #[cfg(test)]

@@ -17,7 +17,15 @@
 //!   request and reports it.
 //! * [`Connection`]: one TCP connection's codec, output buffer and deadlines: "answer every
 //!   request the codec yields" ([`Connection::answer_all`], or [`Connection::poll`] +
-//!   [`Connection::respond`] when the core runs on another thread).
+//!   [`Connection::respond`] when the core runs on another thread). A request whose body is
+//!   still to come is first polled as [`Next::Head`]: [`Service::check_head`] decides on it
+//!   (authentication, `Origin`, path, method, load, and a lease on the service's body
+//!   budget) and [`Connection::admit`] applies the [`Admission`] — the body is read only
+//!   after the head passed.
+//! * Hostile load ([`Options`]): header, body (total and minimum rate) and idle deadlines;
+//!   caps on connections, on unauthenticated connections per address
+//!   ([`Service::open_connection_from`]), on body bytes in flight (`503` past it) and on
+//!   unsent output per connection ([`Connection::held`]).
 //! * [`CAP_RESPONSE`]: the `503` written to a connection refused over
 //!   [`Options::max_connections`].
 //!
@@ -54,17 +62,19 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod budget;
 mod connection;
 mod env;
 mod observer;
 mod options;
 mod service;
 
-pub use connection::{Connection, Next};
+pub use budget::Lease;
+pub use connection::{Admission, Connection, Next};
 pub use env::{EnvSource, FixedEnv, SystemClock, SystemEnv, request_id};
 pub use observer::{CloseReason, NoopObserver, Observer};
 pub use options::Options;
-pub use service::{ConnectionSlot, Service};
+pub use service::{ConnectionSlot, Service, Ticket};
 
 /// The body of [`CAP_RESPONSE`]: the core's JSON-RPC "Service unavailable" error.
 pub const CAP_BODY: &str =
@@ -81,6 +91,10 @@ Content-Length: 83\r\n\
 Connection: close\r\n\
 \r\n\
 {\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-31503,\"message\":\"Service unavailable\"}}";
+
+/// How long a body may take before [`Options::min_body_rate`] applies (its first bytes may
+/// be slow: TCP slow start, a client assembling its payload).
+pub const BODY_RATE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How often adapters without a timer wheel wake up to check deadlines and the shutdown
 /// flag (the blocking adapter's read timeout, the mio adapter's poll timeout).

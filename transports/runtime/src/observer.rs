@@ -17,6 +17,10 @@ pub enum CloseReason {
     /// No progress within [`Options::idle_timeout`](crate::Options) (between requests, in a
     /// body, or writing to a peer that does not read).
     IdleTimeout,
+    /// A request body was not complete within
+    /// [`Options::body_read_timeout`](crate::Options), or arrived slower than
+    /// [`Options::min_body_rate`](crate::Options).
+    BodyTimeout,
     /// Closed while idle because the server is draining (or, in the blocking adapter,
     /// because accepted connections wait for its worker).
     Drain,

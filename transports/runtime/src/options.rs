@@ -17,6 +17,30 @@ pub struct Options {
     /// How long a connection may make no progress: idle between requests, stalled in a
     /// body, or not reading our response. Default 60 s.
     pub idle_timeout: Duration,
+    /// A request body must be complete this long after its head was admitted, however
+    /// steadily it trickles (the idle timeout alone restarts with every byte); otherwise
+    /// the connection is cut (silently, like the header deadline). Default 30 s.
+    pub body_read_timeout: Duration,
+    /// Slowest average a body may arrive at, in bytes per second, once
+    /// [`crate::BODY_RATE_GRACE`] has passed since its head was admitted: a body of `n`
+    /// bytes so far must have started less than `grace + n / rate` ago. `0` disables it.
+    /// Default 1,024.
+    pub min_body_rate: u64,
+    /// Most bytes held in request bodies at once, over every connection of the service.
+    /// A `Content-Length` body reserves its declared size when its head is admitted, a
+    /// chunked one as it arrives; past the cap the request is answered `503` with
+    /// `Retry-After: 1` (at the head: the body is never read). Default 128 MiB.
+    pub max_body_buffer: usize,
+    /// Most connections from one peer address that have not authenticated yet (no request
+    /// of theirs passed authentication): one more is refused like one over
+    /// [`Options::max_connections`]. It bounds what one address can hold with partial
+    /// heads reopened before the header deadline, or token-less requests. `0` disables
+    /// it. Default 256 (behind a proxy every client shares its address: raise it, or
+    /// cap at the proxy).
+    pub max_unauthenticated_per_ip: usize,
+    /// Most response bytes a connection keeps unsent: past it, no further pipelined request
+    /// is answered (nor more input read) until the peer has read some. Default 1 MiB.
+    pub max_pending_output: usize,
     /// Most connections served at once; one more is answered [`crate::CAP_RESPONSE`] and
     /// closed. Default 10,000.
     pub max_connections: usize,
@@ -40,6 +64,11 @@ impl Default for Options {
         Self {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
+            body_read_timeout: Duration::from_secs(30),
+            min_body_rate: 1024,
+            max_body_buffer: 128 * 1024 * 1024,
+            max_pending_output: 1024 * 1024,
+            max_unauthenticated_per_ip: 256,
             max_connections: 10_000,
             max_in_flight: 256,
             drain_timeout: Duration::from_secs(10),
@@ -55,6 +84,14 @@ impl fmt::Debug for Options {
         f.debug_struct("Options")
             .field("header_read_timeout", &self.header_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("min_body_rate", &self.min_body_rate)
+            .field("max_body_buffer", &self.max_body_buffer)
+            .field("max_pending_output", &self.max_pending_output)
+            .field(
+                "max_unauthenticated_per_ip",
+                &self.max_unauthenticated_per_ip,
+            )
             .field("max_connections", &self.max_connections)
             .field("max_in_flight", &self.max_in_flight)
             .field("drain_timeout", &self.drain_timeout)

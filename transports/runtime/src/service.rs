@@ -1,15 +1,19 @@
 //! [`Service`]: the server shared by every connection, with the gauges that decide load.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use dunning_core::dispatch::Dispatch;
-use dunning_core::{Load, Response, Server, UnixTime};
+use dunning_core::{Env, Load, Response, Server, UnixTime};
 use dunning_http1::OwnedRequest;
 use http::{HeaderValue, StatusCode, header};
 
+use crate::budget::Budget;
+use crate::connection::Admission;
 use crate::observer::{CloseReason, Observer};
 use crate::options::Options;
 
@@ -28,6 +32,10 @@ pub struct Service<D> {
     opts: Options,
     observer: Arc<dyn Observer>,
     gauges: Arc<Gauges>,
+    /// Bytes held in request bodies, over every connection ([`Options::max_body_buffer`]).
+    budget: Arc<Budget>,
+    /// Connections per peer address that have not authenticated yet.
+    unauthenticated: Arc<PerIp>,
     /// [`Server::may_block`], asked once: it does not change while serving.
     may_block: bool,
 }
@@ -37,6 +45,8 @@ impl<D: Dispatch> Service<D> {
     pub fn new(server: Arc<Server<D>>, opts: Options, observer: Arc<dyn Observer>) -> Self {
         Self {
             may_block: server.may_block(),
+            budget: Budget::new(opts.max_body_buffer),
+            unauthenticated: Arc::default(),
             server,
             opts,
             observer,
@@ -77,7 +87,25 @@ impl<D: Dispatch> Service<D> {
             gauges: Arc::clone(&self.gauges),
             observer: Arc::clone(&self.observer),
             reason: CloseReason::Done,
+            ticket: None,
         })
+    }
+
+    /// [`Service::open_connection`] for a connection from `peer`, which also counts as
+    /// unauthenticated until one of its requests authenticates
+    /// ([`Options::max_unauthenticated_per_ip`]; `None` over either cap: refuse it as over
+    /// the connection cap). Hand [`ConnectionSlot::take_ticket`] to the
+    /// [`crate::Connection`] ([`crate::Connection::set_ticket`]), which gives it back
+    /// once a request of it passes authentication.
+    #[must_use]
+    pub fn open_connection_from(&self, peer: IpAddr) -> Option<ConnectionSlot> {
+        let ticket = match self.opts.max_unauthenticated_per_ip {
+            0 => None,
+            max => Some(self.unauthenticated.take(peer, max)?),
+        };
+        let mut slot = self.open_connection()?;
+        slot.ticket = ticket;
+        Some(slot)
     }
 
     /// Reports a connection refused over the cap.
@@ -88,6 +116,11 @@ impl<D: Dispatch> Service<D> {
     /// Open connections.
     pub fn connections(&self) -> usize {
         self.gauges.connections.load(Ordering::Acquire)
+    }
+
+    /// Bytes leased to request bodies right now ([`Options::max_body_buffer`]).
+    pub fn body_bytes(&self) -> usize {
+        self.budget.used()
     }
 
     /// Requests in the core right now.
@@ -153,6 +186,74 @@ impl<D: Dispatch> Service<D> {
     }
 }
 
+impl<D: Dispatch> Service<D> {
+    /// Decides on a request head before any byte of its body is read: the only way
+    /// adapters answer [`crate::Next::Head`].
+    ///
+    /// In order: a lease on the body budget for the declared length (a chunked body starts
+    /// at none and leases as it arrives); then [`Server::check_head`] — path, method,
+    /// `Origin`, authentication, then load: `Load::Draining` while draining,
+    /// `Load::Overloaded` when the lease could not be had — so a token-less head gets its
+    /// `401` even when the budget is spent, as §15 orders. Admitted: the body is read under
+    /// the lease. Refused: the answer is reported to the observer like any request's.
+    /// Blocks as long as authentication does (see [`Service::may_block`]).
+    pub fn check_head(&self, head: &OwnedRequest) -> Admission {
+        let declared = head
+            .declared_length()
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let lease = self.budget.lease(declared);
+        let load = if self.draining() {
+            Load::Draining
+        } else if lease.is_none() {
+            Load::Overloaded
+        } else {
+            Load::Normal
+        };
+        // The decision needs the clock and the load, not a request number: a head that
+        // passes takes none (its request takes one when complete).
+        let mut probe = Env::fixed(self.opts.env.now(), 0);
+        probe.load = load;
+        let decide = |env: &Env| {
+            catch_unwind(AssertUnwindSafe(|| {
+                head.with_core(|r| self.server.check_head(r, env))
+            }))
+        };
+        match (decide(&probe), lease) {
+            (Ok(None), Some(lease)) => return Admission::Admit(lease),
+            (Ok(None), None) => return Admission::Refuse(unavailable()),
+            _ => {}
+        }
+        // Refused: decide again under this request's own environment (its number goes
+        // into `/v1` error bodies and the log).
+        let env = self.opts.env.env(load);
+        self.observer.request_started(&env.request_id);
+        let start = Instant::now();
+        let resp = match decide(&env) {
+            Ok(Some(resp)) => resp,
+            Ok(None) => unavailable(),
+            Err(_) => Response::empty(StatusCode::INTERNAL_SERVER_ERROR),
+        };
+        self.observer.request_finished(
+            &env.request_id,
+            &resp.log,
+            resp.status.as_u16(),
+            start.elapsed(),
+        );
+        Admission::Refuse(resp)
+    }
+}
+
+/// The `503` of a body that does not fit the budget: the same bytes as
+/// [`crate::CAP_RESPONSE`] (the core's "Service unavailable", `Retry-After: 1`).
+pub(crate) fn unavailable() -> Response {
+    Response::json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        crate::CAP_BODY.as_bytes().to_vec(),
+    )
+    .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+    .with_header(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
+}
+
 /// Decrements the in-flight gauge when the request is done, however it ends.
 struct InFlight<'a>(&'a AtomicUsize);
 
@@ -162,15 +263,62 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// Unauthenticated connections per peer address.
+#[derive(Debug, Default)]
+struct PerIp(Mutex<HashMap<IpAddr, usize>>);
+
+impl PerIp {
+    /// Counts one more for `ip` if fewer than `max` are counted.
+    fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<Ticket> {
+        let mut map = self.0.lock().ok()?;
+        let n = map.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(Ticket {
+            per_ip: Arc::clone(self),
+            ip,
+        })
+    }
+}
+
+/// One unauthenticated connection counted against its peer address; uncounted when
+/// dropped (the connection authenticated, or ended).
+#[derive(Debug)]
+pub struct Ticket {
+    per_ip: Arc<PerIp>,
+    ip: IpAddr,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Ok(mut map) = self.per_ip.0.lock() {
+            if let Some(n) = map.get_mut(&self.ip) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(&self.ip);
+                }
+            }
+        }
+    }
+}
+
 /// One counted connection; dropping it uncounts it and reports
 /// [`Observer::connection_closed`] with the reason set last.
 pub struct ConnectionSlot {
     gauges: Arc<Gauges>,
     observer: Arc<dyn Observer>,
     reason: CloseReason,
+    ticket: Option<Ticket>,
 }
 
 impl ConnectionSlot {
+    /// The connection's count as unauthenticated, for its [`crate::Connection`].
+    pub fn take_ticket(&mut self) -> Option<Ticket> {
+        self.ticket.take()
+    }
+
     /// Records why the connection ends (default [`CloseReason::Done`]).
     pub fn set_reason(&mut self, reason: CloseReason) {
         self.reason = reason;

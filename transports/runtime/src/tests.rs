@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use dunning_core::{Response, UnixTime};
 use http::{HeaderValue, StatusCode, header};
 
-use crate::{CAP_BODY, CAP_RESPONSE, CloseReason, Connection, Next, Options};
+use crate::{Admission, CAP_BODY, CAP_RESPONSE, CloseReason, Connection, Next, Options};
 
 fn opts() -> Options {
     Options {
@@ -55,7 +55,7 @@ fn header_deadline_then_body_deadline() {
     let o = opts();
     let mut c = Connection::new(&o);
     let t0 = Instant::now();
-    c.received(b"POST / HTTP/1.1\r\nContent-Length: 5\r\n", t0);
+    c.received(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n", t0);
     assert!(matches!(c.poll(), Next::Read));
     assert_eq!(c.deadline(), Some(t0 + Duration::from_secs(1)));
     assert_eq!(
@@ -64,9 +64,16 @@ fn header_deadline_then_body_deadline() {
     );
     let t1 = t0 + Duration::from_millis(500);
     c.received(b"\r\nab", t1);
+    // The head is decided before the body is read; no deadline meanwhile.
+    let Next::Head(head) = c.poll() else {
+        panic!("a head")
+    };
+    assert_eq!(c.deadline(), None);
+    c.admit(head, Admission::Admit(lease(5)));
     assert!(matches!(c.poll(), Next::Read));
-    assert_eq!(c.deadline(), Some(t1 + Duration::from_secs(5)));
-    c.received(b"cde", t1);
+    let idle = c.deadline().unwrap();
+    assert!(idle <= Instant::now() + Duration::from_secs(5));
+    c.received(b"cde", Instant::now());
     let Next::Request(req) = c.poll() else {
         panic!("a complete request")
     };
@@ -81,11 +88,127 @@ fn header_deadline_then_body_deadline() {
     assert!(matches!(c.poll(), Next::Read));
 }
 
+/// A lease of `n` bytes on a budget of its own.
+fn lease(n: usize) -> crate::Lease {
+    crate::budget::Budget::new(n).lease(n).unwrap()
+}
+
+/// A connection whose body of 1,000 declared bytes was admitted at `t0` (about).
+fn admitted(o: &Options) -> (Connection, Instant) {
+    let mut c = Connection::new(o);
+    c.received(
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n",
+        Instant::now(),
+    );
+    let Next::Head(head) = c.poll() else {
+        panic!("a head")
+    };
+    let t0 = Instant::now();
+    c.admit(head, Admission::Admit(lease(1000)));
+    (c, t0)
+}
+
+#[test]
+fn a_trickled_body_meets_its_total_deadline() {
+    // Issue 10, item 1: one byte a second restarts the idle timeout, not the body's.
+    let o = Options {
+        idle_timeout: Duration::from_secs(20),
+        body_read_timeout: Duration::from_secs(30),
+        min_body_rate: 0,
+        ..opts()
+    };
+    let (mut c, t0) = admitted(&o);
+    for s in 1..=29 {
+        c.received(b"x", t0 + Duration::from_secs(s));
+    }
+    let d = c.deadline().unwrap();
+    assert!(d <= t0 + Duration::from_secs(31), "{d:?}");
+    assert_eq!(
+        c.expired(t0 + Duration::from_secs(31)),
+        Some(CloseReason::BodyTimeout)
+    );
+}
+
+#[test]
+fn a_body_slower_than_the_minimum_rate_is_cut() {
+    let o = Options {
+        idle_timeout: Duration::from_secs(60),
+        body_read_timeout: Duration::from_secs(300),
+        min_body_rate: 100,
+        ..opts()
+    };
+    let (mut c, t0) = admitted(&o);
+    // 100 bytes earn one second past the grace.
+    c.received(&[b'x'; 100], t0 + Duration::from_secs(1));
+    let want = t0 + crate::BODY_RATE_GRACE + Duration::from_secs(1);
+    let d = c.deadline().unwrap();
+    assert!(d <= want + Duration::from_millis(50) && d + Duration::from_millis(50) >= want);
+    assert_eq!(
+        c.expired(want + Duration::from_millis(100)),
+        Some(CloseReason::BodyTimeout)
+    );
+}
+
+#[test]
+fn answers_are_held_back_past_the_output_bound() {
+    // Issue 10, item 3: a client pipelining without reading gets no more answers.
+    let o = Options {
+        max_pending_output: 1000,
+        ..opts()
+    };
+    let mut c = Connection::new(&o);
+    let one = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    c.received(&one.repeat(10), Instant::now());
+    let big = Response::json(StatusCode::OK, vec![b'x'; 600]);
+    let mut answered = 0;
+    loop {
+        match c.poll() {
+            Next::Request(_) => {
+                answered += 1;
+                c.respond(&big);
+            }
+            Next::Read => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(answered, 2);
+    assert!(c.held());
+    let n = c.output().len();
+    c.consume_output(n, Instant::now());
+    assert!(matches!(c.poll(), Next::Request(_)));
+}
+
+#[test]
+fn a_chunked_body_past_the_budget_is_refused_with_503() {
+    // Issue 10, item 2: the budget bounds bodies in flight, chunked ones as they grow.
+    let mut c = Connection::new(&opts());
+    c.received(
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+        Instant::now(),
+    );
+    let Next::Head(head) = c.poll() else {
+        panic!("a head")
+    };
+    let budget = crate::budget::Budget::new(crate::budget::LEASE_STEP);
+    c.admit(head, Admission::Admit(budget.lease(0).unwrap()));
+    let chunk = format!("{:x}\r\n{}\r\n", 50_000, "y".repeat(50_000));
+    c.received(chunk.as_bytes(), Instant::now());
+    assert!(matches!(c.poll(), Next::Read));
+    assert_eq!(budget.used(), crate::budget::LEASE_STEP);
+    c.received(chunk.as_bytes(), Instant::now());
+    assert!(matches!(c.poll(), Next::Close));
+    assert!(
+        c.output()
+            .starts_with(b"HTTP/1.1 503 Service Unavailable\r\n")
+    );
+    assert_eq!(budget.used(), 0);
+}
+
 #[test]
 fn framing_error_is_transmitted_then_closed() {
     let mut c = Connection::new(&opts());
     c.received(
-        b"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
         Instant::now(),
     );
     assert!(matches!(c.poll(), Next::Close));

@@ -7,7 +7,11 @@
 //! loop {
 //!     poll the Connection: for each request, Service::handle on the blocking pool
 //!                          (spawn_blocking: the domain blocks on SQLite; inline when
-//!                          the service never blocks), then respond
+//!                          the service never blocks), then respond; for each head
+//!                          (a body not read yet), Service::check_head the same way,
+//!                          then admit
+//!     (past Options::max_pending_output the Connection holds requests back: write,
+//!      then poll again before reading)
 //!     write everything pending (bounded by the idle timeout)
 //!     Close polled        -> lingering close, end
 //!     draining and idle   -> end
@@ -20,8 +24,9 @@
 //! on the stack, never across an `.await`). The core runs off the reactor so one slow
 //! SQLite query never stalls other connections' I/O.
 //!
-//! Caps: over [`Options::max_connections`] a connection gets [`CAP_RESPONSE`] and is
-//! closed; over [`Options::max_in_flight`] requests, the core itself answers `503`
+//! Caps: over [`Options::max_connections`] (or
+//! [`Options::max_unauthenticated_per_ip`] from its address) a connection gets
+//! [`CAP_RESPONSE`] and is closed; over [`Options::max_in_flight`] requests, the core itself answers `503`
 //! (`Load::Overloaded`). Shutdown: when `shutdown` resolves the listener is dropped, new
 //! requests are answered `503` + `Connection: close`, idle connections close, and `serve`
 //! returns once every connection ended or [`Options::drain_timeout`] passed.
@@ -81,11 +86,11 @@ pub async fn serve<D: Dispatch + 'static>(
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else {
+                let Ok((stream, peer)) = accepted else {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 };
-                match service.open_connection() {
+                match service.open_connection_from(peer.ip()) {
                     Some(slot) => {
                         let svc = Arc::clone(&service);
                         tasks.spawn(connection(svc, stream, slot, drain_rx.clone()));
@@ -137,6 +142,7 @@ async fn connection<D: Dispatch + 'static>(
 ) {
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::new(service.options());
+    conn.set_ticket(slot.take_ticket());
     let reason = drive(&service, &mut stream, &mut conn, &mut drain).await;
     if matches!(reason, CloseReason::Done | CloseReason::Codec) {
         linger(&mut stream).await;
@@ -167,6 +173,23 @@ async fn drive<D: Dispatch + 'static>(
                         conn.respond(&service.handle(&req));
                     }
                 }
+                // A head is decided like a request is answered (authentication may block).
+                Next::Head(head) => {
+                    if service.may_block() {
+                        let svc = Arc::clone(service);
+                        let decided = tokio::task::spawn_blocking(move || {
+                            let admission = svc.check_head(&head);
+                            (head, admission)
+                        });
+                        match decided.await {
+                            Ok((head, admission)) => conn.admit(head, admission),
+                            Err(_) => return CloseReason::Aborted,
+                        }
+                    } else {
+                        let admission = service.check_head(&head);
+                        conn.admit(head, admission);
+                    }
+                }
                 Next::Read => break false,
                 Next::Close => break true,
             }
@@ -176,6 +199,9 @@ async fn drive<D: Dispatch + 'static>(
         }
         if close {
             return conn.close_reason();
+        }
+        if conn.held() {
+            continue; // requests wait behind output just written: answer them first
         }
         if eof || (*drain.borrow() && conn.is_idle()) {
             return if eof {

@@ -51,8 +51,8 @@ fn core_view() {
 
 #[test]
 fn pipelining_three_requests_in_order() {
-    let input = b"POST /1 HTTP/1.1\r\nContent-Length: 1\r\n\r\naGET /2 HTTP/1.1\r\n\r\n\
-                  POST /3 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nc\r\n0\r\n\r\n";
+    let input = b"POST /1 HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\naGET /2 HTTP/1.1\r\nHost: a\r\n\r\n\
+                  POST /3 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nc\r\n0\r\n\r\n";
     let mut conn = conn_with(Limits::default());
     conn.handle_input(input);
     let Some(Output::Request(first)) = conn.poll_output() else {
@@ -69,6 +69,11 @@ fn pipelining_three_requests_in_order() {
     };
     assert_eq!(second.target(), "/2");
     conn.encode_response(&echo(&second), NOW, &mut out);
+    // A chunked body is never complete with its head: the head is decided first.
+    let Some(Output::Head(head)) = conn.poll_output() else {
+        panic!("third head")
+    };
+    conn.admit(head);
     let Some(Output::Request(third)) = conn.poll_output() else {
         panic!("third request")
     };
@@ -85,7 +90,7 @@ fn pipelining_three_requests_in_order() {
 #[test]
 fn connection_close_request() {
     let events =
-        run(b"GET / HTTP/1.1\r\nConnection: Keep-Alive, CLOSE\r\n\r\nGET /never HTTP/1.1\r\n\r\n");
+        run(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Keep-Alive, CLOSE\r\n\r\nGET /never HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(requests(&events).len(), 1);
     assert!(responses(&events)[0].contains("\r\nConnection: close\r\n\r\n"));
     assert_eq!(events.last(), Some(&Event::Close));
@@ -96,7 +101,7 @@ fn response_connection_close_is_honoured() {
     let mut conn = conn_with(Limits::default());
     let events = drive(
         &mut conn,
-        [&b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n"[..]],
+        [&b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"[..]],
         false,
         &mut |_| {
             Response::empty(StatusCode::OK)
@@ -139,7 +144,15 @@ fn http10_keep_alive() {
 #[test]
 fn expect_100_continue() {
     let mut conn = conn_with(Limits::default());
-    conn.handle_input(b"POST / HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n");
+    conn.handle_input(
+        b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n",
+    );
+    // `100 Continue` only once the head is admitted.
+    let Some(Output::Head(head)) = conn.poll_output() else {
+        panic!("head")
+    };
+    assert_eq!(conn.poll_output(), None);
+    conn.admit(head);
     assert_eq!(
         conn.poll_output(),
         Some(Output::Transmit(b"HTTP/1.1 100 Continue\r\n\r\n".to_vec()))
@@ -155,16 +168,17 @@ fn expect_100_continue() {
 #[test]
 fn expect_100_continue_only_with_a_body_and_http11() {
     for input in [
-        &b"POST / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n"[..],
-        b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+        &b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n"[..],
+        b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
         b"POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx",
-        b"POST / HTTP/1.1\r\nExpect: something-else\r\nContent-Length: 1\r\n\r\nx",
+        b"POST / HTTP/1.1\r\nHost: a\r\nExpect: something-else\r\nContent-Length: 1\r\n\r\nx",
     ] {
         let events = run(input);
         assert!(matches!(events[0], Event::Request(_)), "{events:?}");
     }
-    let events =
-        run(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let events = run(
+        b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
     assert_eq!(
         events,
         [Event::Transmit(b"HTTP/1.1 100 Continue\r\n\r\n".to_vec())]
@@ -173,9 +187,11 @@ fn expect_100_continue_only_with_a_body_and_http11() {
 
 #[test]
 fn chunked_with_extensions_and_trailers() {
-    let events = run(b"POST /c HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n\
+    let events = run(
+        b"POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n\
           4;name=value\r\nWiki\r\n5 ; x\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\n\
-          X-Trailer: yes\r\nOther: 1\r\n\r\nGET /next HTTP/1.1\r\n\r\n");
+          X-Trailer: yes\r\nOther: 1\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n",
+    );
     let reqs = requests(&events);
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].body(), b"Wikipedia in\r\n\r\nchunks.");
@@ -185,7 +201,7 @@ fn chunked_with_extensions_and_trailers() {
 
 #[test]
 fn head_request_gets_length_without_body() {
-    let events = run(b"HEAD / HTTP/1.1\r\n\r\n");
+    let events = run(b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n");
     assert!(requests(&events)[0].is_head());
     assert_eq!(
         responses(&events),
@@ -197,14 +213,15 @@ fn head_request_gets_length_without_body() {
 
 #[test]
 fn leading_empty_lines_are_ignored() {
-    let events = run(b"\r\n\r\nGET / HTTP/1.1\r\n\r\n\r\nGET /2 HTTP/1.1\r\n\r\n");
+    let events =
+        run(b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(requests(&events).len(), 2);
 }
 
 #[test]
 fn eof_between_requests_closes() {
     assert_eq!(run_eof(b""), [Event::Close]);
-    let events = run_eof(b"GET / HTTP/1.1\r\n\r\n");
+    let events = run_eof(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(events.len(), 3);
     assert_eq!(events[2], Event::Close);
 }
@@ -214,10 +231,10 @@ fn eof_mid_request_closes_without_response() {
     for input in [
         &b"GET / HT"[..],
         b"GET / HTTP/1.1\r\nHost: a\r\n",
-        b"GET / HTTP/1.1\r\n\r",
-        b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc",
-        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
-        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\n\r",
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n",
     ] {
         assert_eq!(run_eof(input), [Event::Close], "{input:?}");
     }
@@ -226,7 +243,7 @@ fn eof_mid_request_closes_without_response() {
 #[test]
 fn eof_after_complete_request_still_answers() {
     let mut conn = conn_with(Limits::default());
-    conn.handle_input(b"GET / HTTP/1.1\r\n\r\n");
+    conn.handle_input(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     conn.handle_eof();
     assert!(!conn.wants_input());
     let Some(Output::Request(_)) = conn.poll_output() else {
@@ -250,7 +267,7 @@ fn nothing_after_close() {
     assert!(matches!(conn.poll_output(), Some(Output::Transmit(_))));
     assert_eq!(conn.poll_output(), Some(Output::Close));
     assert!(conn.wants_close() && !conn.wants_input());
-    conn.handle_input(b"GET / HTTP/1.1\r\n\r\n");
+    conn.handle_input(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     conn.handle_eof();
     let mut out = Vec::new();
     conn.encode_response(&ok_response(), NOW, &mut out);
@@ -289,7 +306,7 @@ fn error_response_date_comes_from_the_clock_given() {
 fn pipelined_flood_is_capped_and_closes_after_the_response() {
     let mut conn = conn_with(Limits::default());
     let cap = Limits::default().input_cap();
-    let mut input = b"GET / HTTP/1.1\r\n\r\n".to_vec();
+    let mut input = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec();
     input.resize(input.len() + cap + 100, b'x');
     conn.handle_input(&input);
     conn.handle_input(b"more");
@@ -320,4 +337,54 @@ fn free_encode_function() {
         out,
         b"HTTP/1.1 204 No Content\r\nDate: Thu, 01 Jan 2026 00:00:00 GMT\r\nConnection: close\r\n\r\n"
     );
+}
+
+#[test]
+fn a_body_is_not_read_before_its_head_is_admitted() {
+    // Issue 10, item 1: the head is yielded alone; body bytes wait unparsed.
+    let mut conn = conn_with(Limits::default());
+    conn.handle_input(b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\nab");
+    let Some(Output::Head(head)) = conn.poll_output() else {
+        panic!("a head")
+    };
+    assert_eq!(head.declared_length(), Some(1000));
+    assert!(head.body().is_empty() && !conn.wants_input());
+    assert_eq!(conn.body_received(), 0);
+    assert_eq!(conn.poll_output(), None);
+    conn.admit(head);
+    assert_eq!(conn.body_received(), 2);
+    assert!(conn.wants_input());
+}
+
+#[test]
+fn a_refused_head_is_answered_and_closed_without_continue() {
+    let mut conn = conn_with(Limits::default());
+    conn.handle_input(
+        b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    let Some(Output::Head(head)) = conn.poll_output() else {
+        panic!("a head")
+    };
+    assert_eq!(head.declared_length(), None);
+    conn.refuse(&Response::empty(StatusCode::UNAUTHORIZED));
+    let Some(Output::Transmit(bytes)) = conn.poll_output() else {
+        panic!("the refusal")
+    };
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(text.starts_with("HTTP/1.1 401 Unauthorized\r\n"), "{text}");
+    assert!(text.contains("Connection: close\r\n"), "{text}");
+    assert!(!text.contains("100 Continue"));
+    assert_eq!(conn.poll_output(), Some(Output::Close));
+    assert!(conn.wants_close());
+    conn.handle_input(b"5\r\nhello\r\n");
+    assert_eq!(conn.poll_output(), None);
+}
+
+#[test]
+fn a_whole_body_that_came_with_its_head_skips_the_gate() {
+    let events = run(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}");
+    assert_eq!(requests(&events)[0].body(), b"{}");
+    let mut conn = conn_with(Limits::default());
+    conn.handle_input(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}");
+    assert!(matches!(conn.poll_output(), Some(Output::Request(_))));
 }

@@ -27,7 +27,7 @@ fn header_lines_helper_is_exact() {
 fn request_line_boundary() {
     let line = |n: usize| format!("GET /{} HTTP/1.1", "a".repeat(n));
     assert_eq!(line(8178).len(), 8192);
-    let events = run(format!("{}\r\n\r\n", line(8178)).as_bytes());
+    let events = run(format!("{}\r\nHost: a\r\n\r\n", line(8178)).as_bytes());
     assert_eq!(requests(&events)[0].target().len(), 8179);
 
     let text = assert_refused(&run(format!("{}\r\n\r\n", line(8179)).as_bytes()), 414);
@@ -39,7 +39,13 @@ fn request_line_boundary() {
 
 #[test]
 fn header_section_boundary() {
-    let input = |total| format!("GET / HTTP/1.1\r\n{}\r\n", header_lines(80, total));
+    // `Host: a\r\n` (9 bytes) is one of the 80 lines.
+    let input = |total: usize| {
+        format!(
+            "GET / HTTP/1.1\r\nHost: a\r\n{}\r\n",
+            header_lines(79, total - 9)
+        )
+    };
     let events = run(input(65536).as_bytes());
     assert_eq!(requests(&events)[0].headers().len(), 80);
     let text = assert_refused(&run(input(65537).as_bytes()), 400);
@@ -48,7 +54,14 @@ fn header_section_boundary() {
 
 #[test]
 fn header_count_boundary() {
-    let input = |count| format!("GET / HTTP/1.1\r\n{}\r\n", header_lines(count, count * 20));
+    // `Host` is one of the `count` lines.
+    let input = |count: usize| {
+        let others = count - 1;
+        format!(
+            "GET / HTTP/1.1\r\nHost: a\r\n{}\r\n",
+            header_lines(others, others * 20)
+        )
+    };
     let events = run(input(100).as_bytes());
     assert_eq!(requests(&events)[0].headers().len(), 100);
     let text = assert_refused(&run(input(101).as_bytes()), 431);
@@ -78,14 +91,15 @@ fn the_413_body_is_exact() {
 
 #[test]
 fn content_length_body_boundary() {
-    let mut input = format!("POST / HTTP/1.1\r\nContent-Length: {MAX_BODY}\r\n\r\n").into_bytes();
+    let mut input =
+        format!("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: {MAX_BODY}\r\n\r\n").into_bytes();
     input.resize(input.len() + MAX_BODY, b'b');
     let events = run(&input);
     assert_eq!(requests(&events)[0].body().len(), MAX_BODY);
 
     // Over the limit: answered on the head alone, before any body byte.
     let over = format!(
-        "POST / HTTP/1.1\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
         MAX_BODY + 1
     );
     let events = run(over.as_bytes());
@@ -96,14 +110,14 @@ fn content_length_body_boundary() {
             Event::Close
         ]
     );
-    let huge = "POST / HTTP/1.1\r\nContent-Length: 9999999999999999999\r\n\r\n";
+    let huge = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9999999999999999999\r\n\r\n";
     assert_refused(&run(huge.as_bytes()), 413);
 }
 
 #[test]
 fn chunked_body_boundary() {
     let chunk = format!("10000\r\n{}\r\n", "c".repeat(0x10000));
-    let head = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let head = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
     let full = format!("{head}{}", chunk.repeat(MAX_BODY / 0x10000));
     let events = run(format!("{full}0\r\n\r\n").as_bytes());
     assert_eq!(requests(&events)[0].body().len(), MAX_BODY);
@@ -111,6 +125,10 @@ fn chunked_body_boundary() {
     // One more byte: refused on its size line, before its data arrives.
     let mut conn = conn_with(Limits::default());
     conn.handle_input(format!("{full}1\r\n").as_bytes());
+    let Some(Output::Head(head)) = conn.poll_output() else {
+        panic!("a head first")
+    };
+    conn.admit(head);
     assert_eq!(
         conn.poll_output(),
         Some(Output::Transmit(expected_413(MAX_BODY).into_bytes()))
@@ -127,17 +145,20 @@ fn body_limit_comes_from_limits() {
     };
     let events = run_with(
         limits,
-        b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789",
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n0123456789",
     );
     assert_eq!(requests(&events)[0].body(), b"0123456789");
-    let events = run_with(limits, b"POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n");
+    let events = run_with(
+        limits,
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n",
+    );
     assert_eq!(
         events,
         [Event::Transmit(expected_413(10).into_bytes()), Event::Close]
     );
     let events = run_with(
         limits,
-        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n01234\r\n5\r\n56789\r\n1\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n01234\r\n5\r\n56789\r\n1\r\n",
     );
     assert_eq!(
         events,
@@ -147,7 +168,7 @@ fn body_limit_comes_from_limits() {
 
 #[test]
 fn trailers_share_the_header_limits() {
-    let head = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n";
+    let head = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n";
     let ok = format!("{head}{}\r\n", header_lines(100, 65536));
     assert_eq!(requests(&run(ok.as_bytes())).len(), 1);
     let big = format!("{head}{}\r\n", header_lines(100, 65537));
@@ -161,14 +182,19 @@ fn trailers_share_the_header_limits() {
 fn buffered_input_stays_bounded() {
     let cap = Limits::default().input_cap();
     let mut conn = conn_with(Limits::default());
-    // A body arriving in one huge read is consumed as it goes.
-    let mut input = format!("POST / HTTP/1.1\r\nContent-Length: {MAX_BODY}\r\n\r\n").into_bytes();
-    input.resize(input.len() + MAX_BODY - 1, b'b');
-    conn.handle_input(&input);
+    // A body arriving in one huge read, once its head is admitted, is consumed as it goes.
+    conn.handle_input(
+        format!("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: {MAX_BODY}\r\n\r\n").as_bytes(),
+    );
+    let Some(Output::Head(head)) = conn.poll_output() else {
+        panic!("a head")
+    };
+    conn.admit(head);
+    conn.handle_input(&vec![b'b'; MAX_BODY - 1]);
     assert_eq!(conn.buffered(), 0);
     // An unterminated head is refused once it reaches the cap.
     let mut conn = conn_with(Limits::default());
-    let mut input = b"GET / HTTP/1.1\r\n".to_vec();
+    let mut input = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
     input.resize(cap * 3, b'h');
     conn.handle_input(&input);
     assert!(conn.buffered() == 0 && conn.wants_close());

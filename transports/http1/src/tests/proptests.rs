@@ -33,6 +33,8 @@ impl Spec {
         );
         if self.http10 {
             out.extend_from_slice(b"Connection: keep-alive\r\n");
+        } else {
+            out.extend_from_slice(b"Host: p\r\n");
         }
         for (n, v) in &self.headers {
             out.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());

@@ -102,7 +102,7 @@ fn obs_fold() {
     assert_bad_request(&req("X-A: a\r\n b\r\n", ""), "obsolete line folding");
     assert_bad_request(&req("X-A: a\r\n\tb\r\n", ""), "obsolete line folding");
     assert_bad_request(
-        b"GET / HTTP/1.1\r\n Host: a\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\n Host: a\r\n\r\n",
         "obsolete line folding",
     );
 }
@@ -129,7 +129,10 @@ fn invalid_header_names_and_values() {
 fn nul_bytes() {
     assert_bad_request(&req("X-\0A: 1\r\n", ""), "NUL byte in request head");
     assert_bad_request(&req("X-A: a\0b\r\n", ""), "NUL byte in request head");
-    assert_bad_request(b"GET /\0 HTTP/1.1\r\n\r\n", "NUL byte in request head");
+    assert_bad_request(
+        b"GET /\0 HTTP/1.1\r\nHost: a\r\n\r\n",
+        "NUL byte in request head",
+    );
 }
 
 #[test]
@@ -145,9 +148,9 @@ fn bare_lf_is_rejected_everywhere() {
         &b"GET / HTTP/1.1\nHost: a\n\n"[..],
         b"GET / HTTP/1.1\r\nHost: a\n\r\n",
         b"GET / HTTP/1.1\r\nHost: a\r\n\n",
-        b"\nGET / HTTP/1.1\r\n\r\n",
-        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\nx\r\n0\r\n\r\n",
-        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: 1\n\r\n",
+        b"\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\nx\r\n0\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: 1\n\r\n",
     ] {
         assert_bad_request(input, "bare LF line terminator");
     }
@@ -157,18 +160,18 @@ fn bare_lf_is_rejected_everywhere() {
 fn invalid_request_lines() {
     for input in [
         &b"GET /\r\n\r\n"[..],
-        b"GET  / HTTP/1.1\r\n\r\n",
+        b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
         b"GET / HTTP/1.1 \r\n\r\n",
         b"GET / HTTP/1.1x\r\n\r\n",
-        b" GET / HTTP/1.1\r\n\r\n",
-        b"G@T / HTTP/1.1\r\n\r\n",
+        b" GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"G@T / HTTP/1.1\r\nHost: a\r\n\r\n",
         b"GET\r\n\r\n",
         b"GET / \r\n\r\n",
         b"GET / HTTPS/1.1\r\n\r\n",
         b"GET / http/1.1\r\n\r\n",
         b"GET / HTTP/11\r\n\r\n",
-        b"GET /a\x7f HTTP/1.1\r\n\r\n",
-        b"\x16\x03\x01\x02\x01\xfc\x03\x03 / HTTP/1.1\r\n\r\n",
+        b"GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"\x16\x03\x01\x02\x01\xfc\x03\x03 / HTTP/1.1\r\nHost: a\r\n\r\n",
     ] {
         assert_bad_request(input, "invalid request line");
     }
@@ -177,7 +180,7 @@ fn invalid_request_lines() {
 #[test]
 fn non_ascii_target() {
     assert_bad_request(
-        "GET /caf\u{e9} HTTP/1.1\r\n\r\n".as_bytes(),
+        "GET /caf\u{e9} HTTP/1.1\r\nHost: a\r\n\r\n".as_bytes(),
         "invalid request target",
     );
 }
@@ -212,6 +215,9 @@ fn invalid_chunk_framing() {
         ("10000000000000000\r\n", "chunk size overflow"),
         ("1 x\r\nx\r\n0\r\n\r\n", "invalid chunk extension"),
         ("1;a\x01\r\nx\r\n0\r\n\r\n", "invalid chunk extension"),
+        // A quoted string must close before the line ends (issue 10, item 6).
+        ("1;a=\"open\r\nx\r\n0\r\n\r\n", "invalid chunk extension"),
+        ("1;a=\"esc\\\"\r\nx\r\n0\r\n\r\n", "invalid chunk extension"),
         ("1\r\nxy\r\n0\r\n\r\n", "missing CRLF after chunk data"),
         ("1\r\nx0\r\n\r\n", "missing CRLF after chunk data"),
         ("1\rx", "bare CR"),
@@ -235,8 +241,19 @@ fn chunk_extension_limit_boundary() {
 #[test]
 fn smuggled_second_request_is_never_parsed() {
     // A classic CL.TE payload: the "GPOST" must not become a request.
-    let input = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGPOST / HTTP/1.1\r\n\r\n";
+    let input = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGPOST / HTTP/1.1\r\nHost: a\r\n\r\n";
     let events = run(input);
     assert!(requests(&events).is_empty());
     assert_refused(&events, 400);
+}
+
+#[test]
+fn http11_without_host_is_400_http10_may_omit_it() {
+    // RFC 9112 §3.2 (issue 10, item 6).
+    assert_bad_request(b"GET / HTTP/1.1\r\n\r\n", "missing Host header");
+    assert_bad_request(
+        b"POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\nx",
+        "missing Host header",
+    );
+    assert_eq!(requests(&run(b"GET / HTTP/1.0\r\n\r\n")).len(), 1);
 }
