@@ -7,6 +7,10 @@
 //!   status (and a JSON body that parses, when it says it is JSON).
 //! - [`request_state`]: any bytes go through [`confirm::open`]; nothing the fuzzer makes
 //!   may open, except a state this key really sealed.
+//! - [`rest_handle`] ([`rest`]): selector bytes and raw-ish HTTP made into a `/v1`
+//!   request; documented REST statuses only, and the shared error shapes.
+//! - [`jwt_verify`] ([`jwt`]): bytes (raw, or JSON the harness signs) through
+//!   [`crate::jwt::verify`]; nothing verifies unless the harness' own key signed it.
 //!
 //! The test domain ([`TestDomain`], [`TestAuth`]) is also what the core's own integration
 //! tests drive: a tool with `x-mcp-header` properties of every allowed type (one nested),
@@ -34,6 +38,12 @@ use crate::principal::{Access, Audience, Principal, Scope};
 use crate::request::{Header, Request};
 use crate::response::Response;
 use crate::server::Server;
+
+pub mod jwt;
+pub mod rest;
+
+pub use jwt::jwt_verify;
+pub use rest::rest_handle;
 
 /// The wall clock every fuzz and test request sees (2027-01-15T08:00:00Z).
 pub const NOW: UnixTime = UnixTime::from_secs(1_800_000_000);

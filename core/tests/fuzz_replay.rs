@@ -1,7 +1,8 @@
 //! Replays the fuzz targets' inputs under `cargo test`: every conformance fixture
 //! (`tests/conformance/**/*.http`) and hand-made hostile inputs go through
-//! `fuzzing::handle` and `fuzzing::request_state`, so a crash the fuzzer would find in
-//! them fails here first. `write_seed_corpus` (ignored; run by `fuzz/seed.sh`) writes
+//! `fuzzing::handle` and `fuzzing::request_state`, and the seeds of `rest_handle` and
+//! `jwt_verify` through theirs, so a crash the fuzzer would find in them fails here
+//! first. `write_seed_corpus` (ignored; run by `fuzz/seed.sh`) writes
 //! the same inputs as the cargo-fuzz seed corpus.
 #![allow(
     clippy::disallowed_methods,
@@ -325,22 +326,102 @@ fn request_state_target_rejects_junk_and_reopens_real_states() {
     assert_eq!(confirm::open(&keys, &sealed), Ok(claims));
 }
 
-/// Writes the seed corpora of both fuzz targets (see `fuzz/README.md`).
+#[test]
+fn rest_target_replays_its_seeds() {
+    let seeds = fuzzing::rest::seeds();
+    for (name, input) in &seeds {
+        fuzzing::rest_handle(input);
+        let (method, target, headers, body) = fuzzing::rest::build(input);
+        let req = RawRequest {
+            method,
+            target,
+            headers,
+            body,
+        };
+        let status = req
+            .with(|r| fuzzing::server().handle(r, &fuzzing::env()))
+            .status
+            .as_u16();
+        let want = match *name {
+            "get_charge" | "get_charge_expand" | "head_charge" | "list" | "raw_method" => 200,
+            "echo" => 201,
+            "rotate" => 204,
+            "echo_not_object" | "list_bad_page" | "list_unknown" => 422,
+            "get_missing" | "no_route" | "root" => 404,
+            "no_token" | "wrong_token" | "expired" => 401,
+            "rotate_reader" | "cancel_reader" | "cancel_noperm" => 403,
+            "put" => 405,
+            "echo_text" => 415,
+            "limited" => 429,
+            _ => continue,
+        };
+        assert_eq!(status, want, "{name}: {:?}", req.target);
+    }
+    assert!(seeds.len() > 20);
+}
+
+#[test]
+fn jwt_target_replays_its_seeds() {
+    for (name, input) in fuzzing::jwt::seeds() {
+        fuzzing::jwt_verify(&input);
+        let token = String::from_utf8_lossy(&input[1..]);
+        let accepted = fuzzing::jwt::check(&token);
+        match name.as_str() {
+            n if n.starts_with("raw_") => assert_eq!(accepted, 1, "{name}"),
+            _ => assert_eq!(accepted, 0, "{name}"),
+        }
+    }
+    // Structured seeds sign what the fuzzer mutates: the valid ones verify, once.
+    use dunning_core::jwt::Algorithm;
+    let claims = fuzzing::jwt::valid_claims(None);
+    for alg in [Algorithm::EdDsa, Algorithm::Es256, Algorithm::Rs256] {
+        let header = format!(r#"{{"alg":"{}","typ":"at+jwt"}}"#, alg.as_str());
+        let token = fuzzing::jwt::signed(alg, header.as_bytes(), claims.as_bytes());
+        assert_eq!(fuzzing::jwt::check(&token), 1, "{}", alg.as_str());
+        // One character changed anywhere: refused (or, for a base64 slot that decodes
+        // to the same bytes, refused by the canonical-encoding rule).
+        for at in (0..token.len()).step_by(7) {
+            let mut t = token.clone().into_bytes();
+            t[at] = if t[at] == b'A' { b'B' } else { b'A' };
+            let t = String::from_utf8(t).unwrap();
+            assert_eq!(fuzzing::jwt::check(&t), 0, "{} at {at}", alg.as_str());
+        }
+    }
+}
+
+/// Writes the seed corpora of the fuzz targets (see `fuzz/README.md`): the codec
+/// targets get the fixtures' raw bytes too (`codec_split` with a leading `0`: no split).
 #[test]
 #[ignore = "writes fuzz/corpus/; run by fuzz/seed.sh"]
 fn write_seed_corpus() {
     let fuzz = repo_root().join("fuzz").join("corpus");
     let handle = fuzz.join("core_handle");
     let state = fuzz.join("request_state_open");
-    for dir in [&handle, &state] {
+    let rest = fuzz.join("rest_handle");
+    let jwt = fuzz.join("jwt_verify");
+    let decode = fuzz.join("codec_decode");
+    let split = fuzz.join("codec_split");
+    for dir in [&handle, &state, &rest, &jwt, &decode, &split] {
         std::fs::create_dir_all(dir).expect("corpus dir");
     }
     let mut n = 0;
     for (name, text) in fixtures() {
         for (i, r) in fuzzing::fixture_requests(&text).iter().enumerate() {
             std::fs::write(handle.join(format!("{name}__{i}")), r).expect("write seed");
+            if r.len() <= 16 * 1024 {
+                std::fs::write(decode.join(format!("{name}__{i}")), r).expect("write seed");
+                let zero_splits = [&[0u8][..], r].concat();
+                std::fs::write(split.join(format!("{name}__{i}")), zero_splits)
+                    .expect("write seed");
+            }
             n += 1;
         }
+    }
+    for (name, input) in fuzzing::rest::seeds() {
+        std::fs::write(rest.join(name), input).expect("write seed");
+    }
+    for (name, input) in fuzzing::jwt::seeds() {
+        std::fs::write(jwt.join(name), input).expect("write seed");
     }
     for (name, input) in hand_made() {
         if input.len() <= 64 * 1024 {

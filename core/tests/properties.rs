@@ -1128,4 +1128,30 @@ proptest! {
         let req = RawRequest::split(&data);
         prop_assert!(!req.method.is_empty());
     }
+
+    /// Any bytes through the `rest_handle` target: a `/v1` request every time, with a
+    /// documented REST status and the shared error shapes (the target asserts them).
+    #[test]
+    fn rest_target_is_total(
+        sel in prop::collection::vec(any::<u8>(), 3),
+        target in prop::sample::select(vec!["/charges", "/charges/C-1", "/charges/C%201/cancel", "/echo", "/secrets", "", "/x"]),
+        query in "[a-z=&%0-9,]{0,12}",
+        data in prop::collection::vec(any::<u8>(), 0..128),
+    ) {
+        let mut input = sel;
+        input.extend_from_slice(format!("{target}?{query}\n\n").as_bytes());
+        input.extend_from_slice(&data);
+        fuzzing::rest_handle(&input);
+        let (_, target, _, _) = fuzzing::rest::build(&input);
+        prop_assert!(target.starts_with("/v1"));
+    }
+
+    /// Any bytes through the `jwt_verify` target, in every mode: nothing verifies.
+    #[test]
+    fn jwt_target_is_total(mode in 0u8..4, data in prop::collection::vec(any::<u8>(), 0..256)) {
+        let mut input = vec![mode];
+        input.extend_from_slice(&data);
+        fuzzing::jwt_verify(&input);
+        prop_assert_eq!(fuzzing::jwt::check(&String::from_utf8_lossy(&data)), 0);
+    }
 }
