@@ -331,13 +331,7 @@ fn rest_target_replays_its_seeds() {
     let seeds = fuzzing::rest::seeds();
     for (name, input) in &seeds {
         fuzzing::rest_handle(input);
-        let (method, target, headers, body) = fuzzing::rest::build(input);
-        let req = RawRequest {
-            method,
-            target,
-            headers,
-            body,
-        };
+        let req = fuzzing::rest::build(input);
         let status = req
             .with(|r| fuzzing::server().handle(r, &fuzzing::env()))
             .status

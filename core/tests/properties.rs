@@ -1134,7 +1134,7 @@ proptest! {
     #[test]
     fn rest_target_is_total(
         sel in prop::collection::vec(any::<u8>(), 3),
-        target in prop::sample::select(vec!["/charges", "/charges/C-1", "/charges/C%201/cancel", "/echo", "/secrets", "", "/x"]),
+        target in select(vec!["/charges", "/charges/C-1", "/charges/C%201/cancel", "/echo", "/secrets", "", "/x"]),
         query in "[a-z=&%0-9,]{0,12}",
         data in prop::collection::vec(any::<u8>(), 0..128),
     ) {
@@ -1142,8 +1142,7 @@ proptest! {
         input.extend_from_slice(format!("{target}?{query}\n\n").as_bytes());
         input.extend_from_slice(&data);
         fuzzing::rest_handle(&input);
-        let (_, target, _, _) = fuzzing::rest::build(&input);
-        prop_assert!(target.starts_with("/v1"));
+        prop_assert!(fuzzing::rest::build(&input).target.starts_with("/v1"));
     }
 
     /// Any bytes through the `jwt_verify` target, in every mode: nothing verifies.

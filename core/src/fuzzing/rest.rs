@@ -26,7 +26,6 @@ use serde_json::Value;
 
 use super::{REST_STATUSES, RawRequest, check_response, env, server};
 use crate::dispatch::ToolErrorCode;
-use crate::request::{Header, Request};
 
 /// The methods byte 0 picks from.
 pub const METHODS: [&str; 8] = [
@@ -126,7 +125,7 @@ const TOOL_CODES: [ToolErrorCode; 10] = [
 ];
 
 /// The request `data` describes (see the module docs): method, target, headers, body.
-pub fn build(data: &[u8]) -> (String, String, Vec<(String, Vec<u8>)>, Vec<u8>) {
+pub fn build(data: &[u8]) -> RawRequest {
     let byte = |i: usize| data.get(i).copied().unwrap_or(0);
     let (method_sel, auth_sel, flags) = (byte(0), byte(1), byte(2));
     let rest = data.get(3..).unwrap_or_default();
@@ -181,24 +180,20 @@ pub fn build(data: &[u8]) -> (String, String, Vec<(String, Vec<u8>)>, Vec<u8>) {
         }
     }
     headers.extend(raw.headers);
-    (method, target, headers, raw.body)
+    RawRequest {
+        method,
+        target,
+        headers,
+        body: raw.body,
+    }
 }
 
 /// Fuzz target `rest_handle` (see the module docs).
 pub fn rest_handle(data: &[u8]) {
-    let (method, target, headers, body) = build(data);
-    let hs: Vec<Header<'_>> = headers
-        .iter()
-        .map(|(name, value)| Header { name, value })
-        .collect();
-    let req = Request {
-        method: &method,
-        target: &target,
-        headers: &hs,
-        body: &body,
-    };
-    let resp = server().handle(&req, &env());
-    let path = req.path();
+    let raw = build(data);
+    let (method, target) = (&raw.method, &raw.target);
+    let resp = raw.with(|req| server().handle(req, &env()));
+    let path = raw.path();
     check_response(path, &resp);
     if !(path == "/v1" || path.starts_with("/v1/")) {
         return;
