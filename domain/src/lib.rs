@@ -178,6 +178,10 @@ impl Domain {
         f: impl FnOnce(&mut Op<'_>) -> Result<R, DomainError>,
     ) -> Result<R, DomainError> {
         let principal = call.ctx.principal;
+        if !call.tool.annotations.read_only {
+            // Before anything is read or written: what would be stored must be clean text.
+            rules::text::refuse_controls(call.args)?;
+        }
         let settings = Self::settings(tx, &principal.organization)?;
         let mut op = Op::new(
             tx,
