@@ -33,6 +33,9 @@ pub enum DomainError {
     /// An `idempotency_key` reused with different arguments.
     #[error("idempotency_key {0} was already used with different arguments")]
     IdempotencyConflict(String),
+    /// The user declined the confirmation (or its declined state came back).
+    #[error("{0}")]
+    ConfirmationDeclined(String),
     /// A settlement document for something not settled.
     #[error("{0}")]
     NotSettled(String),
@@ -86,6 +89,9 @@ impl From<DomainError> for ToolError {
             DomainError::Forbidden(_) => Self::new(ToolErrorCode::Forbidden, message),
             DomainError::IdempotencyConflict(_) => {
                 Self::new(ToolErrorCode::IdempotencyConflict, message)
+            }
+            DomainError::ConfirmationDeclined(_) => {
+                Self::new(ToolErrorCode::ConfirmationDeclined, message)
             }
             DomainError::NotSettled(_) => Self::new(ToolErrorCode::NotSettled, message),
             DomainError::RateLimited { retry_after_ms } => Self {

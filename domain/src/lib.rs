@@ -17,13 +17,17 @@
 //!
 //! A destructive tool's preflight is a dry run of the same handler in a transaction
 //! that is always rolled back: every check that does not depend on consent runs, by
-//! construction the same checks as the real call.
+//! construction the same checks as the real call. It first refuses an
+//! `idempotency_key` already used with other arguments, and a declined confirmation
+//! records its nonce, so the same `requestState` never executes later
+//! ([`idempotency`] has the order).
 #![forbid(unsafe_code)]
 
 pub mod demo;
 pub mod documents;
 pub mod engine;
 pub mod error;
+mod idempotency;
 pub mod mcp;
 pub mod op;
 pub mod ops;
@@ -206,36 +210,20 @@ impl Domain {
             return store::read(&*self.store, |tx| self.op_run(tx, call, false, spec.run));
         }
         let org = call.ctx.principal.organization.clone();
-        let mut keyless = call.args.clone();
-        let user_key = keyless
-            .remove("idempotency_key")
-            .and_then(|v| v.as_str().map(str::to_owned));
-        let digest = dunning_core::confirm::args_digest(&keyless);
-        let mut keys: Vec<String> = Vec::new();
-        if let Some(k) = user_key {
-            keys.push(format!("key:{k}"));
-        }
-        if let Some(n) = call.confirmation_key {
-            keys.push(format!("confirm:{n}"));
-        }
+        let ids = idempotency::Keys::of(call);
+        let keys = &ids.keys;
         let (out, fresh) = store::write(&*self.store, |tx| {
-            for key in &keys {
-                if let Some(r) = tx.recall(&org, key)? {
-                    if r.tool != call.tool.name || r.digest != digest {
-                        let shown = key.split_once(':').map_or(key.as_str(), |(_, k)| k);
-                        return Err(DomainError::IdempotencyConflict(shown.to_owned()));
-                    }
-                    return Ok((output_from_json(&r.result), false));
-                }
+            if let Some(r) = ids.recall(tx, &org, &call.tool.name)? {
+                return Ok((output_from_json(&r), false));
             }
             let out = self.op_run(tx, call, false, spec.run)?;
             let stored = Remembered {
                 tool: call.tool.name.clone(),
-                digest: digest.clone(),
+                digest: ids.digest.clone(),
                 result: output_to_json(&out),
                 at_ms: call.ctx.now.as_millis(),
             };
-            for key in &keys {
+            for key in keys {
                 tx.remember(&org, key, &stored)?;
             }
             Ok((out, true))
@@ -249,7 +237,7 @@ impl Domain {
         if !keys.is_empty() {
             let result = output_to_json(&out);
             store::write(&*self.store, |tx| {
-                for key in &keys {
+                for key in keys {
                     tx.rewrite_remembered(&org, key, &result)?;
                 }
                 Ok(())
@@ -335,7 +323,11 @@ impl Dispatch for Domain {
     fn preflight(&self, call: &ToolCall<'_>) -> Result<String, ToolError> {
         let spec = self.spec(&call.tool.name)?;
         let mut message = None;
+        let ids = idempotency::Keys::of(call);
+        let org = &call.ctx.principal.organization;
         let dry: Result<(), DomainError> = store::write(&*self.store, |tx| {
+            // Needs no consent, so it comes before the user is asked (§13).
+            ids.refuse_conflict(tx, org, &call.tool.name)?;
             let described = match spec.describe {
                 Some(d) => self.op_run(tx, call, true, d)?,
                 None => format!("{}?", call.tool.title),
@@ -353,6 +345,16 @@ impl Dispatch for Domain {
                 "preflight",
             )),
         }
+    }
+
+    fn decline(&self, call: &ToolCall<'_>) -> Result<(), ToolError> {
+        let ids = idempotency::Keys::of(call);
+        let org = &call.ctx.principal.organization;
+        let now = call.ctx.now.as_millis();
+        store::write(&*self.store, |tx| {
+            ids.decline(tx, org, &call.tool.name, now)
+        })
+        .map_err(ToolError::from)
     }
 
     fn read_resource(&self, read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError> {

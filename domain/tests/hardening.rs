@@ -1,0 +1,216 @@
+//! Hardening of issue 10, domain side: control characters in text fields (item 7) and
+//! the confirmation's order and memory (item 8).
+
+use dunning_core::{Ctx, Dispatch, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_domain::testing::Bed;
+use serde_json::{Value, json};
+
+fn maria(bed: &mut Bed, who: &Principal) -> String {
+    let d = bed.ok(
+        who,
+        "dunning_debtors_create",
+        json!({"cnpj_cpf": "529.982.247-25", "name": "Maria Silva"}),
+    );
+    d["id"].as_str().unwrap().to_owned()
+}
+
+fn charge(bed: &mut Bed, who: &Principal, debtor: &str) -> String {
+    let c = bed.ok(
+        who,
+        "dunning_charges_create",
+        json!({
+            "debtor_id": debtor, "amount": 1234.56, "due_date": "2026-12-10",
+            "payment_method": "boleto", "description": "Mensalidade",
+        }),
+    );
+    c["id"].as_str().unwrap().to_owned()
+}
+
+/// Runs `f` on a `ToolCall` of `tool` as `who`, with the given confirmation nonce.
+fn with_call<R>(
+    bed: &Bed,
+    who: &Principal,
+    tool: &str,
+    args: &Value,
+    nonce: Option<&str>,
+    f: impl FnOnce(&ToolCall<'_>) -> R,
+) -> R {
+    let def = bed
+        .domain
+        .catalog()
+        .tools
+        .into_iter()
+        .find(|t| t.name == tool)
+        .unwrap();
+    let args = args.as_object().cloned().unwrap();
+    let entropy = [7u8; 32];
+    let call = ToolCall {
+        tool: &def,
+        args: &args,
+        ctx: Ctx {
+            principal: who,
+            now: bed.now,
+            request_id: "hardening",
+            entropy: &entropy,
+        },
+        confirmation_key: nonce,
+        surface: Surface::Mcp,
+    };
+    f(&call)
+}
+
+fn preflight(bed: &Bed, who: &Principal, tool: &str, args: &Value) -> Result<String, ToolError> {
+    with_call(bed, who, tool, args, None, |c| bed.domain.preflight(c))
+}
+
+// ---- item 7: control characters ----
+
+#[test]
+fn control_characters_in_text_fields_are_validation_errors() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    for (bad, shown) in [
+        ("\u{0}", "U+0000"),
+        ("\u{7}", "U+0007"),
+        ("\u{1b}", "U+001B"),
+    ] {
+        let e = bed.err(
+            &ana,
+            "dunning_debtors_create",
+            json!({"cnpj_cpf": "529.982.247-25", "name": format!("Maria{bad}Silva")}),
+        );
+        assert_eq!(e.code, ToolErrorCode::Validation, "{e:?}");
+        assert_eq!(e.details.len(), 1, "{e:?}");
+        assert_eq!(e.details[0].field, "name");
+        assert!(e.details[0].issue.contains(shown), "{e:?}");
+    }
+    // Nothing was stored.
+    let l = bed.ok(&ana, "dunning_debtors_list", json!({}));
+    assert_eq!(l["meta"]["total"], 0, "{l}");
+    // Tab and newline are text.
+    let d = maria(&mut bed, &ana);
+    let c = bed.ok(
+        &ana,
+        "dunning_charges_create",
+        json!({
+            "debtor_id": d, "amount": 10.0, "due_date": "2026-12-10", "payment_method": "pix",
+            "description": "linha 1\nlinha 2\tfim",
+        }),
+    );
+    assert_eq!(c["description"], "linha 1\nlinha 2\tfim");
+    // Nested fields are named by path, every one of them; updates are checked too.
+    let e = bed.err(
+        &ana,
+        "dunning_debtors_update",
+        json!({"id": d, "name": "A\u{1b}[2J", "email": "a\u{0}@b.example"}),
+    );
+    assert_eq!(e.code, ToolErrorCode::Validation, "{e:?}");
+    let mut fields: Vec<&str> = e.details.iter().map(|i| i.field.as_str()).collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["email", "name"], "{e:?}");
+}
+
+#[test]
+fn control_characters_are_refused_before_a_confirmation_is_asked() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let id = charge(&mut bed, &ana, &d);
+    let e = preflight(
+        &bed,
+        &ana,
+        "dunning_charges_decide",
+        &json!({"id": id, "decision": "suspend", "reason": "bell\u{7}"}),
+    )
+    .unwrap_err();
+    assert_eq!(e.code, ToolErrorCode::Validation, "{e:?}");
+    assert_eq!(e.details[0].field, "reason");
+}
+
+// ---- item 8: confirmation ----
+
+#[test]
+fn a_declined_state_never_executes_afterwards() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let id = charge(&mut bed, &ana, &d);
+    let args = json!({"id": id});
+    with_call(
+        &bed,
+        &ana,
+        "dunning_charges_cancel",
+        &args,
+        Some("n-1"),
+        |c| bed.domain.decline(c),
+    )
+    .unwrap();
+    // The same state comes back with `accept`: refused, nothing changes.
+    let e = bed
+        .call_with(&ana, "dunning_charges_cancel", args.clone(), Some("n-1"))
+        .unwrap_err();
+    assert_eq!(e.code, ToolErrorCode::ConfirmationDeclined, "{e:?}");
+    let c = bed.ok(&ana, "dunning_charges_get", json!({"id": id}));
+    assert_eq!(c["status"], "pending");
+    // A decline is idempotent; a fresh confirmation (another nonce) still works.
+    with_call(
+        &bed,
+        &ana,
+        "dunning_charges_cancel",
+        &args,
+        Some("n-1"),
+        |c| bed.domain.decline(c),
+    )
+    .unwrap();
+    bed.call_with(&ana, "dunning_charges_cancel", args.clone(), Some("n-2"))
+        .unwrap();
+    let c = bed.ok(&ana, "dunning_charges_get", json!({"id": id}));
+    assert_eq!(c["status"], "canceled");
+    // Declining a state that was already accepted and executed is a conflict: the
+    // decline came too late to undo anything.
+    let e = with_call(
+        &bed,
+        &ana,
+        "dunning_charges_cancel",
+        &args,
+        Some("n-2"),
+        |c| bed.domain.decline(c),
+    )
+    .unwrap_err();
+    assert_eq!(e.code, ToolErrorCode::Conflict, "{e:?}");
+}
+
+#[test]
+fn a_reused_idempotency_key_is_refused_before_asking() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let a = charge(&mut bed, &ana, &d);
+    let b = charge(&mut bed, &ana, &d);
+    bed.call_with(
+        &ana,
+        "dunning_charges_cancel",
+        json!({"id": a, "idempotency_key": "k-1"}),
+        Some("n-a"),
+    )
+    .unwrap();
+    // Same key, other arguments: refused by the preflight, so the user is never asked.
+    let e = preflight(
+        &bed,
+        &ana,
+        "dunning_charges_cancel",
+        &json!({"id": b, "idempotency_key": "k-1"}),
+    )
+    .unwrap_err();
+    assert_eq!(e.code, ToolErrorCode::IdempotencyConflict, "{e:?}");
+    // An unused key is no conflict: the preflight goes on to ask.
+    assert!(
+        preflight(
+            &bed,
+            &ana,
+            "dunning_charges_cancel",
+            &json!({"id": b, "idempotency_key": "k-2"}),
+        )
+        .is_ok()
+    );
+}
