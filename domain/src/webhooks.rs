@@ -62,6 +62,7 @@ use crate::Domain;
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
 use crate::org::Organization;
+use crate::outbound::Budget;
 use crate::rules::calendar;
 use crate::schema as s;
 use crate::spec::{ToolSpec, tool};
@@ -1106,7 +1107,11 @@ pub fn claim(op: &mut Op<'_>, limit: u32) -> Result<Vec<Claimed>, DomainError> {
                 continue;
             }
         };
-        if op.outbound.take(op.org, 1, op.now, op.dry_run).is_err() {
+        // Background work: leaves one unit for a person (an honest retry_after_ms).
+        if (op.outbound)
+            .take_leaving(op.org, Budget::Webhooks, 1, 1, op.now, op.dry_run)
+            .is_err()
+        {
             break;
         }
         out.push(claim_one(op, &mut d, &hook)?);
@@ -1594,7 +1599,8 @@ fn test_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
             "webhook {id} is inactive; activate it (dunning_webhooks_update active=true) before testing"
         )));
     }
-    if let Err(retry_after_ms) = op.outbound.take(op.org, 1, op.now, op.dry_run) {
+    if let Err(retry_after_ms) = (op.outbound).take(op.org, Budget::Webhooks, 1, op.now, op.dry_run)
+    {
         return Err(DomainError::RateLimited { retry_after_ms });
     }
     // The audit event is not fanned out (a test must not cause deliveries of its own);

@@ -1,8 +1,11 @@
-//! Hardening of issue 10, domain side: control characters in text fields (item 7) and
-//! the confirmation's order and memory (item 8).
+//! Hardening of issue 10, domain side: control characters in text fields (item 7), the
+//! confirmation's order and memory (item 8), outbound budgets per kind (item 9), a
+//! debtor's aggregates kept by deltas (item 11) and the statement's pages and the answer
+//! ceiling (item 4).
 
-use dunning_core::{Ctx, Dispatch, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Ctx, Dispatch, Output, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::testing::Bed;
+use dunning_domain::webhooks::{self, RecordingDriver};
 use serde_json::{Value, json};
 
 fn maria(bed: &mut Bed, who: &Principal) -> String {
@@ -213,4 +216,90 @@ fn a_reused_idempotency_key_is_refused_before_asking() {
         )
         .is_ok()
     );
+}
+
+// ---- item 9: one outbound budget per kind, honest hints ----
+
+/// A debtor with an e-mail contact point and a pending charge; the charge's id.
+fn reachable_charge(bed: &mut Bed, who: &Principal) -> String {
+    let d = maria(bed, who);
+    bed.ok(
+        who,
+        "dunning_contact_points_create",
+        json!({"id": d, "channel": "email", "value": "maria@example.com", "consent": "unknown"}),
+    );
+    charge(bed, who, &d)
+}
+
+fn notify(bed: &mut Bed, who: &Principal, charge: &str) -> Result<Output, ToolError> {
+    bed.call(
+        who,
+        "dunning_charges_notify",
+        json!({"id": charge, "channel": "email", "template_id": "reminder"}),
+    )
+}
+
+#[test]
+fn a_webhook_backlog_does_not_starve_messages_to_debtors() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    bed.ok(
+        &ana,
+        "dunning_webhooks_create",
+        json!({"url": "https://erp.example.com/hook", "events": ["charge.created"]}),
+    );
+    let c = reachable_charge(&mut bed, &ana);
+    let d = bed.ok(&ana, "dunning_charges_get", json!({"id": c}))["debtor_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A backlog: more deliveries than a minute's webhook budget.
+    for _ in 0..80 {
+        charge(&mut bed, &ana, &d);
+    }
+    let driver = RecordingDriver::new();
+    let report = webhooks::tick(&bed.domain, bed.now, &driver).unwrap();
+    assert!(report.attempts >= 50, "{report:?}");
+    // The outbox spent its budget down to the reserve; messages have their own.
+    for _ in 0..5 {
+        notify(&mut bed, &ana, &c).expect("a message while webhooks are backlogged");
+    }
+    // The unit the outbox left is a person's: a webhook test gets it.
+    let hooks = bed.ok(&ana, "dunning_webhooks_list", json!({}));
+    let hook = hooks["data"][0]["id"].as_str().unwrap().to_owned();
+    bed.ok(&ana, "dunning_webhooks_test", json!({"id": hook}));
+}
+
+#[test]
+fn a_followed_retry_after_is_honoured() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    bed.ok(
+        &ana,
+        "dunning_webhooks_create",
+        json!({"url": "https://erp.example.com/hook", "events": ["charge.created"]}),
+    );
+    let c = reachable_charge(&mut bed, &ana);
+    let d = bed.ok(&ana, "dunning_charges_get", json!({"id": c}))["debtor_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for _ in 0..150 {
+        charge(&mut bed, &ana, &d);
+    }
+    let refused = loop {
+        match notify(&mut bed, &ana, &c) {
+            Ok(_) => {}
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(refused.code, ToolErrorCode::RateLimited, "{refused:?}");
+    let wait = refused.retry_after_ms.expect("retry_after_ms");
+    assert!(wait > 0 && wait <= 1_000, "{wait}");
+    // The caller comes back exactly when told; the webhook outbox, with its backlog,
+    // ran just before, as fast as it may.
+    bed.now = bed.now.plus_millis(wait);
+    let report = webhooks::tick(&bed.domain, bed.now, &RecordingDriver::new()).unwrap();
+    assert!(report.attempts > 0, "a backlog to deliver: {report:?}");
+    notify(&mut bed, &ana, &c).expect("the hint was honest");
 }
