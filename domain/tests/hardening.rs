@@ -4,6 +4,9 @@
 //! ceiling (item 4).
 
 use dunning_core::{Ctx, Dispatch, Output, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_domain::error::DomainError;
+use dunning_domain::op::Op;
+use dunning_domain::ops::charges;
 use dunning_domain::testing::Bed;
 use dunning_domain::webhooks::{self, RecordingDriver};
 use serde_json::{Value, json};
@@ -216,6 +219,101 @@ fn a_reused_idempotency_key_is_refused_before_asking() {
         )
         .is_ok()
     );
+}
+
+// ---- item 11: a debtor's aggregates by deltas ----
+
+/// The debtor's stored aggregates and the full recount, side by side.
+fn aggregates(bed: &mut Bed, who: &Principal, debtor: &str) -> (Value, Value) {
+    fn recount(op: &mut Op<'_>) -> Result<Output, DomainError> {
+        let id = op.str("id")?.to_owned();
+        let (open, overdue, n, oldest) = dunning_domain::ops::aggregates::recount(op, &id)?;
+        Ok(Output::ok(json!([open, overdue, n, oldest])))
+    }
+    let d = bed.ok(who, "dunning_debtors_get", json!({"id": debtor}));
+    let stored = json!([
+        d["open_amount"],
+        d["overdue_amount"],
+        d["overdue_count"],
+        d["oldest_due_date"]
+    ]);
+    let recounted = match dunning_domain::demo::run_as(
+        &bed.domain,
+        who,
+        bed.now,
+        [3u8; 32],
+        recount,
+        json!({"id": debtor}),
+    ) {
+        Ok(Output::Json { body, .. }) => body,
+        other => panic!("{other:?}"),
+    };
+    (stored, recounted)
+}
+
+fn sweep(bed: &Bed, who: &Principal) {
+    fn run(op: &mut Op<'_>) -> Result<Output, DomainError> {
+        let n = charges::sweep_overdue(op)?;
+        Ok(Output::ok(json!(n)))
+    }
+    dunning_domain::demo::run_as(&bed.domain, who, bed.now, [4u8; 32], run, json!({}))
+        .expect("sweep");
+}
+
+#[test]
+fn debtor_aggregates_follow_every_charge_change_without_a_recount() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    let check = |bed: &mut Bed, step: &str| {
+        let (stored, recounted) = aggregates(bed, &ana, &d);
+        assert_eq!(stored, recounted, "after {step}");
+    };
+    let mut ids = Vec::new();
+    for (amount, due) in [
+        (100.0, "2026-12-03"),
+        (250.5, "2026-12-02"),
+        (80.0, "2026-12-20"),
+        (40.0, "2026-12-02"),
+    ] {
+        let c = bed.ok(
+            &ana,
+            "dunning_charges_create",
+            json!({"debtor_id": d, "amount": amount, "due_date": due, "payment_method": "pix"}),
+        );
+        ids.push(c["id"].as_str().unwrap().to_owned());
+        check(&mut bed, "create");
+    }
+    let draft = bed.ok(
+        &ana,
+        "dunning_charges_create",
+        json!({"debtor_id": d, "amount": 5.0, "due_date": "2026-12-01", "payment_method": "pix", "draft": true}),
+    );
+    check(&mut bed, "draft");
+    bed.ok(&ana, "dunning_charges_delete", json!({"id": draft["id"]}));
+    check(&mut bed, "delete");
+    // The oldest (two on 12-02) closes one by one: the next oldest comes from the index.
+    bed.ok(&ana, "dunning_charges_mark_paid", json!({"id": ids[1]}));
+    check(&mut bed, "paid (oldest)");
+    bed.ok(
+        &ana,
+        "dunning_charges_mark_paid",
+        json!({"id": ids[3], "paid_amount": 10.0}),
+    );
+    check(&mut bed, "partially paid");
+    bed.ok(&ana, "dunning_charges_cancel", json!({"id": ids[3]}));
+    check(&mut bed, "canceled (oldest)");
+    bed.ok(
+        &ana,
+        "dunning_charges_update",
+        json!({"id": ids[0], "due_date": "2026-12-30", "amount": 120.0}),
+    );
+    check(&mut bed, "update (due date moves past another)");
+    bed.advance_days(25);
+    sweep(&bed, &ana);
+    check(&mut bed, "overdue sweep");
+    let (stored, _) = aggregates(&mut bed, &ana, &d);
+    assert_eq!(stored[2], 1, "one overdue charge: {stored}");
 }
 
 // ---- item 9: one outbound budget per kind, honest hints ----

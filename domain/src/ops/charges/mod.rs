@@ -29,8 +29,6 @@ mod demo;
 mod handlers;
 mod statement;
 
-use std::collections::BTreeSet;
-
 use chrono::NaiveDate;
 use dunning_core::Scope;
 use serde::{Deserialize, Serialize};
@@ -42,6 +40,7 @@ pub use handlers::Decision;
 
 use crate::error::DomainError;
 use crate::op::Op;
+use crate::ops::aggregates;
 use crate::ops::debtors::{self, Debtor};
 use crate::rules::{calendar, money};
 use crate::schema as s;
@@ -328,7 +327,7 @@ pub fn commit(
     let changes = before.map_or(Value::Null, |b| debtors::diff(b, c));
     let data = view(c, op.today());
     op.event(code, "charge", &c.id, &data, changes)?;
-    debtors::refresh_aggregates(op, &c.debtor_id)
+    aggregates::apply(op, before, Some(c))
 }
 
 /// A short name for a charge in messages: its id, external id and description.
@@ -366,7 +365,6 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
     };
     let candidates: Vec<Charge> = find(op.tx, Kind::Charge, op.org, &q)?;
     let mut moved = 0;
-    let mut touched = BTreeSet::new();
     for mut c in candidates {
         if effective_due_date(&c) >= today {
             continue;
@@ -384,11 +382,8 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
             &data,
             debtors::diff(&before, &c),
         )?;
-        touched.insert(c.debtor_id.clone());
+        aggregates::apply(op, Some(&before), Some(&c))?;
         moved += 1;
-    }
-    for d in touched {
-        debtors::refresh_aggregates(op, &d)?;
     }
     Ok(moved)
 }
