@@ -23,6 +23,7 @@
 //! ([`idempotency`] has the order).
 #![forbid(unsafe_code)]
 
+pub mod ceiling;
 pub mod demo;
 pub mod documents;
 pub mod engine;
@@ -66,6 +67,7 @@ pub struct Domain {
     tools: Vec<ToolSpec>,
     index: HashMap<String, usize>,
     outbound: outbound::Outbound,
+    answer_limit: usize,
 }
 
 impl std::fmt::Debug for Domain {
@@ -108,7 +110,14 @@ impl Domain {
             tools,
             index,
             outbound: outbound::Outbound::new(org::Settings::default().outbound_per_minute),
+            answer_limit: ceiling::MAX_ANSWER_BYTES,
         }
+    }
+
+    /// The largest JSON answer a read tool may give, in bytes (default
+    /// [`ceiling::MAX_ANSWER_BYTES`]); larger answers are refused, naming the limit.
+    pub fn set_answer_limit(&mut self, bytes: usize) {
+        self.answer_limit = bytes;
     }
 
     /// The outbound limiter.
@@ -209,7 +218,9 @@ impl Domain {
             .spec(&call.tool.name)
             .map_err(|e| StoreError(e.message))?;
         if call.tool.annotations.read_only {
-            return store::read(&*self.store, |tx| self.op_run(tx, call, false, spec.run));
+            let out = store::read(&*self.store, |tx| self.op_run(tx, call, false, spec.run))?;
+            ceiling::check(&out, self.answer_limit)?;
+            return Ok(out);
         }
         let org = call.ctx.principal.organization.clone();
         let ids = idempotency::Keys::of(call);
@@ -272,9 +283,14 @@ impl Domain {
             confirmation_key: None,
             surface: dunning_core::Surface::Mcp,
         };
-        Some(store::read(&*self.store, |tx| {
-            self.op_run(tx, &call, false, spec.run)
-        }))
+        Some(
+            store::read(&*self.store, |tx| self.op_run(tx, &call, false, spec.run)).and_then(
+                |out| {
+                    ceiling::check(&out, self.answer_limit)?;
+                    Ok(out)
+                },
+            ),
+        )
     }
 
     /// The definition of a built tool.

@@ -316,6 +316,72 @@ fn debtor_aggregates_follow_every_charge_change_without_a_recount() {
     assert_eq!(stored[2], 1, "one overdue charge: {stored}");
 }
 
+// ---- item 4: statement pages and the answer ceiling ----
+
+#[test]
+fn the_statement_comes_a_page_at_a_time_with_totals_over_every_charge() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    for _ in 0..130 {
+        charge(&mut bed, &ana, &d);
+    }
+    let first = bed.ok(&ana, "dunning_debtors_statement", json!({"id": d}));
+    assert_eq!(first["charges"].as_array().unwrap().len(), 100);
+    assert_eq!(
+        first["meta"],
+        json!({"page": 1, "per_page": 100, "total": 130, "total_pages": 2})
+    );
+    assert_eq!(first["totals"]["open_count"], 130);
+    let second = bed.ok(
+        &ana,
+        "dunning_debtors_statement",
+        json!({"id": d, "page": 2}),
+    );
+    assert_eq!(second["charges"].as_array().unwrap().len(), 30);
+    assert_eq!(
+        second["totals"], first["totals"],
+        "totals cover every charge"
+    );
+    let small = bed.ok(
+        &ana,
+        "dunning_debtors_statement",
+        json!({"id": d, "page": 3, "per_page": 50}),
+    );
+    assert_eq!(small["charges"].as_array().unwrap().len(), 30);
+    // Pages do not overlap and together list every charge once.
+    let mut ids: Vec<&str> = first["charges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(second["charges"].as_array().unwrap())
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 130);
+}
+
+#[test]
+fn an_answer_over_the_ceiling_is_refused_naming_the_limit() {
+    let mut bed = Bed::new();
+    let ana = bed.ana();
+    let d = maria(&mut bed, &ana);
+    for _ in 0..30 {
+        charge(&mut bed, &ana, &d);
+    }
+    bed.domain.set_answer_limit(20_000);
+    let e = bed.err(&ana, "dunning_charges_list", json!({"per_page": 100}));
+    assert_eq!(e.code, ToolErrorCode::Validation, "{e:?}");
+    assert!(e.message.contains("limit of 20000 bytes"), "{}", e.message);
+    assert_eq!(e.details[0].field, "per_page");
+    // A smaller page fits.
+    let l = bed.ok(&ana, "dunning_charges_list", json!({"per_page": 5}));
+    assert_eq!(l["data"].as_array().unwrap().len(), 5);
+    // Writes are never refused for their answer: they are committed by then.
+    charge(&mut bed, &ana, &d);
+}
+
 // ---- item 9: one outbound budget per kind, honest hints ----
 
 /// A debtor with an e-mail contact point and a pending charge; the charge's id.

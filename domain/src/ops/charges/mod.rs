@@ -771,12 +771,14 @@ pub fn tools() -> Vec<ToolSpec> {
 pub fn statement_tools() -> Vec<ToolSpec> {
     vec![
         tool("dunning_debtors_statement", "Debtor statement", "GET", "/v1/debtors/{id}/statement")
-            .describe("A debtor's statement (extrato) as of a date: open, paid and renegotiated charges with their updated amounts on that date, and the totals computed by the server (never re-sum them). `format=pdf` returns the PDF's descriptor instead.")
+            .describe("A debtor's statement (extrato) as of a date: open, paid and renegotiated charges with their updated amounts on that date, and the totals computed by the server over every charge (never re-sum them). The charges come a page at a time (`page`, `per_page`, at most 100; `meta` says how many there are). `format=pdf` returns the PDF's descriptor instead.")
             .read()
             .access(Scope::Read, Some("debtors.view"))
             .req("id", s::id("Debtor id"))
             .arg("as_of", s::date("Date of the updated amounts (default today)"))
             .arg("format", s::one_of("json (default) or pdf", &["json", "pdf"]))
+            .arg("page", s::integer("Page of charges (json), from 1; the totals always cover every charge", 1, 1_000_000))
+            .arg("per_page", s::integer("Charges per page (json), 1 to 100 (default 100)", 1, 100))
             .output(s::any_object("The statement, or the PDF's descriptor"))
             .run(statement::debtor_statement),
     ]
