@@ -4,15 +4,17 @@
 //! 16.8 MB) costs the server its memory and the event loop of a non-blocking adapter its
 //! latency for everyone, and no agent can use such an answer anyway. Lists and the
 //! statement are paginated; this is the backstop for whatever is still too big: a read
-//! tool's JSON answer over [`MAX_ANSWER_BYTES`] is refused with a `VALIDATION_ERROR`
-//! naming the limit and how to narrow the request, instead of being sent.
+//! tool's JSON answer over [`MAX_ANSWER_BYTES`] is refused with
+//! [`DomainError::TooLarge`] (a `VALIDATION_ERROR` naming the limit and how to narrow the
+//! request; for a resource, `-32602` with reason `ANSWER_TOO_LARGE`), instead of being
+//! sent.
 //!
 //! The size is measured on the JSON tree before it is serialized, as an upper bound of
 //! its compact serialization (strings with their escapes, integers exactly, every float
 //! as the 24 bytes of its longest form): one walk, no allocation, no formatting.
 //! Files (PDF, CSV) are not capped here: an export is downloaded whole, by design.
 
-use dunning_core::{FieldIssue, Output};
+use dunning_core::Output;
 use serde_json::Value;
 
 use crate::error::DomainError;
@@ -29,17 +31,7 @@ pub fn check(out: &Output, limit: usize) -> Result<(), DomainError> {
     if size <= limit {
         return Ok(());
     }
-    let issue = format!(
-        "the answer would be about {size} bytes, over the limit of {limit} bytes for one answer; \
-         ask for less (page and per_page, a narrower filter or date range)"
-    );
-    Err(DomainError::Validation {
-        message: format!("Answer too large: {issue}"),
-        details: vec![FieldIssue {
-            field: "per_page".into(),
-            issue,
-        }],
-    })
+    Err(DomainError::TooLarge { size, limit })
 }
 
 /// An upper bound of the compact serialization's length of `v`.
@@ -116,9 +108,8 @@ mod tests {
         let out = Output::ok(json!({"data": vec!["x".repeat(100); 20]}));
         assert!(check(&out, 10_000).is_ok());
         match check(&out, 1_000) {
-            Err(DomainError::Validation { message, details }) => {
-                assert!(message.contains("limit of 1000 bytes"), "{message}");
-                assert_eq!(details[0].field, "per_page");
+            Err(e @ DomainError::TooLarge { limit: 1_000, .. }) => {
+                assert!(e.to_string().contains("limit of 1000 bytes"), "{e}");
             }
             other => panic!("{other:?}"),
         }
