@@ -252,7 +252,8 @@ fn webhook_receivers_behind_non_global_addresses_are_refused() {
             &api,
             "POST",
             "/v1/webhooks",
-            Some(&json!({ "url": url, "events": ["*"] })),
+            // One rare event: the jobs thread's own deliveries stay out of the way.
+            Some(&json!({ "url": url, "events": ["charge.written_off"] })),
         );
         assert_eq!(r.status, 201, "{host}: {}", r.text());
         let id = r.json()["id"].as_str().unwrap().to_owned();
