@@ -37,15 +37,17 @@
 //! ## Drivers
 //! [`RecordingDriver`] (the default) records requests and answers 200: nothing leaves
 //! the machine. [`HttpDriver`] posts for real with a small blocking HTTP/1.1 client on
-//! [`TcpStream`] (timeouts, `Connection: close`, ≤ 4 KB of the answer kept, private
-//! addresses refused unless allowed); `https` needs a [`TlsConnector`] supplied by the
+//! [`TcpStream`] (timeouts, `Connection: close`, ≤ 4 KB of the answer kept, names
+//! resolved within the connect timeout by [`crate::resolve`], every non-global address
+//! refused by [`crate::global_ip::is_global`] unless private addresses are allowed);
+//! `https` needs a [`TlsConnector`] supplied by the
 //! binary. The binary picks one with [`install_driver`] (used by
 //! `dunning_webhooks_test`) and passes it to [`tick`].
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
@@ -60,6 +62,7 @@ use crate::Domain;
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
 use crate::org::Organization;
+use crate::outbound::Budget;
 use crate::rules::calendar;
 use crate::schema as s;
 use crate::spec::{ToolSpec, tool};
@@ -373,9 +376,16 @@ pub fn parse_url(raw: &str) -> Result<Target, String> {
             None => (authority.to_owned(), None),
         }
     };
-    let host = host.to_ascii_lowercase();
+    let mut host = host.to_ascii_lowercase();
+    // `example.com.` is `example.com`: one spelling, one lookup, one filter, one `Host`.
+    if !host.contains(':') && host.ends_with('.') {
+        host.pop();
+    }
     if host.is_empty() {
         return Err("must name a host".into());
+    }
+    if !host.contains(':') && host.split('.').any(str::is_empty) {
+        return Err("has an empty label in its host".into());
     }
     if !host.contains(':')
         && !host
@@ -722,13 +732,12 @@ impl HttpDriver {
         if target.tls && self.tls.is_none() {
             return Err("tls_unavailable: this server has no TLS connector for https".into());
         }
-        let addrs: Vec<SocketAddr> = (target.host.as_str(), target.port)
-            .to_socket_addrs()
-            .map_err(|e| format!("dns: {e}"))?
-            .collect();
+        // Within the connect timeout; then only the addresses that passed the filter
+        // are connected to (no second lookup a rebinding DNS could answer otherwise).
+        let addrs = crate::resolve::resolve(&target.host, target.port, self.connect_timeout)?;
         let allowed: Vec<SocketAddr> = addrs
             .into_iter()
-            .filter(|a| self.allow_private || is_public(a.ip()))
+            .filter(|a| self.allow_private || crate::global_ip::is_global(a.ip()))
             .collect();
         if allowed.is_empty() {
             return Err("address_not_allowed: the host resolves to no public address".into());
@@ -894,37 +903,6 @@ fn truncate_body(body: &[u8]) -> String {
         cut -= 1;
     }
     text[..cut].to_owned()
-}
-
-/// Whether an address is on the public internet.
-fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || o[0] == 0
-                || (o[0] == 100 && (o[1] & 0xc0) == 64)
-                || (o[0] == 198 && (o[1] & 0xfe) == 18)
-                || o[0] >= 240)
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80)
-        }
-    }
 }
 
 impl WebhookDriver for HttpDriver {
@@ -1129,7 +1107,11 @@ pub fn claim(op: &mut Op<'_>, limit: u32) -> Result<Vec<Claimed>, DomainError> {
                 continue;
             }
         };
-        if op.outbound.take(op.org, 1, op.now, op.dry_run).is_err() {
+        // Background work: leaves one unit for a person (an honest retry_after_ms).
+        if (op.outbound)
+            .take_leaving(op.org, Budget::Webhooks, 1, 1, op.now, op.dry_run)
+            .is_err()
+        {
             break;
         }
         out.push(claim_one(op, &mut d, &hook)?);
@@ -1617,7 +1599,8 @@ fn test_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
             "webhook {id} is inactive; activate it (dunning_webhooks_update active=true) before testing"
         )));
     }
-    if let Err(retry_after_ms) = op.outbound.take(op.org, 1, op.now, op.dry_run) {
+    if let Err(retry_after_ms) = (op.outbound).take(op.org, Budget::Webhooks, 1, op.now, op.dry_run)
+    {
         return Err(DomainError::RateLimited { retry_after_ms });
     }
     // The audit event is not fanned out (a test must not cause deliveries of its own);

@@ -48,6 +48,7 @@ use crate::op::{Op, created, list, ok};
 use crate::ops::charges::{self, Charge, NewCharge};
 use crate::ops::debtors::{self, Debtor};
 use crate::ops::deliveries::{self, Delivery};
+use crate::outbound::Budget;
 use crate::rules::{calendar, money};
 use crate::schema as s;
 use crate::spec::{ToolBuilder, ToolSpec, tool};
@@ -838,7 +839,7 @@ fn notify_proposal(
         )));
     };
     op.outbound
-        .take(op.org, 1, op.now, op.dry_run)
+        .take(op.org, Budget::Messages, 1, op.now, op.dry_run)
         .map_err(|retry_after_ms| DomainError::RateLimited { retry_after_ms })?;
     let down = if t.down > 0 {
         format!(" (entrada de {})", money::format_brl(t.down))

@@ -44,6 +44,7 @@ use crate::op::{Op, created, list, ok};
 use crate::ops::charges::{self, Charge};
 use crate::ops::debtors::{self, Debtor};
 use crate::ops::deliveries::{self, Delivery};
+use crate::outbound::Budget;
 use crate::rules::{calendar, money};
 use crate::schema as s;
 use crate::spec::{ToolSpec, tool};
@@ -528,7 +529,7 @@ fn describe_negativate(op: &mut Op<'_>) -> Result<String, DomainError> {
 fn negativate(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let p = plan(op)?;
     op.outbound
-        .take(op.org, 1, op.now, op.dry_run)
+        .take(op.org, Budget::Messages, 1, op.now, op.dry_run)
         .map_err(|retry_after_ms| DomainError::RateLimited { retry_after_ms })?;
     let now = op.timestamp();
     let today = op.today();

@@ -98,6 +98,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     );
     validation.leeway_secs = settings.auth.leeway_secs;
     validation.require_at_jwt = settings.auth.require_at_jwt;
+    validation.max_token_lifetime_secs = settings.auth.max_token_lifetime_secs;
 
     let config = Config {
         mcp_path: settings.mcp_path.clone(),
