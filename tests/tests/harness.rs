@@ -1,13 +1,8 @@
-//! The in-memory harness itself: delivery splits, pipelining, clock and load; and the
-//! harness-only cases of `tests/harness-cases/`.
-
-use std::path::Path;
+//! The in-memory harness itself: delivery splits, pipelining, clock and load.
 
 use dunning_core::Load;
 use dunning_harness::{Harness, START, Split};
 use dunning_tests::expect::HttpResponse;
-use dunning_tests::fixture::load_case;
-use dunning_tests::runner::{HarnessTransport, run_case};
 use dunning_tests::{TestDomain, test_server};
 
 const DISCOVER_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
@@ -99,22 +94,4 @@ fn clock_and_load_are_the_harness_s() {
 fn incomplete_request_gets_no_answer() {
     let req = ping();
     assert!(harness().send(&req[..req.len() - 1]).is_empty());
-}
-
-/// A declined `requestState` re-sent with `accept` is declined again, nothing executed
-/// (product §13, issue 10 item 8). See `tests/harness-cases/README.md` for why it runs
-/// here only.
-#[test]
-fn a_decline_consumes_the_request_state() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("harness-cases");
-    let case = load_case(&root, &root.join("decline_consumes_state.http")).unwrap();
-    for split in [Split::Whole, Split::Random(7)] {
-        let mut transport = HarnessTransport {
-            harness: harness(),
-            split,
-        };
-        if let Err(e) = run_case(&case, &mut transport) {
-            panic!("{e}");
-        }
-    }
 }
