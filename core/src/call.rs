@@ -327,6 +327,15 @@ impl<D: Dispatch> Server<D> {
         match answer {
             None => self.ask(rpc, &call, log),
             Some(Answer::Decline) => {
+                // The state is consumed by the refusal: the dispatcher records the nonce
+                // first, so the same state re-sent with `accept` is refused too.
+                let declined = ToolCall {
+                    confirmation_key: Some(&claims.nonce),
+                    ..call
+                };
+                if let Err(e) = self.dispatch.decline(&declined) {
+                    return self.tool_error(rpc, e, log);
+                }
                 let e = ToolError::new(
                     ToolErrorCode::ConfirmationDeclined,
                     format!("The user did not confirm {name}; nothing was executed."),

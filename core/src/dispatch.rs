@@ -331,6 +331,17 @@ pub trait Dispatch: Send + Sync {
         Ok(format!("{}?", call.tool.title))
     }
 
+    /// The user declined (or cancelled) the confirmation of `call`, whose
+    /// `confirmation_key` is the sealed state's nonce: remember it, so the same
+    /// `requestState` re-sent with `accept` never executes (§13). The core is pure and
+    /// cannot remember anything; a dispatcher that executes destructive tools must.
+    /// `Err` replaces the `CONFIRMATION_DECLINED` answer (e.g. the nonce was already
+    /// accepted and executed). The default remembers nothing.
+    fn decline(&self, call: &ToolCall<'_>) -> Result<(), ToolError> {
+        let _ = call;
+        Ok(())
+    }
+
     /// Reads a resource (access already checked against its definition). The default
     /// has none.
     fn read_resource(&self, read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError> {

@@ -15,8 +15,10 @@
 //! 6. claims: `iss` equals the configured issuer; `aud` (string or array) contains the
 //!    identifier of the requested [`Audience`] — the MCP resource identifier or the API
 //!    identifier, so a token for one is refused by the other; `exp` in the future, `nbf`
-//!    and `iat` not in the future, all with [`Validation::leeway_secs`] (60 s); `sub`,
-//!    `org` and `scope` (space-separated) present.
+//!    and `iat` not in the future, all with [`Validation::leeway_secs`] (60 s); a
+//!    lifetime (`exp` past `iat`, or past `now` without `iat`) of at most
+//!    [`Validation::max_token_lifetime_secs`] (24 h), so a token with `exp` = 2^63-1 is
+//!    not a credential forever; `sub`, `org` and `scope` (space-separated) present.
 //!
 //! What the failure was is an [`AuthError`], logged by the caller, never sent.
 //!
@@ -46,6 +48,9 @@ pub const MAX_TOKEN_LEN: usize = 8 * 1024;
 
 /// Clock skew tolerated on `exp`, `nbf` and `iat` (spec §10).
 pub const LEEWAY_SECS: u64 = 60;
+
+/// Longest token lifetime accepted by default: `exp` at most 24 h past `iat` (issue 10).
+pub const MAX_TOKEN_LIFETIME_SECS: u64 = 86_400;
 
 /// Smallest RSA modulus accepted, in bits.
 pub const MIN_RSA_BITS: usize = 2048;
@@ -391,10 +396,15 @@ pub struct Validation {
     /// Require the header `typ` to be `at+jwt` (RFC 9068 §4). When off, a missing `typ`
     /// or `JWT` is accepted too; any other `typ` is refused either way.
     pub require_at_jwt: bool,
+    /// Longest lifetime accepted, in seconds: `exp` may be at most this far past `iat`
+    /// (past `now` when the token has no `iat`), plus the leeway. A stolen token must not
+    /// stay valid for centuries because its issuer wrote a huge `exp`.
+    pub max_token_lifetime_secs: u64,
 }
 
 impl Validation {
-    /// Issuer and the two audiences, 60 s leeway, `typ: at+jwt` required.
+    /// Issuer and the two audiences, 60 s leeway, `typ: at+jwt` required, lifetimes up
+    /// to [`MAX_TOKEN_LIFETIME_SECS`].
     pub fn new(issuer: &str, mcp_audience: &str, api_audience: &str) -> Self {
         Self {
             issuer: issuer.to_owned(),
@@ -402,6 +412,7 @@ impl Validation {
             api_audience: api_audience.to_owned(),
             leeway_secs: LEEWAY_SECS,
             require_at_jwt: true,
+            max_token_lifetime_secs: MAX_TOKEN_LIFETIME_SECS,
         }
     }
 
@@ -525,6 +536,12 @@ fn check_claims(
     }
     let iat = numeric_date(c.get("iat"))?;
     if iat.is_some_and(|iat| iat > now_ms + leeway_ms) {
+        return Err(AuthError::Time);
+    }
+    // After the clock checks: the lifetime is measured from `iat` (the issuer's own
+    // statement), or from now when it is absent, which bounds what is left of it.
+    let max_lifetime_ms = i128::from(v.max_token_lifetime_secs) * 1000;
+    if exp > iat.unwrap_or(now_ms) + max_lifetime_ms + leeway_ms {
         return Err(AuthError::Time);
     }
 
@@ -792,6 +809,46 @@ mod tests {
         assert_eq!(check(&t), Err(AuthError::Claims));
         let t = sign_ed25519("ed1", &with(claims(), "exp", json!("soon")), &ED_SEED);
         assert_eq!(check(&t), Err(AuthError::Claims));
+    }
+
+    #[test]
+    fn lifetime_beyond_the_maximum() {
+        let huge = with(claims(), "exp", json!(i64::MAX));
+        assert_eq!(
+            check(&sign_ed25519("ed1", &huge, &ED_SEED)),
+            Err(AuthError::Time),
+            "exp = 2^63-1"
+        );
+        let day = with(claims(), "exp", json!(NOW + 86_400));
+        assert!(check(&sign_ed25519("ed1", &day, &ED_SEED)).is_ok(), "24 h");
+        let over = with(claims(), "exp", json!(NOW + 86_400 + 61));
+        assert_eq!(
+            check(&sign_ed25519("ed1", &over, &ED_SEED)),
+            Err(AuthError::Time),
+            "24 h + leeway + 1 s"
+        );
+        let no_iat = with(without(claims(), "iat"), "exp", json!(NOW + 2 * 86_400));
+        assert_eq!(
+            check(&sign_ed25519("ed1", &no_iat, &ED_SEED)),
+            Err(AuthError::Time),
+            "without iat, measured from now"
+        );
+        // An old iat with a near exp is fine: what counts is exp - iat.
+        let old = with(
+            with(claims(), "iat", json!(NOW - 80_000)),
+            "exp",
+            json!(NOW + 600),
+        );
+        assert!(check(&sign_ed25519("ed1", &old, &ED_SEED)).is_ok());
+        let v = Validation {
+            max_token_lifetime_secs: 3_600,
+            ..validation()
+        };
+        let t = sign_ed25519("ed1", &with(claims(), "exp", json!(NOW + 7_200)), &ED_SEED);
+        assert_eq!(
+            verify(&t, &keys(), &v, Audience::Mcp, now()),
+            Err(AuthError::Time)
+        );
     }
 
     #[test]

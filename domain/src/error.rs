@@ -33,6 +33,22 @@ pub enum DomainError {
     /// An `idempotency_key` reused with different arguments.
     #[error("idempotency_key {0} was already used with different arguments")]
     IdempotencyConflict(String),
+    /// The user declined the confirmation (or its declined state came back).
+    #[error("{0}")]
+    ConfirmationDeclined(String),
+    /// A read's answer over the ceiling ([`crate::ceiling`]): a `VALIDATION_ERROR`
+    /// naming the limit (field `per_page`); for a resource, unavailable with reason
+    /// `ANSWER_TOO_LARGE`.
+    #[error(
+        "Answer too large: about {size} bytes, over the limit of {limit} bytes for one answer; \
+         ask for less (page and per_page, a narrower filter or date range)"
+    )]
+    TooLarge {
+        /// Estimated size of the answer, in bytes.
+        size: usize,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// A settlement document for something not settled.
     #[error("{0}")]
     NotSettled(String),
@@ -87,6 +103,16 @@ impl From<DomainError> for ToolError {
             DomainError::IdempotencyConflict(_) => {
                 Self::new(ToolErrorCode::IdempotencyConflict, message)
             }
+            DomainError::ConfirmationDeclined(_) => {
+                Self::new(ToolErrorCode::ConfirmationDeclined, message)
+            }
+            DomainError::TooLarge { limit, .. } => Self::validation(
+                message,
+                vec![FieldIssue {
+                    field: "per_page".into(),
+                    issue: format!("the answer would exceed the limit of {limit} bytes"),
+                }],
+            ),
             DomainError::NotSettled(_) => Self::new(ToolErrorCode::NotSettled, message),
             DomainError::RateLimited { retry_after_ms } => Self {
                 retry_after_ms: Some(retry_after_ms),

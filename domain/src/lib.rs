@@ -17,20 +17,27 @@
 //!
 //! A destructive tool's preflight is a dry run of the same handler in a transaction
 //! that is always rolled back: every check that does not depend on consent runs, by
-//! construction the same checks as the real call.
+//! construction the same checks as the real call. It first refuses an
+//! `idempotency_key` already used with other arguments, and a declined confirmation
+//! records its nonce, so the same `requestState` never executes later
+//! ([`idempotency`] has the order).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod ceiling;
 pub mod completions;
 pub mod demo;
 pub mod documents;
 pub mod engine;
 pub mod error;
+pub mod global_ip;
+mod idempotency;
 pub mod mcp;
 pub mod op;
 pub mod ops;
 pub mod org;
 pub mod outbound;
+pub mod resolve;
 pub mod rules;
 pub mod schema;
 pub mod spec;
@@ -62,6 +69,7 @@ pub struct Domain {
     tools: Vec<ToolSpec>,
     index: HashMap<String, usize>,
     outbound: outbound::Outbound,
+    answer_limit: usize,
 }
 
 impl std::fmt::Debug for Domain {
@@ -104,7 +112,14 @@ impl Domain {
             tools,
             index,
             outbound: outbound::Outbound::new(org::Settings::default().outbound_per_minute),
+            answer_limit: ceiling::MAX_ANSWER_BYTES,
         }
+    }
+
+    /// The largest JSON answer a read tool may give, in bytes (default
+    /// [`ceiling::MAX_ANSWER_BYTES`]); larger answers are refused, naming the limit.
+    pub fn set_answer_limit(&mut self, bytes: usize) {
+        self.answer_limit = bytes;
     }
 
     /// The outbound limiter.
@@ -180,6 +195,10 @@ impl Domain {
         f: impl FnOnce(&mut Op<'_>) -> Result<R, DomainError>,
     ) -> Result<R, DomainError> {
         let principal = call.ctx.principal;
+        if !call.tool.annotations.read_only {
+            // Before anything is read or written: what would be stored must be clean text.
+            rules::text::refuse_controls(call.args)?;
+        }
         let settings = Self::settings(tx, &principal.organization)?;
         let mut op = Op::new(
             tx,
@@ -201,39 +220,25 @@ impl Domain {
             .spec(&call.tool.name)
             .map_err(|e| StoreError(e.message))?;
         if call.tool.annotations.read_only {
-            return store::read(&*self.store, |tx| self.op_run(tx, call, false, spec.run));
+            let out = store::read(&*self.store, |tx| self.op_run(tx, call, false, spec.run))?;
+            ceiling::check(&out, self.answer_limit)?;
+            return Ok(out);
         }
         let org = call.ctx.principal.organization.clone();
-        let mut keyless = call.args.clone();
-        let user_key = keyless
-            .remove("idempotency_key")
-            .and_then(|v| v.as_str().map(str::to_owned));
-        let digest = dunning_core::confirm::args_digest(&keyless);
-        let mut keys: Vec<String> = Vec::new();
-        if let Some(k) = user_key {
-            keys.push(format!("key:{k}"));
-        }
-        if let Some(n) = call.confirmation_key {
-            keys.push(format!("confirm:{n}"));
-        }
+        let ids = idempotency::Keys::of(call);
+        let keys = &ids.keys;
         let (out, fresh) = store::write(&*self.store, |tx| {
-            for key in &keys {
-                if let Some(r) = tx.recall(&org, key)? {
-                    if r.tool != call.tool.name || r.digest != digest {
-                        let shown = key.split_once(':').map_or(key.as_str(), |(_, k)| k);
-                        return Err(DomainError::IdempotencyConflict(shown.to_owned()));
-                    }
-                    return Ok((output_from_json(&r.result), false));
-                }
+            if let Some(r) = ids.recall(tx, &org, &call.tool.name)? {
+                return Ok((output_from_json(&r), false));
             }
             let out = self.op_run(tx, call, false, spec.run)?;
             let stored = Remembered {
                 tool: call.tool.name.clone(),
-                digest: digest.clone(),
+                digest: ids.digest.clone(),
                 result: output_to_json(&out),
                 at_ms: call.ctx.now.as_millis(),
             };
-            for key in &keys {
+            for key in keys {
                 tx.remember(&org, key, &stored)?;
             }
             Ok((out, true))
@@ -247,7 +252,7 @@ impl Domain {
         if !keys.is_empty() {
             let result = output_to_json(&out);
             store::write(&*self.store, |tx| {
-                for key in &keys {
+                for key in keys {
                     tx.rewrite_remembered(&org, key, &result)?;
                 }
                 Ok(())
@@ -280,9 +285,14 @@ impl Domain {
             confirmation_key: None,
             surface: dunning_core::Surface::Mcp,
         };
-        Some(store::read(&*self.store, |tx| {
-            self.op_run(tx, &call, false, spec.run)
-        }))
+        Some(
+            store::read(&*self.store, |tx| self.op_run(tx, &call, false, spec.run)).and_then(
+                |out| {
+                    ceiling::check(&out, self.answer_limit)?;
+                    Ok(out)
+                },
+            ),
+        )
     }
 
     /// The definition of a built tool.
@@ -333,7 +343,11 @@ impl Dispatch for Domain {
     fn preflight(&self, call: &ToolCall<'_>) -> Result<String, ToolError> {
         let spec = self.spec(&call.tool.name)?;
         let mut message = None;
+        let ids = idempotency::Keys::of(call);
+        let org = &call.ctx.principal.organization;
         let dry: Result<(), DomainError> = store::write(&*self.store, |tx| {
+            // Needs no consent, so it comes before the user is asked (§13).
+            ids.refuse_conflict(tx, org, &call.tool.name)?;
             let described = match spec.describe {
                 Some(d) => self.op_run(tx, call, true, d)?,
                 None => format!("{}?", call.tool.title),
@@ -351,6 +365,16 @@ impl Dispatch for Domain {
                 "preflight",
             )),
         }
+    }
+
+    fn decline(&self, call: &ToolCall<'_>) -> Result<(), ToolError> {
+        let ids = idempotency::Keys::of(call);
+        let org = &call.ctx.principal.organization;
+        let now = call.ctx.now.as_millis();
+        store::write(&*self.store, |tx| {
+            ids.decline(tx, org, &call.tool.name, now)
+        })
+        .map_err(ToolError::from)
     }
 
     fn read_resource(&self, read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError> {

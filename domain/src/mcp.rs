@@ -303,6 +303,7 @@ pub fn templates(domain: &Domain) -> Vec<TemplateDef> {
 fn map_err(e: DomainError) -> ResourceError {
     match e {
         DomainError::NotSettled(_) => ResourceError::Unavailable("NOT_SETTLED"),
+        DomainError::TooLarge { .. } => ResourceError::Unavailable("ANSWER_TOO_LARGE"),
         DomainError::Store(_) => ResourceError::Internal,
         _ => ResourceError::NotFound,
     }

@@ -676,6 +676,26 @@ impl Dispatch for TestDomain {
         }
     }
 
+    /// Records the refusal under the nonce, like any reply: the same state re-sent with
+    /// `accept` replays the refusal instead of executing.
+    fn decline(&self, call: &ToolCall<'_>) -> Result<(), ToolError> {
+        let refused = ToolError::new(
+            ToolErrorCode::ConfirmationDeclined,
+            format!(
+                "The user did not confirm {}; nothing was executed.",
+                call.tool.name
+            ),
+        );
+        match self.once(call, || Err(refused)) {
+            Err(e) if e.code == ToolErrorCode::ConfirmationDeclined => Ok(()),
+            Ok(_) => Err(ToolError::new(
+                ToolErrorCode::Conflict,
+                "this confirmation was already accepted and executed",
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
     fn preflight(&self, call: &ToolCall<'_>) -> Result<String, ToolError> {
         let c = self.cancelable(call)?;
         Ok(format!(

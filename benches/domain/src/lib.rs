@@ -93,6 +93,16 @@ pub fn handle(
     body: &str,
     headers: &[(&'static str, String)],
 ) -> (u16, Vec<u8>) {
+    handle_at(server, body, headers, 1)
+}
+
+/// Like [`handle`], with entropy from `counter` (writes get fresh ids).
+pub fn handle_at(
+    server: &Server<Domain>,
+    body: &str,
+    headers: &[(&'static str, String)],
+    counter: u64,
+) -> (u16, Vec<u8>) {
     let hs: Vec<Header<'_>> = headers
         .iter()
         .map(|(n, v)| Header {
@@ -106,6 +116,6 @@ pub fn handle(
         headers: &hs,
         body: body.as_bytes(),
     };
-    let resp = server.handle(&req, &Env::fixed(T0, 1));
+    let resp = server.handle(&req, &Env::fixed(T0, counter));
     (resp.status.as_u16(), resp.body)
 }

@@ -1,9 +1,10 @@
 //! Debtors (domain.md §1, tools #3–#7): who owes. The statement (#8) lives with charges.
 //!
 //! A debtor's computed fields (`open_amount`, `overdue_amount`, `overdue_count`,
-//! `oldest_due_date`) are stored on the document and refreshed by
-//! [`refresh_aggregates`] whenever one of its charges changes, so listing and sorting by
-//! them is an index scan, not an aggregate per row.
+//! `oldest_due_date`) are stored on the document and kept by
+//! [`crate::ops::aggregates::apply`] whenever one of its charges changes (by the change's
+//! difference, never a recount), so listing and sorting by them is an index scan, not
+//! an aggregate per row.
 
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
@@ -465,57 +466,4 @@ pub fn diff<T: Serialize>(before: &T, after: &T) -> Value {
         }
     }
     Value::Object(out)
-}
-
-/// Recomputes a debtor's open/overdue totals from its charges (called by every charge
-/// change). Charges are read as JSON: `status`, `amount`, `paid_amount`, `due_date`.
-pub fn refresh_aggregates(op: &mut Op<'_>, debtor_id: &str) -> Result<(), DomainError> {
-    let Some(mut d) = crate::store::load::<Debtor>(op.tx, Kind::Debtor, op.org, debtor_id)? else {
-        return Ok(());
-    };
-    let open = ["pending", "overdue", "partially_paid"];
-    // Sorted by the filtered column, so SQLite walks the `(org, debtor_id)` index instead
-    // of the organization's whole `created_at` index.
-    let q = Query {
-        sort: ("debtor_id", Order::Asc),
-        ..Query::all()
-            .with(Cond::Eq("debtor_id", json!(debtor_id)))
-            .with(Cond::In("status", open.iter().map(|s| json!(s)).collect()))
-    };
-    let charges = op.tx.find(Kind::Charge, op.org, &q)?;
-    let (mut open_c, mut overdue_c, mut overdue_n) = (0i64, 0i64, 0u32);
-    let mut oldest: Option<String> = None;
-    for c in &charges {
-        let amount = c.get("amount").and_then(Value::as_f64).unwrap_or_default();
-        let paid = c
-            .get("paid_amount")
-            .and_then(Value::as_f64)
-            .unwrap_or_default();
-        let due = money::cents(amount).unwrap_or_default() - money::cents(paid).unwrap_or_default();
-        open_c += due;
-        if c.get("status").and_then(Value::as_str) == Some("overdue") {
-            overdue_c += due;
-            overdue_n += 1;
-        }
-        if let Some(dd) = c.get("due_date").and_then(Value::as_str) {
-            if oldest.as_deref().is_none_or(|o| dd < o) {
-                oldest = Some(dd.to_owned());
-            }
-        }
-    }
-    let (open_amount, overdue_amount) = (money::brl(open_c), money::brl(overdue_c));
-    if (
-        d.open_amount,
-        d.overdue_amount,
-        d.overdue_count,
-        &d.oldest_due_date,
-    ) != (open_amount, overdue_amount, overdue_n, &oldest)
-    {
-        d.open_amount = open_amount;
-        d.overdue_amount = overdue_amount;
-        d.overdue_count = overdue_n;
-        d.oldest_due_date = oldest;
-        save(op.tx, Kind::Debtor, op.org, &d)?;
-    }
-    Ok(())
 }

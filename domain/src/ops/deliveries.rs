@@ -25,6 +25,7 @@ use crate::error::DomainError;
 use crate::op::{Op, created, list};
 use crate::ops::rulers::{self, DUNNABLE, SendWindow, Template, Window};
 use crate::org::Organization;
+use crate::outbound::Budget;
 use crate::rules::{calendar, money};
 use crate::schema as s;
 use crate::spec::{ToolSpec, tool};
@@ -1143,7 +1144,7 @@ fn manual_delivery(
 
 fn take_budget(op: &Op<'_>, n: u32) -> Result<(), DomainError> {
     op.outbound
-        .take(op.org, n, op.now, op.dry_run)
+        .take(op.org, Budget::Messages, n, op.now, op.dry_run)
         .map_err(|retry_after_ms| DomainError::RateLimited { retry_after_ms })
 }
 

@@ -1,5 +1,6 @@
 //! The tool handlers, one module per group of domain.md §2.
 
+pub mod aggregates;
 pub mod agreements;
 pub mod bureau;
 pub mod charges;

@@ -69,7 +69,12 @@ fn migrations() -> Vec<(u32, String)> {
                UPDATE tallies SET n = n - 1 WHERE org = OLD.org AND tbl = '{t}'; END;\n"
         ));
     }
-    vec![(1, v1), (2, v2)]
+    // v3: a debtor's oldest open charge is one seek (`ops::aggregates`), not a scan of
+    // the debtor's charges.
+    let v3 = String::from(
+        "CREATE INDEX charges_debtor_status_due ON charges (org, debtor_id, status, due_date, id);\n",
+    );
+    vec![(1, v1), (2, v2), (3, v3)]
 }
 
 /// SQLite store.

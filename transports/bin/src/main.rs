@@ -21,6 +21,7 @@ mod cli;
 mod clock;
 mod datadir;
 mod instructions;
+mod jobs;
 mod limiter;
 mod serve;
 mod settings;

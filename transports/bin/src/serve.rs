@@ -7,8 +7,8 @@
 //! the [`Authenticator`], the [`Gcra`] limiter and the telemetry → `endpoint.json` →
 //! listen (the port opens last, so whoever sees it open can mint a token the server
 //! accepts) → print the endpoint (and a development token when the development key is
-//! trusted) → serve on the chosen adapter. Beside the adapter run a jobs thread (idempotency sweep, ruler
-//! engine) and, with a JWKS URL, a refresher thread.
+//! trusted) → serve on the chosen adapter. Beside the adapter run the jobs thread
+//! ([`crate::jobs`]) and, with a JWKS URL, a refresher thread.
 //!
 //! Shutdown: the first SIGTERM or SIGINT sets a flag the adapter watches (stop
 //! accepting, answer what arrives `503`, drain, bounded by `drain_timeout_secs`); a
@@ -18,7 +18,6 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -27,9 +26,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use dunning_core::jwt::{Jwk, KeySet, Validation};
 use dunning_core::{Config, Dispatch, Keys, Server, StateKey};
 use dunning_domain::Domain;
-use dunning_domain::engine::{self, DeliveryDriver, DriverError, DriverReceipt, Rendered};
 use dunning_runtime::{Observer, Options};
-use serde_json::Value;
 use socket2::{Domain as SockDomain, Socket, Type};
 use zeroize::Zeroizing;
 
@@ -38,6 +35,7 @@ use crate::cli::{AudienceArg, ServeArgs, Transport};
 use crate::clock::{Clock, ShiftedEnv};
 use crate::datadir::{DataDir, Endpoint};
 use crate::instructions::INSTRUCTIONS;
+use crate::jobs::JobsThread;
 use crate::limiter::Gcra;
 use crate::settings::{JwksSource, Settings, WebhookDriver};
 use crate::telemetry::{self, MetricsView, Telemetry};
@@ -100,6 +98,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     );
     validation.leeway_secs = settings.auth.leeway_secs;
     validation.require_at_jwt = settings.auth.require_at_jwt;
+    validation.max_token_lifetime_secs = settings.auth.max_token_lifetime_secs;
 
     let config = Config {
         mcp_path: settings.mcp_path.clone(),
@@ -179,8 +178,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     }
 
     install_webhook_driver(&settings.webhooks);
-    let (jobs_stop, jobs_rx) = mpsc::channel::<()>();
-    let jobs = spawn_jobs(server.clone(), &settings, clock, jobs_rx);
+    let jobs = JobsThread::spawn(server.clone(), &settings.jobs, clock);
     let refresher = match &settings.auth.jwks {
         Some(JwksSource::Url(url)) => Some(spawn_refresher(
             keys.clone(),
@@ -196,7 +194,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     if clock.is_shifted() {
         opts.env = Arc::new(ShiftedEnv(clock));
     }
-    let observer: Arc<dyn Observer> = telemetry;
+    // Queuing an export wakes the jobs thread, so it starts at once.
+    let observer: Arc<dyn Observer> = Arc::new(jobs.waking(telemetry));
     let served = match settings.transport {
         Transport::Tokio => serve_tokio(listener, server, opts, observer, stop.clone()),
         Transport::Blocking => {
@@ -205,8 +204,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         Transport::Mio => dunning_mio::serve(listener, server, opts, observer, stop.clone()),
     };
     stop.store(true, Ordering::Release);
-    drop(jobs_stop);
-    let _ = jobs.join();
+    jobs.stop();
     if let Some(r) = refresher {
         let _ = r.join();
     }
@@ -402,92 +400,6 @@ fn install_webhook_driver(w: &crate::settings::Webhooks) {
             );
         }
     }
-}
-
-/// The delivery driver of the binary: nothing leaves the machine. The delivery keeps
-/// its rendered text in the store; the log gets one line per message (ids only, no
-/// content: messages carry debtors' personal data).
-#[derive(Debug, Default)]
-struct LogDriver;
-
-impl DeliveryDriver for LogDriver {
-    fn send(&self, delivery: &Value, _rendered: &Rendered) -> Result<DriverReceipt, DriverError> {
-        let field = |k: &str| delivery.get(k).and_then(Value::as_str).unwrap_or_default();
-        tracing::info!(
-            delivery_id = field("id"),
-            charge_id = field("charge_id"),
-            channel = field("channel"),
-            "delivery recorded"
-        );
-        Ok(DriverReceipt {
-            provider_message_id: format!("local-{}", field("id")),
-        })
-    }
-}
-
-/// The periodic jobs: the idempotency sweep and the ruler engine tick.
-fn spawn_jobs(
-    server: Arc<Server<Domain>>,
-    s: &Settings,
-    clock: Clock,
-    stop: mpsc::Receiver<()>,
-) -> JoinHandle<()> {
-    let sweep_every = Duration::from_secs(s.jobs.sweep_interval_secs.max(1));
-    let tick_every = Duration::from_secs(s.jobs.engine_interval_secs.max(1));
-    thread::Builder::new()
-        .name("jobs".into())
-        .spawn(move || {
-            let domain = server.dispatch();
-            let driver = LogDriver;
-            let mut next_sweep = Instant::now();
-            let mut next_tick = Instant::now();
-            loop {
-                let now = Instant::now();
-                if now >= next_tick {
-                    next_tick = now + tick_every;
-                    match engine::tick(domain, clock.now(), &driver) {
-                        Ok(r) if r.overdue + r.scheduled + r.sent + r.failed + r.canceled > 0 => {
-                            tracing::info!(
-                                overdue = r.overdue,
-                                scheduled = r.scheduled,
-                                sent = r.sent,
-                                failed = r.failed,
-                                canceled = r.canceled,
-                                "ruler engine tick"
-                            );
-                        }
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!(error = %e, "ruler engine tick failed"),
-                    }
-                    // Webhook deliveries: the installed driver (by default one that
-                    // records and never leaves the machine).
-                    let hooks = dunning_domain::webhooks::installed_driver();
-                    match dunning_domain::webhooks::tick(domain, clock.now(), &*hooks) {
-                        Ok(r) if r.attempts > 0 => {
-                            tracing::info!(attempts = r.attempts, "webhook deliveries tick");
-                        }
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!(error = %e, "webhook deliveries tick failed"),
-                    }
-                }
-                if now >= next_sweep {
-                    next_sweep = now + sweep_every;
-                    match domain.sweep_idempotency(clock.now()) {
-                        Ok(0) => {}
-                        Ok(n) => tracing::info!(forgotten = n, "idempotency sweep"),
-                        Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),
-                    }
-                }
-                let wait = next_sweep
-                    .min(next_tick)
-                    .saturating_duration_since(Instant::now());
-                match stop.recv_timeout(wait) {
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-                }
-            }
-        })
-        .unwrap_or_else(|e| panic!("spawning the jobs thread: {e}"))
 }
 
 /// The requestState keys: the configured ones (first seals), else the data dir's own.

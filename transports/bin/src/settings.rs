@@ -43,6 +43,7 @@
 //! authorization_servers = ["https://auth.example.com"]   # default: [issuer]
 //! leeway_secs = 60
 //! require_at_jwt = true
+//! max_token_lifetime_secs = 86400   # `exp` at most this far past `iat` (default 24 h)
 //! token_cache_size = 10000
 //!
 //! [confirmation]
@@ -186,6 +187,9 @@ struct AuthFile {
     authorization_servers: Option<Vec<String>>,
     leeway_secs: u64,
     require_at_jwt: bool,
+    /// Longest token lifetime accepted (`exp` past `iat`), default 86400 (24 h): a token
+    /// minted with a far-future `exp` is refused rather than trusted forever.
+    max_token_lifetime_secs: u64,
     token_cache_size: usize,
 }
 
@@ -200,6 +204,7 @@ impl Default for AuthFile {
             authorization_servers: None,
             leeway_secs: dunning_core::jwt::LEEWAY_SECS,
             require_at_jwt: true,
+            max_token_lifetime_secs: dunning_core::jwt::MAX_TOKEN_LIFETIME_SECS,
             token_cache_size: 10_000,
         }
     }
@@ -317,6 +322,8 @@ pub(crate) struct Auth {
     pub(crate) leeway_secs: u64,
     /// Require `typ: at+jwt`.
     pub(crate) require_at_jwt: bool,
+    /// Longest token lifetime accepted (`exp` past `iat`), in seconds; default 86400.
+    pub(crate) max_token_lifetime_secs: u64,
     /// Verified-token cache capacity.
     pub(crate) token_cache_size: usize,
 }
@@ -459,6 +466,7 @@ impl Settings {
                 authorization_servers: a.authorization_servers,
                 leeway_secs: a.leeway_secs,
                 require_at_jwt: a.require_at_jwt,
+                max_token_lifetime_secs: a.max_token_lifetime_secs,
                 token_cache_size: a.token_cache_size,
             },
             confirmation: file.confirmation,

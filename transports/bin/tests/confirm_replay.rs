@@ -398,13 +398,23 @@ fn a_confirmation_is_bound_to_its_charge_arguments_and_caller() {
         "{result}"
     );
 
+    // The decline consumed the state: the same state with a yes is refused too.
+    let r = confirm(&srv, &srv.token, tool, &args_a, &state);
+    assert_eq!(
+        r.json()["result"]["structuredContent"]["error"]["code"],
+        "CONFIRMATION_DECLINED",
+        "{}",
+        r.text()
+    );
+
     // None of that executed anything.
     for id in [a, b] {
         assert_ne!(charge(&srv, id)["status"], "canceled", "{id}");
         assert_eq!(count(&event_codes(&srv, id), "charge.canceled"), 0, "{id}");
     }
 
-    // The genuine confirmation still works, once, for A only.
+    // A genuine confirmation, asked again, still works, once, for A only.
+    let (state, _) = ask(&srv, &srv.token, tool, &args_a);
     let done = success(&confirm(&srv, &srv.token, tool, &args_a, &state));
     assert_eq!(done["structuredContent"]["status"], "canceled", "{done}");
     let again = success(&confirm(&srv, &srv.token, tool, &args_a, &state));

@@ -386,11 +386,11 @@ fn only_pure_servers_are_served_inline() {
     assert!(gate_server().0.may_block());
 }
 
-/// Not mio: it calls the core inline, one request at a time, so nothing is ever in flight
-/// beside the request being answered.
+/// Every adapter: mio hands a server that may block to its worker pool, so requests are
+/// in flight beside each other there too.
 #[test]
 fn in_flight_cap_answers_503_retry_after_1() {
-    each(&[Adapter::Tokio, Adapter::Blocking], |a| {
+    each(&Adapter::ALL, |a| {
         let (server, gate) = gate_server();
         let opts = Options {
             max_in_flight: 1,
@@ -418,6 +418,41 @@ fn in_flight_cap_answers_503_retry_after_1() {
         let got = held.join().unwrap().unwrap();
         assert_eq!(status(&got), Some(200), "{}", a.name());
         let got = exchange(addr, &call_request("ping", "{}"), Split::Whole).unwrap();
+        assert_eq!(status(&got), Some(200), "{}", a.name());
+        running.stop().unwrap();
+    });
+}
+
+/// One request that takes its time (held at the gate) never stalls the others: not on
+/// tokio (the blocking pool), not on blocking (another worker), not on mio (its pool; it
+/// used to answer inline, stalling the loop).
+#[test]
+fn a_slow_request_never_stalls_the_others() {
+    each(&Adapter::ALL, |a| {
+        let (server, gate) = gate_server();
+        let running = start(a, server, small_pool(), Arc::new(Counts::default())).unwrap();
+        let addr = running.addr();
+        let held =
+            thread::spawn(move || exchange(addr, &call_request("gate_wait", "{}"), Split::Whole));
+        assert!(
+            gate.wait_for_waiters(1, Duration::from_secs(5)),
+            "{}",
+            a.name()
+        );
+        let started = Instant::now();
+        for _ in 0..3 {
+            let got = exchange(addr, &call_request("ping", "{}"), Split::Whole).unwrap();
+            assert_eq!(status(&got), Some(200), "{}", a.name());
+        }
+        let took = started.elapsed();
+        assert_eq!(gate.waiting(), 1, "{}: still held", a.name());
+        assert!(
+            took < Duration::from_secs(3),
+            "{}: the others waited {took:?} behind the slow one",
+            a.name()
+        );
+        gate.open();
+        let got = held.join().unwrap().unwrap();
         assert_eq!(status(&got), Some(200), "{}", a.name());
         running.stop().unwrap();
     });

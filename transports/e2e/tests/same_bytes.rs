@@ -50,6 +50,9 @@ impl Dispatch for Fresh {
     fn preflight(&self, call: &ToolCall<'_>) -> Result<String, ToolError> {
         self.get().preflight(call)
     }
+    fn decline(&self, call: &ToolCall<'_>) -> Result<(), ToolError> {
+        self.get().decline(call)
+    }
     fn read_resource(&self, read: &ResourceRead<'_>) -> Result<Vec<Contents>, ResourceError> {
         self.get().read_resource(read)
     }

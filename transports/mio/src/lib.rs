@@ -17,11 +17,13 @@
 //! }
 //! ```
 //!
-//! **The core runs inline on the loop thread**: [`Service::handle`] is called from the
-//! event loop, so a slow request (a blocking SQLite query) stalls every connection of this
-//! loop for its duration. That is the point of this adapter: the smallest per-connection
-//! footprint (no task, no thread, no buffer while idle) for workloads whose requests are
-//! fast; use the tokio adapter when requests may block.
+//! **Where the core runs**: for a server that never blocks ([`Service::may_block`] is
+//! false) [`Service::handle`] is called inline on the loop thread, the smallest footprint
+//! there is (no task, no thread, no buffer while idle). A server that may block (the
+//! product: SQLite) gets a worker pool ([`pool`], [`Options::workers`] threads): a
+//! connection's request or head goes to a worker and the connection waits, busy, while
+//! the loop serves the others; the worker wakes the loop with the answer. So one slow
+//! request (a long statement, a cold page) never stalls `/healthz` for everyone.
 //!
 //! Fairness: edge-triggered readiness would let one fast client monopolize the loop, so a
 //! connection gets at most [`READS_PER_TURN`] reads per turn and is put back on a ready
@@ -31,6 +33,8 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+mod pool;
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -43,10 +47,12 @@ use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, MAX_REFUSING,
-    Observer, Options, Service, TICK,
+    Next, Observer, Options, Service, TICK,
 };
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::pool::{Answer, Done, Job, Pool, Work};
 use slab::Slab;
 
 /// Reads one connection may do before the loop turns to the others.
@@ -54,6 +60,8 @@ pub const READS_PER_TURN: usize = 8;
 
 /// The listener's token; connection `k` of the slab is `Token(k + 1)`.
 const LISTENER: Token = Token(0);
+/// The workers' wake-up ([`pool`]).
+const WAKER: Token = Token(usize::MAX);
 
 /// One registered connection.
 struct Entry {
@@ -68,6 +76,10 @@ struct Entry {
     linger: Option<(Instant, usize)>,
     /// Whether it is on the ready list.
     queued: bool,
+    /// Unique for the life of the loop (slab keys are reused).
+    id: u64,
+    /// A request or head of it is with a worker: nothing more is read or answered.
+    busy: bool,
 }
 
 /// What became of a connection after it was driven.
@@ -85,7 +97,7 @@ enum Outcome {
 ///
 /// Errors: creating the poll or registering the listener; a failing `poll` call other than
 /// an interruption also ends the loop with its error.
-pub fn serve<D: Dispatch>(
+pub fn serve<D: Dispatch + 'static>(
     listener: std::net::TcpListener,
     server: Arc<Server<D>>,
     opts: Options,
@@ -94,11 +106,19 @@ pub fn serve<D: Dispatch>(
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let mut listener = Some(TcpListener::from_std(listener));
-    let service = Service::new(server, opts, observer);
+    let workers = opts.workers;
+    let service = Arc::new(Service::new(server, opts, observer));
     let mut poll = Poll::new()?;
     if let Some(l) = listener.as_mut() {
         poll.registry().register(l, LISTENER, Interest::READABLE)?;
     }
+    let pool = if service.may_block() {
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        Some(Pool::start(&service, workers, waker)?)
+    } else {
+        None
+    };
+    let mut next_id: u64 = 0;
     let mut events = Events::with_capacity(1024);
     let mut conns: Slab<Entry> = Slab::new();
     let mut ready: VecDeque<usize> = VecDeque::new();
@@ -122,6 +142,13 @@ pub fn serve<D: Dispatch>(
         for event in &events {
             match event.token() {
                 LISTENER => accept_again = true,
+                WAKER => {
+                    if let Some(pool) = &pool {
+                        for done in pool.finished() {
+                            apply(&mut conns, &mut ready, done);
+                        }
+                    }
+                }
                 Token(t) => {
                     if let Some(entry) = conns.get_mut(t - 1) {
                         if !entry.queued {
@@ -134,7 +161,7 @@ pub fn serve<D: Dispatch>(
         }
         if accept_again {
             if let Some(l) = listener.as_ref() {
-                accept_again = accept(l, &poll, &service, &mut conns);
+                accept_again = accept(l, &poll, &service, &mut conns, &mut next_id);
             }
         }
         for _ in 0..ready.len() {
@@ -143,7 +170,7 @@ pub fn serve<D: Dispatch>(
                 continue;
             };
             entry.queued = false;
-            match drive(entry, &service, &mut buf) {
+            match drive(key, entry, &service, pool.as_ref(), &mut buf) {
                 Outcome::Wait => reregister(&poll, key, entry),
                 Outcome::More => {
                     entry.queued = true;
@@ -183,6 +210,7 @@ fn accept<D: Dispatch>(
     poll: &Poll,
     service: &Service<D>,
     conns: &mut Slab<Entry>,
+    next_id: &mut u64,
 ) -> bool {
     loop {
         let (mut stream, peer) = match listener.accept() {
@@ -219,6 +247,7 @@ fn accept<D: Dispatch>(
         }
         let mut conn = Connection::new(service.options());
         conn.set_ticket(slot.as_mut().and_then(ConnectionSlot::take_ticket));
+        *next_id += 1;
         entry.insert(Entry {
             stream,
             conn,
@@ -226,17 +255,37 @@ fn accept<D: Dispatch>(
             interest: Interest::READABLE,
             linger,
             queued: false,
+            id: *next_id,
+            busy: false,
         });
     }
 }
 
 /// Moves what can be moved for one connection without blocking.
-fn drive<D: Dispatch>(entry: &mut Entry, service: &Service<D>, buf: &mut [u8]) -> Outcome {
+fn drive<D: Dispatch>(
+    key: usize,
+    entry: &mut Entry,
+    service: &Service<D>,
+    pool: Option<&Pool>,
+    buf: &mut [u8],
+) -> Outcome {
     if entry.linger.is_some() {
         return discard(entry, buf);
     }
     for _ in 0..READS_PER_TURN {
-        let close = entry.conn.answer_all(service);
+        let close = match pool {
+            None => entry.conn.answer_all(service),
+            Some(pool) => match hand_over(key, entry, pool) {
+                Some(close) => close,
+                // With a worker: write what is already answered, then wait for it.
+                None => {
+                    return match flush(entry) {
+                        Err(reason) => Outcome::End(reason),
+                        Ok(_) => Outcome::Wait,
+                    };
+                }
+            },
+        };
         match flush(entry) {
             Err(reason) => return Outcome::End(reason),
             Ok(false) => return Outcome::Wait, // output pending: wait for WRITABLE
@@ -265,6 +314,44 @@ fn drive<D: Dispatch>(entry: &mut Entry, service: &Service<D>, buf: &mut [u8]) -
         }
     }
     Outcome::More
+}
+
+/// [`Connection::answer_all`] for a loop with a pool: the first request or head goes to
+/// a worker (`None`: the connection is busy until [`apply`]); else whether to close.
+fn hand_over(key: usize, entry: &mut Entry, pool: &Pool) -> Option<bool> {
+    if entry.busy {
+        return None;
+    }
+    let work = match entry.conn.poll() {
+        Next::Request(req) => Work::Request(req),
+        Next::Head(head) => Work::Head(head),
+        Next::Read => return Some(false),
+        Next::Close => return Some(true),
+    };
+    entry.busy = true;
+    pool.submit(Job {
+        key,
+        id: entry.id,
+        work,
+    });
+    None
+}
+
+/// Applies a worker's answer to its connection (if it is still there) and puts the
+/// connection back on the ready list.
+fn apply(conns: &mut Slab<Entry>, ready: &mut VecDeque<usize>, done: Done) {
+    let Some(entry) = conns.get_mut(done.key).filter(|e| e.id == done.id) else {
+        return; // closed meanwhile (deadline, drain timeout): the answer is dropped
+    };
+    match done.answer {
+        Answer::Response(resp) => entry.conn.respond(&resp),
+        Answer::Admission(head, admission) => entry.conn.admit(head, admission),
+    }
+    entry.busy = false;
+    if !entry.queued {
+        entry.queued = true;
+        ready.push_back(done.key);
+    }
 }
 
 /// Writes pending output; `Ok(true)` once all is written, `Ok(false)` on `WouldBlock`.
@@ -331,6 +418,8 @@ fn sweep<D: Dispatch>(poll: &Poll, service: &Service<D>, conns: &mut Slab<Entry>
         .iter()
         .filter_map(|(key, e)| {
             let reason = match e.linger {
+                // A worker has its request: deadlines wait for the answer.
+                None if e.busy => None,
                 Some((deadline, _)) => (now >= deadline).then(|| e.conn.close_reason()),
                 None if draining && e.conn.is_idle() => Some(CloseReason::Drain),
                 None => e.conn.expired(now),

@@ -518,7 +518,7 @@ pub(super) fn delete_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     op.tx.delete(Kind::Charge, op.org, id)?;
     let data = view(&c, op.today());
     op.event("charge.deleted", "charge", id, &data, Value::Null)?;
-    crate::ops::debtors::refresh_aggregates(op, &c.debtor_id)?;
+    crate::ops::aggregates::apply(op, Some(&c), None)?;
     Ok(Output::NoContent)
 }
 

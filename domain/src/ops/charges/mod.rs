@@ -33,8 +33,6 @@ mod draft;
 mod handlers;
 mod statement;
 
-use std::collections::BTreeSet;
-
 use chrono::NaiveDate;
 use dunning_core::Scope;
 use serde::{Deserialize, Serialize};
@@ -46,6 +44,7 @@ pub use handlers::Decision;
 
 use crate::error::DomainError;
 use crate::op::Op;
+use crate::ops::aggregates;
 use crate::ops::debtors::{self, Debtor};
 use crate::rules::{calendar, money};
 use crate::schema as s;
@@ -373,7 +372,7 @@ pub fn commit(
     let changes = before.map_or(Value::Null, |b| debtors::diff(b, c));
     let data = view(c, op.today());
     op.event(code, "charge", &c.id, &data, changes)?;
-    debtors::refresh_aggregates(op, &c.debtor_id)
+    aggregates::apply(op, before, Some(c))
 }
 
 /// A short name for a charge in messages: its id, external id and description.
@@ -411,7 +410,6 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
     };
     let candidates: Vec<Charge> = find(op.tx, Kind::Charge, op.org, &q)?;
     let mut moved = 0;
-    let mut touched = BTreeSet::new();
     for mut c in candidates {
         if effective_due_date(&c) >= today {
             continue;
@@ -429,11 +427,8 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
             &data,
             debtors::diff(&before, &c),
         )?;
-        touched.insert(c.debtor_id.clone());
+        aggregates::apply(op, Some(&before), Some(&c))?;
         moved += 1;
-    }
-    for d in touched {
-        debtors::refresh_aggregates(op, &d)?;
     }
     Ok(moved)
 }
@@ -839,12 +834,14 @@ pub fn tools() -> Vec<ToolSpec> {
 pub fn statement_tools() -> Vec<ToolSpec> {
     vec![
         tool("dunning_debtors_statement", "Debtor statement", "GET", "/v1/debtors/{id}/statement")
-            .describe("A debtor's statement (extrato) as of a date: open, paid and renegotiated charges with their updated amounts on that date, and the totals computed by the server (never re-sum them). `format=pdf` returns the PDF's descriptor instead.")
+            .describe("A debtor's statement (extrato) as of a date: open, paid and renegotiated charges with their updated amounts on that date, and the totals computed by the server over every charge (never re-sum them). The charges come a page at a time (`page`, `per_page`, at most 100; `meta` says how many there are). `format=pdf` returns the PDF's descriptor instead.")
             .read()
             .access(Scope::Read, Some("debtors.view"))
             .req("id", s::id("Debtor id"))
             .arg("as_of", s::date("Date of the updated amounts (default today)"))
             .arg("format", s::one_of("json (default) or pdf", &["json", "pdf"]))
+            .arg("page", s::integer("Page of charges (json), from 1; the totals always cover every charge", 1, 1_000_000))
+            .arg("per_page", s::integer("Charges per page (json), 1 to 100 (default 100)", 1, 100))
             .output(s::any_object("The statement, or the PDF's descriptor"))
             .run(statement::debtor_statement),
     ]

@@ -64,6 +64,11 @@ pub struct Export {
     pub status: String,
     /// Data rows (header excluded), once processed.
     pub row_count: Option<u64>,
+    /// How far the file is, 0 to 100: 0 once the worker took it, 100 when processed. The
+    /// file is built in one transaction (one consistent snapshot of the rows), so there
+    /// is no step between.
+    #[serde(default)]
+    pub progress: Option<u8>,
     /// Suggested file name.
     pub file_name: Option<String>,
     /// File size in bytes.
@@ -499,6 +504,7 @@ fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
         filters,
         status: "queued".into(),
         row_count: None,
+        progress: None,
         file_name: None,
         file_size: None,
         sha256: None,
@@ -605,6 +611,7 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
         let before = e.public();
         let now = op.timestamp();
         e.status = "processing".into();
+        e.progress = Some(0);
         e.processing_started_at = Some(now.clone());
         e.updated_at = now;
         save(op.tx, Kind::Export, op.org, &e)?;
@@ -613,6 +620,43 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
         n += 1;
     }
     Ok(n)
+}
+
+/// Most [`tick`]s one [`drain`] runs (each claims or builds at most [`BATCH`] exports
+/// per organization).
+pub const DRAIN_PASSES: u32 = 20;
+
+/// Runs [`tick`] until nothing changes (at most [`DRAIN_PASSES`] times), so a queued
+/// export is claimed and built at once instead of one step per engine tick. Returns the
+/// exports that were queued or processing before and are `processed` or `failed` now.
+pub fn drain(domain: &Domain, now: UnixTime) -> Result<Vec<Export>, DomainError> {
+    let open = |st: Vec<Value>| Query::all().with(Cond::In("status", st));
+    let before = store::read(domain.store(), |tx| {
+        let mut ids = Vec::new();
+        for org in tx.organizations()? {
+            let q = open(vec![json!("queued"), json!("processing")]);
+            for e in find::<Export>(tx, Kind::Export, &org, &q)? {
+                ids.push((org.clone(), e.id));
+            }
+        }
+        Ok(ids)
+    })?;
+    for _ in 0..DRAIN_PASSES {
+        if tick(domain, now)? == 0 {
+            break;
+        }
+    }
+    store::read(domain.store(), |tx| {
+        let mut done = Vec::new();
+        for (org, id) in &before {
+            if let Some(e) = store::load::<Export>(tx, Kind::Export, org, id)? {
+                if matches!(e.status.as_str(), "processed" | "failed") {
+                    done.push(e);
+                }
+            }
+        }
+        Ok(done)
+    })
 }
 
 /// [`process`] for every organization (one transaction each). Returns how many
@@ -636,6 +680,7 @@ fn build_one(op: &mut Op<'_>, mut e: Export) -> Result<(), DomainError> {
             let day = calendar::local(op.now).format("%Y%m%d-%H%M%S");
             e.status = "processed".into();
             e.row_count = Some(rows);
+            e.progress = Some(100);
             e.file_name = Some(format!("{}-{day}-{}.csv", e.resource, &e.id[..8]));
             e.file_size = Some(csv.len() as u64);
             e.sha256 = Some(digest.iter().map(|b| format!("{b:02x}")).collect());

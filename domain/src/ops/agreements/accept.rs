@@ -1,0 +1,225 @@
+//! Accepting an agreement (installments issued, originals renegotiated) and canceling
+//! one.
+
+use super::*;
+
+pub(super) fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "accepted_by", "accepted_at"])?;
+    let id = op.str("id")?;
+    let accepted_by = op.opt_str("accepted_by").unwrap_or("operator");
+    if !matches!(accepted_by, "debtor" | "operator") {
+        return Err(DomainError::field(
+            "accepted_by",
+            "must be debtor or operator",
+        ));
+    }
+    let mut a = load_agreement(op, id)?;
+    if matches!(a.status.as_str(), "accepted" | "active") {
+        sync_installments(op, &mut a)?;
+        return Ok(ok(a));
+    }
+    if a.status != "proposed" {
+        return Err(DomainError::transition(
+            "agreement",
+            id,
+            &a.status,
+            "accepted",
+        ));
+    }
+    let accepted_at = match op.opt_str("accepted_at") {
+        None => op.timestamp(),
+        Some(raw) => {
+            let t = calendar::parse_timestamp(raw).ok_or_else(|| {
+                DomainError::field("accepted_at", "must be an RFC 3339 timestamp or a date")
+            })?;
+            let ms = u64::try_from(t.timestamp_millis()).unwrap_or_default();
+            if ms > op.now.as_millis() {
+                return Err(DomainError::field(
+                    "accepted_at",
+                    "may not be in the future",
+                ));
+            }
+            if ts_ms(&a.created_at).is_some_and(|c| ms + 1000 < c) {
+                return Err(DomainError::field(
+                    "accepted_at",
+                    "may not be before the agreement was proposed",
+                ));
+            }
+            calendar::timestamp(UnixTime::from_millis(ms))
+        }
+    };
+    if ts_ms(&a.expires_at).is_some_and(|e| e < op.now.as_millis()) {
+        return Err(DomainError::Conflict(format!(
+            "agreement_expired: agreement {id} expired at {}; it can no longer be accepted (propose a new one)",
+            a.expires_at
+        )));
+    }
+    let mut originals = Vec::with_capacity(a.charge_ids.len());
+    for cid in &a.charge_ids {
+        let c = charges::load_charge(op, cid)?;
+        if !matches!(c.status.as_str(), "overdue" | "partially_paid") {
+            return Err(DomainError::Conflict(format!(
+                "invalid_transition: charge {cid} of agreement {id} is now {} and cannot become renegotiated; cancel this agreement and propose a new one",
+                c.status
+            )));
+        }
+        originals.push(c);
+    }
+    let fine = originals
+        .iter()
+        .map(|c| c.fine_percentage)
+        .fold(f64::INFINITY, f64::min);
+    let interest = originals
+        .iter()
+        .map(|c| c.interest_percentage)
+        .fold(f64::INFINITY, f64::min);
+    let before = a.clone();
+    let total = a.installments.len();
+    let agreement_id = a.id.clone();
+    for inst in &mut a.installments {
+        let due = calendar::parse_date(&inst.due_date).unwrap_or_else(|| op.today());
+        let what = if inst.kind == "down_payment" {
+            "entrada".to_owned()
+        } else {
+            format!("parcela {}/{total}", inst.number)
+        };
+        let c = charges::issue(
+            op,
+            NewCharge {
+                debtor_id: a.debtor_id.clone(),
+                amount_cents: money::cents(inst.amount).unwrap_or_default(),
+                due_date: due,
+                payment_method: a.payment_method.clone(),
+                description: Some(format!("Acordo {} — {what}", short(&agreement_id))),
+                fine_percentage: if fine.is_finite() { fine } else { 0.0 },
+                interest_percentage: if interest.is_finite() { interest } else { 0.0 },
+                agreement_id: Some(agreement_id.clone()),
+                tags: vec!["acordo".into()],
+                ..NewCharge::default()
+            },
+        )?;
+        inst.charge_id = Some(c.id);
+        inst.status = c.status;
+    }
+    for cid in &a.charge_ids {
+        charges::mark_renegotiated(op, cid, Some(&agreement_id))?;
+    }
+    crate::ops::bureau::settle_for_agreement(op, &a.charge_ids)?;
+    a.status = "accepted".into();
+    a.accepted_at = Some(accepted_at);
+    a.accepted_by = Some(accepted_by.to_owned());
+    a.accepted_by_user = Some(op.principal.subject.clone());
+    commit(op, "agreement.accepted", Some(&before), &mut a)?;
+    Ok(ok(a))
+}
+
+/// Checks a cancellation; `None` when already canceled.
+pub(super) fn cancel_check(op: &mut Op<'_>, a: &Agreement) -> Result<Option<()>, DomainError> {
+    match a.status.as_str() {
+        "canceled" => Ok(None),
+        "proposed" => Ok(Some(())),
+        "accepted" => {
+            for i in &a.installments {
+                let Some(cid) = &i.charge_id else { continue };
+                let c = charges::load_charge(op, cid)?;
+                if c.paid_amount > 0.0 || c.status == "paid" {
+                    return Err(DomainError::Conflict(format!(
+                        "invalid_transition: agreement {} has a payment on installment {} (charge {cid}, {}); an agreement with payments is active and cannot be canceled",
+                        a.id, i.number, c.status
+                    )));
+                }
+            }
+            Ok(Some(()))
+        }
+        other => Err(DomainError::transition(
+            "agreement",
+            &a.id,
+            other,
+            "canceled",
+        )),
+    }
+}
+
+pub(super) fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let a = load_agreement(op, id)?;
+    let check = cancel_check(op, &a)?;
+    let name = load::<Debtor>(op.tx, Kind::Debtor, op.org, &a.debtor_id)?
+        .map(|d| d.name)
+        .unwrap_or_default();
+    let total = money::format_brl(money::cents(a.total_amount).unwrap_or_default());
+    Ok(match (check, a.status.as_str()) {
+        (None, _) => {
+            format!("Agreement {id} of {name} is already canceled; nothing will change. Continue?")
+        }
+        (Some(()), "accepted") => format!(
+            "Cancel the accepted agreement {id} of {name} ({total} in {} payment(s))? Its {} installment charge(s) are canceled and the {} original charge(s) return to dunning as overdue.",
+            a.installments.len(),
+            a.installments.len(),
+            a.charge_ids.len()
+        ),
+        _ => format!(
+            "Cancel the proposed agreement {id} of {name} ({total} in {} payment(s))? The proposal can no longer be accepted.",
+            a.installments.len()
+        ),
+    })
+}
+
+/// Cancels an open installment charge.
+pub(super) fn cancel_charge(op: &mut Op<'_>, cid: &str, reason: &str) -> Result<(), DomainError> {
+    let mut c = charges::load_charge(op, cid)?;
+    if !charges::is_open(&c) {
+        return Ok(());
+    }
+    let before = c.clone();
+    c.status = "canceled".into();
+    c.canceled_at = Some(op.timestamp());
+    c.cancellation_reason = Some(reason.to_owned());
+    charges::commit(op, "charge.canceled", Some(&before), &mut c)
+}
+
+pub(super) fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "reason"])?;
+    let id = op.str("id")?;
+    let mut a = load_agreement(op, id)?;
+    if cancel_check(op, &a)?.is_none() {
+        return Ok(ok(a));
+    }
+    let before = a.clone();
+    let reason = op
+        .opt_str("reason")
+        .map_or_else(|| "canceled".to_owned(), str::to_owned);
+    if a.status == "accepted" {
+        let why = format!("agreement {} canceled: {reason}", a.id);
+        for i in a.installments.clone() {
+            if let Some(cid) = &i.charge_id {
+                cancel_charge(op, cid, &why)?;
+            }
+        }
+        for cid in a.charge_ids.clone() {
+            let mut c = charges::load_charge(op, &cid)?;
+            if c.status != "renegotiated" || c.agreement_id.as_deref() != Some(id) {
+                continue;
+            }
+            let prev = c.clone();
+            c.status = if c.paid_amount > 0.0 {
+                "partially_paid"
+            } else {
+                "overdue"
+            }
+            .into();
+            c.agreement_id = None;
+            charges::commit(op, "charge.updated", Some(&prev), &mut c)?;
+        }
+        sync_installments(op, &mut a)?;
+    }
+    a.status = "canceled".into();
+    a.canceled_at = Some(op.timestamp());
+    a.cancellation_reason = Some(reason);
+    commit(op, "agreement.canceled", Some(&before), &mut a)?;
+    Ok(ok(a))
+}

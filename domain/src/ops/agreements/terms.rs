@@ -1,0 +1,321 @@
+//! An agreement's terms: simulation of lump sums and installments, discounts within the
+//! organization's cap, and the arguments that describe them.
+
+use super::*;
+
+/// Computed terms of an agreement.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Terms {
+    pub(super) debtor: Debtor,
+    pub(super) parts: Vec<ChargePart>,
+    pub(super) principal: i64,
+    pub(super) fine: i64,
+    pub(super) interest: i64,
+    pub(super) updated: i64,
+    pub(super) discount_pct: f64,
+    pub(super) discount: i64,
+    pub(super) fine_waived: i64,
+    pub(super) interest_waived: i64,
+    pub(super) total: i64,
+    pub(super) down: i64,
+    pub(super) count: u32,
+    pub(super) first_due: NaiveDate,
+    pub(super) payment_method: String,
+    pub(super) installments: Vec<Installment>,
+}
+
+pub(super) const TERMS_FIELDS: &[&str] = &[
+    "debtor_id",
+    "charge_ids",
+    "installments_count",
+    "discount_percentage",
+    "down_payment_amount",
+    "first_due_date",
+    "payment_method",
+];
+
+pub(super) fn charge_ids_arg(op: &Op<'_>) -> Result<Vec<String>, DomainError> {
+    let arr = op
+        .args
+        .get("charge_ids")
+        .and_then(Value::as_array)
+        .ok_or_else(|| DomainError::field("charge_ids", "is required: an array of charge ids"))?;
+    if arr.is_empty() {
+        return Err(DomainError::field(
+            "charge_ids",
+            "must list at least one charge",
+        ));
+    }
+    if arr.len() > MAX_CHARGES {
+        return Err(DomainError::field(
+            "charge_ids",
+            format!("at most {MAX_CHARGES} charges"),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(arr.len());
+    for v in arr {
+        let id = v
+            .as_str()
+            .ok_or_else(|| DomainError::field("charge_ids", "must be charge ids (strings)"))?;
+        if !seen.insert(id.to_owned()) {
+            return Err(DomainError::field(
+                "charge_ids",
+                format!("charge {id} is listed twice"),
+            ));
+        }
+        out.push(id.to_owned());
+    }
+    Ok(out)
+}
+
+/// Splits a charge's amount owed today into (principal, fine, interest): payments settle
+/// principal first, then fine, then interest.
+pub(super) fn split(c: &Charge, today: NaiveDate) -> (i64, i64, i64, charges::Breakdown) {
+    let b = charges::breakdown(c, today);
+    let mut paid = b.paid;
+    let mut take = |x: i64| {
+        let t = paid.min(x).max(0);
+        paid -= t;
+        x - t
+    };
+    let principal = take(b.principal - b.discount);
+    let fine = take(b.fine);
+    let interest = take(b.interest);
+    (principal, fine, interest, b)
+}
+
+pub(super) fn fmt_date(d: NaiveDate) -> String {
+    d.format("%Y-%m-%d").to_string()
+}
+
+/// The installment plan: down payment on the first due date, then `count` monthly
+/// installments; due dates rolled to business days; the last absorbs the rounding.
+pub(super) fn schedule(first: NaiveDate, count: u32, down: i64, total: i64) -> Vec<Installment> {
+    let mut v = Vec::new();
+    let offset = u32::from(down > 0);
+    if down > 0 {
+        v.push(Installment {
+            number: 1,
+            kind: "down_payment".into(),
+            amount: money::brl(down),
+            due_date: fmt_date(calendar::next_business_day(first)),
+            status: "scheduled".into(),
+            ..Installment::default()
+        });
+    }
+    let rest = total - down;
+    let n = i64::from(count.max(1));
+    let base = rest / n;
+    for k in 0..count {
+        let amount = if k + 1 == count {
+            rest - base * (n - 1)
+        } else {
+            base
+        };
+        let due = first
+            .checked_add_months(Months::new(k + offset))
+            .unwrap_or(first);
+        v.push(Installment {
+            number: k + offset + 1,
+            kind: "installment".into(),
+            amount: money::brl(amount),
+            due_date: fmt_date(calendar::next_business_day(due)),
+            status: "scheduled".into(),
+            ..Installment::default()
+        });
+    }
+    v
+}
+
+pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
+    let debtor_id = op.str("debtor_id")?;
+    let charge_ids = charge_ids_arg(op)?;
+    let count = match op.args.get("installments_count") {
+        Some(v) => v
+            .as_i64()
+            .filter(|n| (1..=MAX_INSTALLMENTS).contains(n))
+            .ok_or_else(|| {
+                DomainError::field(
+                    "installments_count",
+                    format!("must be an integer from 1 to {MAX_INSTALLMENTS}"),
+                )
+            })?,
+        None => return Err(DomainError::field("installments_count", "is required")),
+    };
+    let count = u32::try_from(count).unwrap_or(1);
+    let max = op.settings.max_discount_percentage;
+    let discount_pct = match op.args.get("discount_percentage") {
+        None | Some(Value::Null) => 0.0,
+        Some(v) => {
+            let p = v
+                .as_f64()
+                .ok_or_else(|| DomainError::field("discount_percentage", "must be a number"))?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(DomainError::field(
+                    "discount_percentage",
+                    "must be between 0 and 100",
+                ));
+            }
+            if p > max {
+                return Err(DomainError::field(
+                    "discount_percentage",
+                    format!("may not exceed the organization's max_discount_percentage ({max}%)"),
+                ));
+            }
+            p
+        }
+    };
+    let down = match op.args.get("down_payment_amount") {
+        None | Some(Value::Null) => 0,
+        Some(v) if !v.is_number() => {
+            return Err(DomainError::field(
+                "down_payment_amount",
+                "must be an amount in BRL",
+            ));
+        }
+        Some(_) => op.opt_money("down_payment_amount")?.unwrap_or_default(),
+    };
+    if down < 0 {
+        return Err(DomainError::field(
+            "down_payment_amount",
+            "may not be negative",
+        ));
+    }
+    let today = op.today();
+    let first_due = op
+        .opt_date("first_due_date")?
+        .ok_or_else(|| DomainError::field("first_due_date", "is required"))?;
+    if first_due < today {
+        return Err(DomainError::field(
+            "first_due_date",
+            format!("may not be in the past (today is {today})"),
+        ));
+    }
+    if (first_due - today).num_days() > MAX_FIRST_DUE_DAYS {
+        return Err(DomainError::field(
+            "first_due_date",
+            format!("must be at most {MAX_FIRST_DUE_DAYS} days ahead"),
+        ));
+    }
+    let payment_method = op.opt_str("payment_method").unwrap_or("boleto");
+    if !matches!(payment_method, "boleto" | "pix" | "bolepix") {
+        return Err(DomainError::field(
+            "payment_method",
+            "must be boleto, pix or bolepix",
+        ));
+    }
+    let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, debtor_id)?;
+    let mut t = Terms {
+        debtor,
+        parts: Vec::new(),
+        principal: 0,
+        fine: 0,
+        interest: 0,
+        updated: 0,
+        discount_pct,
+        discount: 0,
+        fine_waived: 0,
+        interest_waived: 0,
+        total: 0,
+        down,
+        count,
+        first_due,
+        payment_method: payment_method.to_owned(),
+        installments: Vec::new(),
+    };
+    for id in &charge_ids {
+        let c = charges::load_charge(op, id)?;
+        if c.debtor_id != t.debtor.id {
+            return Err(DomainError::field(
+                "charge_ids",
+                format!(
+                    "charge {id} belongs to another debtor, not to {} ({})",
+                    t.debtor.id, t.debtor.name
+                ),
+            ));
+        }
+        if !matches!(c.status.as_str(), "overdue" | "partially_paid") {
+            return Err(DomainError::Conflict(format!(
+                "invalid_transition: charge {id} is {} and cannot become renegotiated; only overdue or partially paid charges can be folded into an agreement",
+                c.status
+            )));
+        }
+        let (p, f, i, b) = split(&c, today);
+        t.principal += p;
+        t.fine += f;
+        t.interest += i;
+        t.parts.push(ChargePart {
+            charge_id: c.id.clone(),
+            description: c.description.clone().or_else(|| c.external_id.clone()),
+            due_date: c.due_date.clone(),
+            status: c.status.clone(),
+            amount: c.amount,
+            paid_amount: c.paid_amount,
+            principal: money::brl(p),
+            fine: money::brl(f),
+            interest: money::brl(i),
+            updated_amount: money::brl(p + f + i),
+            days_overdue: b.days_late,
+        });
+    }
+    t.updated = t.principal + t.fine + t.interest;
+    t.discount = ((t.updated as f64) * discount_pct / 100.0).round() as i64;
+    t.discount = t.discount.clamp(0, t.updated);
+    t.interest_waived = t.interest.min(t.discount);
+    t.fine_waived = t.fine.min(t.discount - t.interest_waived);
+    t.total = t.updated - t.discount;
+    if t.total <= 0 {
+        return Err(DomainError::field(
+            "charge_ids",
+            "nothing is owed on these charges",
+        ));
+    }
+    if down >= t.total {
+        return Err(DomainError::field(
+            "down_payment_amount",
+            format!(
+                "must be less than the total of the agreement ({})",
+                money::format_brl(t.total)
+            ),
+        ));
+    }
+    if t.total - down < i64::from(count) {
+        return Err(DomainError::field(
+            "installments_count",
+            "too many installments for the amount left after the down payment",
+        ));
+    }
+    t.installments = schedule(first_due, count, down, t.total);
+    Ok(t)
+}
+
+pub(super) fn terms_json(t: &Terms, today: NaiveDate) -> Value {
+    json!({
+        "debtor_id": t.debtor.id,
+        "debtor_name": t.debtor.name,
+        "as_of": fmt_date(today),
+        "charge_ids": t.parts.iter().map(|p| p.charge_id.clone()).collect::<Vec<_>>(),
+        "charges": t.parts,
+        "original_amount": money::brl(t.principal),
+        "fine_amount": money::brl(t.fine),
+        "interest_amount": money::brl(t.interest),
+        "updated_amount": money::brl(t.updated),
+        "discount_percentage": t.discount_pct,
+        "discount_amount": money::brl(t.discount),
+        "fine_waived": money::brl(t.fine_waived),
+        "interest_waived": money::brl(t.interest_waived),
+        "total_amount": money::brl(t.total),
+        "down_payment_amount": money::brl(t.down),
+        "installments_count": t.count,
+        "first_due_date": fmt_date(t.first_due),
+        "payment_method": t.payment_method,
+        "installments": t.installments,
+    })
+}
+
+pub(super) fn simulate(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(TERMS_FIELDS)?;
+    let t = terms(op)?;
+    Ok(ok(terms_json(&t, op.today())))
+}

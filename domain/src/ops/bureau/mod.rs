@@ -1,0 +1,344 @@
+//! Credit bureau (negativação; domain.md §1, tools #26–#29): registering an overdue debt
+//! with Serasa, SPC, Boa Vista or Quod, and taking it off again.
+//!
+//! ## Machine (domain §1.1)
+//! `pending_notice → notice_sent → awaiting_window → requested → included →
+//! removal_requested → removed`; `requested → rejected | failed`;
+//! `pending_notice | notice_sent | awaiting_window → canceled`.
+//!
+//! - [`negativate`] checks rule 1 (charge `overdue` and undisputed, debtor not
+//!   `credit_restriction_blocked`, debt at most 5 years old — CDC art. 43 §1 —, no active
+//!   protest unless the organization allows both, a valid address for the notice), creates
+//!   the record and sends the prior written notice (CDC art. 43 §2) at once: a delivery on
+//!   the debtor's e-mail, else a postal contact point, else the debtor's postal address,
+//!   recorded `sent` by the default driver (nothing leaves the machine). The record is then
+//!   `notice_sent`, with `eligible_at = notice_sent_at + notice_days` (at least the
+//!   organization's `negativation_notice_days`, default 10 calendar days).
+//! - [`advance`] (the worker tick) moves `notice_sent → awaiting_window` once the notice
+//!   went out (a failed or bounced notice cancels the record), `awaiting_window →
+//!   requested → included` once `eligible_at` has passed and the rules still hold (the
+//!   default bureau driver includes at once), cancels records whose charge was paid,
+//!   canceled or renegotiated before inclusion, requests removal (`removal_requested`) of
+//!   included records whose charge was paid (STJ Súmula 548), renegotiated or canceled,
+//!   and confirms requested removals (`removed`) on the following run.
+//! - Accepting an agreement requests the removal of its charges' records at once
+//!   ([`settle_for_agreement`]).
+//!
+//! A charge's `negativation_status` mirrors its latest record's status.
+//!
+//! Events: the catalogue's `credit_bureau.{notice_sent,requested,included,
+//! removal_requested,removed,failed}`, plus `credit_bureau.awaiting_window` and
+//! `credit_bureau.canceled` for changes the catalogue has no code for.
+//!
+//! A charge is *disputed* when it carries the tag `disputed` (or `contestada`),
+//! `custom_data.disputed` is `true`, or its dunning is paused with a reason that names a
+//! dispute ([`is_disputed`]).
+
+use chrono::{Months, NaiveDate};
+use dunning_core::{Output, Scope, UnixTime};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::error::DomainError;
+use crate::op::{Op, created, list, ok};
+use crate::ops::charges::{self, Charge};
+use crate::ops::debtors::{self, Debtor};
+use crate::ops::deliveries::{self, Delivery};
+use crate::outbound::Budget;
+use crate::rules::{calendar, money};
+use crate::schema as s;
+use crate::spec::{ToolSpec, tool};
+use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
+
+mod demo;
+mod negativate;
+mod records;
+mod worker;
+
+pub use demo::*;
+use negativate::*;
+pub use records::*;
+pub use worker::*;
+
+/// Bureaus.
+pub const BUREAUS: &[&str] = &["serasa", "spc", "boa_vista", "quod"];
+/// Every record status.
+pub const STATUSES: &[&str] = &[
+    "pending_notice",
+    "notice_sent",
+    "awaiting_window",
+    "requested",
+    "included",
+    "removal_requested",
+    "removed",
+    "rejected",
+    "failed",
+    "canceled",
+];
+/// Statuses of a record that is (or is about to be) on the bureau's files.
+pub const ACTIVE: &[&str] = &[
+    "pending_notice",
+    "notice_sent",
+    "awaiting_window",
+    "requested",
+    "included",
+    "removal_requested",
+];
+/// Statuses a record may still be canceled from (before any request to the bureau).
+pub const EARLY: &[&str] = &["pending_notice", "notice_sent", "awaiting_window"];
+/// Removal reasons.
+pub const REMOVAL_REASONS: &[&str] = &["paid", "agreement", "error", "canceled", "dispute"];
+/// Longest notice window a caller may ask for (days).
+pub const MAX_NOTICE_DAYS: i64 = 90;
+
+const DAY_MS: u64 = 86_400_000;
+
+/// A credit-bureau record (negativação).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BureauRecord {
+    /// UUID.
+    pub id: String,
+    /// The charge registered.
+    pub charge_id: String,
+    /// Its debtor.
+    pub debtor_id: String,
+    /// `serasa`, `spc`, `boa_vista` or `quod`.
+    pub bureau: String,
+    /// Status (see the module docs).
+    pub status: String,
+    /// Amount registered (the charge's updated amount when negativated, BRL).
+    pub amount: f64,
+    /// The delivery that carried the prior notice.
+    pub notice_delivery_id: Option<String>,
+    /// `email` or `postal`.
+    pub notice_channel: Option<String>,
+    /// Where the notice went (e-mail address or postal address).
+    pub notice_to: Option<String>,
+    /// When the notice was sent.
+    pub notice_sent_at: Option<String>,
+    /// Days between notice and inclusion.
+    pub notice_days: u32,
+    /// Inclusion may happen from this moment on.
+    pub eligible_at: Option<String>,
+    /// When the inclusion was requested from the bureau.
+    pub requested_at: Option<String>,
+    /// When the bureau registered the debt.
+    pub included_at: Option<String>,
+    /// When removal was requested.
+    pub removal_requested_at: Option<String>,
+    /// When the bureau removed the debt.
+    pub removed_at: Option<String>,
+    /// Why it was removed or canceled: `paid`, `agreement`, `error`, `canceled`, `dispute`.
+    pub removal_reason: Option<String>,
+    /// When canceled (before any request to the bureau).
+    pub canceled_at: Option<String>,
+    /// The bureau's protocol number.
+    pub protocol: Option<String>,
+    /// What went wrong, or why it was canceled.
+    pub error_message: Option<String>,
+    /// Who negativated.
+    pub requested_by: String,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+}
+
+fn record_output() -> Value {
+    s::entity_output(&["id", "charge_id", "debtor_id", "bureau", "status", "amount"])
+}
+
+/// The tools of this module.
+pub fn tools() -> Vec<ToolSpec> {
+    vec![
+        tool("dunning_charges_negativate", "Negativate a charge", "POST", "/v1/charges/{id}/negativate")
+            .describe("Starts the registration of an overdue charge's debtor with a credit bureau (negativação). Refused unless the charge is overdue and undisputed, the debtor is not credit_restriction_blocked, the debt is at most 5 years old (CDC art. 43 §1), the charge has no active protest (unless the organization allows both) and the debtor has a valid e-mail or postal address. The prior written notice (CDC art. 43 §2) is sent now; the bureau is asked to include the debt only after `eligible_at` (notice + notice_days, at least the organization's setting, default 10 days), if the charge is still unpaid.")
+            .destructive()
+            .access(Scope::Admin, Some("credit_bureau.manage"))
+            .req("id", s::id("Charge id"))
+            .req("bureau", s::one_of("Credit bureau", BUREAUS))
+            .arg("notice_days", s::integer("Days between the notice and the inclusion (default and minimum: the organization's negativation_notice_days)", 1, MAX_NOTICE_DAYS))
+            .output(record_output())
+            .confirm(describe_negativate)
+            .run(negativate),
+        tool("dunning_credit_bureau_list", "List credit-bureau records", "GET", "/v1/credit-bureau-records")
+            .describe("Lists negativação records, newest first. Filters: `status` (CSV), `bureau`, `debtor_id`, `charge_id`.")
+            .read()
+            .access(Scope::Read, Some("credit_bureau.view"))
+            .arg("status", s::csv_of("Record status", STATUSES))
+            .arg("bureau", s::one_of("Credit bureau", BUREAUS))
+            .arg("debtor_id", s::id("Only this debtor's records"))
+            .arg("charge_id", s::id("Only this charge's records"))
+            .list(&["created_at"])
+            .output(s::list_output(record_output()))
+            .run(list_records),
+        tool("dunning_credit_bureau_get", "Get a credit-bureau record", "GET", "/v1/credit-bureau-records/{id}")
+            .describe("One negativação record: notice (delivery, when sent, eligible_at), request, inclusion, removal and the bureau's protocol.")
+            .read()
+            .access(Scope::Read, Some("credit_bureau.view"))
+            .req("id", s::id("Credit-bureau record id"))
+            .output(record_output())
+            .run(get_record),
+        tool("dunning_credit_bureau_remove", "Remove a credit-bureau record", "POST", "/v1/credit-bureau-records/{id}/remove")
+            .describe("Takes a debtor off the bureau's files: an included record becomes removal_requested (the bureau confirms with removed); a record still waiting for its notice window is canceled before anything reaches the bureau. A record being requested, rejected or failed cannot be removed (CONFLICT). Repeating the call changes nothing.")
+            .destructive()
+            .idempotent()
+            .access(Scope::Admin, Some("credit_bureau.manage"))
+            .req("id", s::id("Credit-bureau record id"))
+            .req("reason", s::one_of("Why", REMOVAL_REASONS))
+            .output(record_output())
+            .confirm(describe_remove)
+            .run(remove),
+    ]
+}
+
+// ---------------------------------------------------------------------------------
+// Helpers shared with protests and agreements
+// ---------------------------------------------------------------------------------
+
+/// Whether a charge is disputed, however the dispute was recorded: the tag `disputed`
+/// (or `contestada`), `custom_data.disputed = true`, or dunning paused with a reason that
+/// names a dispute ([`names_a_dispute`]). A disputed debt is neither negativated nor
+/// protested (domain.md §1.2 rules 1 and 2).
+pub fn is_disputed(c: &Charge) -> bool {
+    c.tags
+        .iter()
+        .any(|t| matches!(t.to_lowercase().as_str(), "disputed" | "contestada"))
+        || c.custom_data.get("disputed").and_then(Value::as_bool) == Some(true)
+        || (c.dunning_paused && c.pause_reason.as_deref().is_some_and(names_a_dispute))
+}
+
+/// Whether a free-text reason names a dispute, in Portuguese or English: a word starting
+/// with `disput`, `contest`, `impugn` or `questionad` (case and accents ignored), e.g.
+/// "Devedor contesta o valor", "em disputa", "impugnação", "disputed by the debtor".
+pub fn names_a_dispute(reason: &str) -> bool {
+    const STEMS: [&str; 4] = ["disput", "contest", "impugn", "questionad"];
+    reason
+        .to_lowercase()
+        .split(|ch: char| !ch.is_alphanumeric())
+        .any(|w| STEMS.iter().any(|s| w.starts_with(s)))
+}
+
+/// The active record of a charge (any status in [`ACTIVE`]), if any.
+pub fn active_record(
+    op: &mut Op<'_>,
+    charge_id: &str,
+) -> Result<Option<BureauRecord>, DomainError> {
+    let q = Query::all()
+        .with(Cond::Eq("charge_id", json!(charge_id)))
+        .with(Cond::In(
+            "status",
+            ACTIVE.iter().map(|s| json!(s)).collect(),
+        ));
+    Ok(
+        find::<BureauRecord>(op.tx, Kind::CreditBureauRecord, op.org, &q)?
+            .into_iter()
+            .next(),
+    )
+}
+
+/// The last day a debt due on `due` may be registered (CDC art. 43 §1: five years).
+pub fn registrable_until(c: &Charge) -> NaiveDate {
+    let due = calendar::parse_date(&c.original_due_date)
+        .or_else(|| calendar::parse_date(&c.due_date))
+        .unwrap_or_default();
+    due.checked_add_months(Months::new(60)).unwrap_or(due)
+}
+
+/// Bureau display name.
+pub fn bureau_name(b: &str) -> &'static str {
+    match b {
+        "serasa" => "Serasa Experian",
+        "spc" => "SPC Brasil",
+        "boa_vista" => "Boa Vista SCPC",
+        "quod" => "Quod",
+        _ => "the credit bureau",
+    }
+}
+
+fn ms(ts: &str) -> Option<u64> {
+    calendar::parse_timestamp(ts).and_then(|t| u64::try_from(t.timestamp_millis()).ok())
+}
+
+fn due_now(ts: Option<&str>, now: UnixTime) -> bool {
+    ts.and_then(ms).is_some_and(|t| t <= now.as_millis())
+}
+
+/// Saves a record that changed, mirrors its status on the charge, writes `code`.
+fn commit(
+    op: &mut Op<'_>,
+    code: &str,
+    before: Option<&BureauRecord>,
+    r: &mut BureauRecord,
+) -> Result<(), DomainError> {
+    r.updated_at = op.timestamp();
+    save(op.tx, Kind::CreditBureauRecord, op.org, &*r)?;
+    let changes = before.map_or(Value::Null, |b| debtors::diff(b, &*r));
+    op.event(code, "credit_bureau_record", &r.id.clone(), &*r, changes)?;
+    mirror_on_charge(op, &r.charge_id, &r.status)
+}
+
+/// Keeps the charge's `negativation_status` in step (no charge event: the record's
+/// event is the change).
+fn mirror_on_charge(op: &mut Op<'_>, charge_id: &str, status: &str) -> Result<(), DomainError> {
+    if let Some(mut c) = load::<Charge>(op.tx, Kind::Charge, op.org, charge_id)? {
+        if c.negativation_status.as_deref() != Some(status) {
+            c.negativation_status = Some(status.to_owned());
+            c.updated_at = op.timestamp();
+            save(op.tx, Kind::Charge, op.org, &c)?;
+        }
+    }
+    Ok(())
+}
+
+fn cancel_record(
+    op: &mut Op<'_>,
+    r: &mut BureauRecord,
+    reason: Option<&str>,
+    why: &str,
+) -> Result<(), DomainError> {
+    let before = r.clone();
+    r.status = "canceled".into();
+    r.canceled_at = Some(op.timestamp());
+    r.removal_reason = reason.map(str::to_owned);
+    r.error_message = Some(why.to_owned());
+    commit(op, "credit_bureau.canceled", Some(&before), r)
+}
+
+fn request_removal(op: &mut Op<'_>, r: &mut BureauRecord, reason: &str) -> Result<(), DomainError> {
+    let before = r.clone();
+    r.status = "removal_requested".into();
+    r.removal_requested_at = Some(op.timestamp());
+    r.removal_reason = Some(reason.to_owned());
+    commit(op, "credit_bureau.removal_requested", Some(&before), r)
+}
+
+/// An agreement folding these charges was accepted: included records get their removal
+/// requested at once (reason `agreement`), records still before inclusion are canceled.
+/// Returns how many records changed.
+pub fn settle_for_agreement(op: &mut Op<'_>, charge_ids: &[String]) -> Result<u32, DomainError> {
+    let mut n = 0;
+    for cid in charge_ids {
+        let Some(mut r) = active_record(op, cid)? else {
+            continue;
+        };
+        match r.status.as_str() {
+            "included" => {
+                request_removal(op, &mut r, "agreement")?;
+                n += 1;
+            }
+            s if EARLY.contains(&s) => {
+                cancel_record(
+                    op,
+                    &mut r,
+                    Some("agreement"),
+                    "the charge was renegotiated in an accepted agreement before inclusion",
+                )?;
+                n += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,104 @@
+//! Listing, reading and removing bureau records.
+
+use super::*;
+
+pub(super) fn list_records(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let mut conds = Vec::new();
+    if let Some(st) = op.csv("status") {
+        conds.push(Cond::In("status", st));
+    }
+    for k in ["bureau", "debtor_id", "charge_id"] {
+        if let Some(v) = op.opt_str(k) {
+            conds.push(Cond::Eq(k, json!(v)));
+        }
+    }
+    let page = op.page();
+    let total = op.tx.count(Kind::CreditBureauRecord, op.org, &conds)?;
+    let q = Query {
+        conds,
+        sort: op.sort(&[("created_at", "created_at", Order::Desc)]),
+        limit: Some(page.per_page),
+        offset: page.offset(),
+    };
+    let items = op.tx.find(Kind::CreditBureauRecord, op.org, &q)?;
+    Ok(list(items, page, total))
+}
+
+/// Loads a record of the caller's organization or answers `NOT_FOUND`.
+pub fn load_record(op: &mut Op<'_>, id: &str) -> Result<BureauRecord, DomainError> {
+    must(op.tx, Kind::CreditBureauRecord, op.org, id)
+}
+
+pub(super) fn get_record(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    Ok(ok(load_record(op, id)?))
+}
+
+/// What a removal does to a record in its status, or why it cannot.
+pub(super) fn removal_effect(r: &BureauRecord) -> Result<Option<&'static str>, DomainError> {
+    match r.status.as_str() {
+        "included" => Ok(Some("removal_requested")),
+        s if EARLY.contains(&s) => Ok(Some("canceled")),
+        "removal_requested" | "removed" | "canceled" => Ok(None),
+        other => Err(DomainError::Conflict(format!(
+            "invalid_transition: credit bureau record {} is {other}; only included records (removal) or records still awaiting their notice window ({}) can be removed",
+            r.id,
+            EARLY.join(", ")
+        ))),
+    }
+}
+
+pub(super) fn reason_arg(op: &Op<'_>) -> Result<String, DomainError> {
+    let reason = op.str("reason")?;
+    if !REMOVAL_REASONS.contains(&reason) {
+        return Err(DomainError::field(
+            "reason",
+            format!("must be one of {}", REMOVAL_REASONS.join(", ")),
+        ));
+    }
+    Ok(reason.to_owned())
+}
+
+pub(super) fn describe_remove(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let reason = reason_arg(op)?;
+    let r = load_record(op, id)?;
+    let name = load::<Debtor>(op.tx, Kind::Debtor, op.org, &r.debtor_id)?
+        .map(|d| d.name)
+        .unwrap_or_default();
+    let amount = money::format_brl(money::cents(r.amount).unwrap_or_default());
+    Ok(match removal_effect(&r)? {
+        Some("removal_requested") => format!(
+            "Ask {} to remove {name}'s registration of {amount} for charge {} (reason: {reason})?",
+            bureau_name(&r.bureau),
+            r.charge_id
+        ),
+        Some(_) => format!(
+            "Cancel the pending negativação of {name} ({amount}, charge {}) with {} before it reaches the bureau (reason: {reason})?",
+            r.charge_id,
+            bureau_name(&r.bureau)
+        ),
+        None => format!(
+            "Credit-bureau record {id} of {name} is already {}; nothing will change. Continue?",
+            r.status
+        ),
+    })
+}
+
+pub(super) fn remove(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "reason"])?;
+    let id = op.str("id")?;
+    let reason = reason_arg(op)?;
+    let mut r = load_record(op, id)?;
+    match removal_effect(&r)? {
+        Some("removal_requested") => request_removal(op, &mut r, &reason)?,
+        Some(_) => cancel_record(
+            op,
+            &mut r,
+            Some(&reason),
+            &format!("canceled by {} before inclusion", op.principal.subject),
+        )?,
+        None => {}
+    }
+    Ok(ok(r))
+}

@@ -1,0 +1,587 @@
+//! The webhook tools (#58–#67).
+
+use super::*;
+
+pub(super) const SIGNATURE_DOC: &str = "Every delivery is a POST of the event as JSON ({id, code, resource_type, resource_id, occurred_at, data, changes}) with headers X-Kobana-Event, X-Kobana-Event-Id, X-Kobana-Delivery-Id (the same on retries: deduplicate on it) and X-Kobana-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>], where each v1 is HMAC-SHA256 keyed with the webhook secret (the whole whsec_... string) over \"<t>.\" followed by the raw body; accept the request when any v1 matches and t is recent.";
+
+pub(super) fn webhook_output() -> Value {
+    s::entity_output(&["id", "url", "events", "active", "secret_last4"])
+}
+
+pub(super) fn delivery_output() -> Value {
+    s::entity_output(&["id", "webhook_id", "event_code", "status", "attempts"])
+}
+
+pub(super) fn events_schema() -> Value {
+    json!({
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 50,
+        "items": { "type": "string", "minLength": 1, "maxLength": 100 },
+        "description": "Event codes to receive: `*` (everything), a group such as `charge.*`, or exact codes from kobana://dunning/events/catalog",
+    })
+}
+
+/// The tools of the webhooks group (#58–#67), in catalogue order.
+pub fn tools() -> Vec<ToolSpec> {
+    let create_desc = format!(
+        "Subscribes a URL (https; http only for localhost/127.0.0.1 during development) to events. The reply carries the full signing `secret`, shown only this once (later reads show `secret_last4`). {SIGNATURE_DOC}"
+    );
+    let rotate_desc = format!(
+        "Replaces the signing secret and returns the new `secret` (shown only in this reply). With `grace_period_seconds` (0–86400, default 0) the old secret keeps signing until the grace ends: during it X-Kobana-Signature carries two signatures, `t=<unix>,v1=<hex, new secret>,v1=<hex, old secret>`, so receivers can switch without losing deliveries. {SIGNATURE_DOC}"
+    );
+    vec![
+        tool("dunning_webhooks_list", "List webhooks", "GET", "/v1/webhooks")
+            .describe("Lists the organization's webhooks (never their secrets). Filter: `active`.")
+            .read()
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .arg("active", s::boolean("Only active (true) or inactive (false) webhooks"))
+            .list(&["created_at"])
+            .output(s::list_output(webhook_output()))
+            .run(list_webhooks),
+        tool("dunning_webhooks_get", "Get a webhook", "GET", "/v1/webhooks/{id}")
+            .describe("One webhook: URL, event filters, active flag, `secret_last4` and rotation dates (never the secret).")
+            .read()
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .req("id", s::id("Webhook id"))
+            .output(webhook_output())
+            .run(get_webhook),
+        tool("dunning_webhooks_create", "Create a webhook", "POST", "/v1/webhooks")
+            .describe(&create_desc)
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .req("url", s::text("Receiver URL: https://..., or http://localhost / http://127.0.0.1 for development", 8, 2048))
+            .req("events", events_schema())
+            .arg("description", s::text("What this webhook is for", 1, 500))
+            .arg("active", s::boolean("Deliver events (default true)"))
+            .arg("ssl_verification", s::boolean("Verify the receiver's TLS certificate (default true)"))
+            .output(s::entity_output(&["id", "url", "events", "active", "secret", "secret_last4"]))
+            .run(create_webhook),
+        tool("dunning_webhooks_update", "Update a webhook", "PATCH", "/v1/webhooks/{id}")
+            .describe("Changes the given fields of a webhook (URL, events, description, active, ssl_verification); fields not sent are kept. Deactivating stops new deliveries. The secret is changed only by dunning_webhooks_rotate_secret.")
+            .idempotent()
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .req("id", s::id("Webhook id"))
+            .arg("url", s::text("Receiver URL (https; http only for localhost)", 8, 2048))
+            .arg("events", events_schema())
+            .arg("description", s::text("What this webhook is for", 1, 500))
+            .arg("active", s::boolean("Deliver events"))
+            .arg("ssl_verification", s::boolean("Verify the receiver's TLS certificate"))
+            .output(webhook_output())
+            .run(update_webhook),
+        tool("dunning_webhooks_delete", "Delete a webhook", "DELETE", "/v1/webhooks/{id}")
+            .describe("Deletes a webhook and its delivery records; pending deliveries are dropped.")
+            .destructive()
+            .idempotent()
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .req("id", s::id("Webhook id"))
+            .confirm(describe_delete)
+            .run(delete_webhook),
+        tool("dunning_webhooks_test", "Test a webhook", "POST", "/v1/webhooks/{id}/test")
+            .describe("Sends a test delivery now (default event webhook.ping; any catalogue code gives a sample event with data {\"test\": true}) and returns the delivery with the receiver's answer. A failed test is retried like any delivery. Uses the organization's outbound budget (RATE_LIMITED with retry_after_ms when exhausted). The webhook must be active.")
+            .destructive()
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .req("id", s::id("Webhook id"))
+            .arg("event_code", s::text("Event code of the test (default webhook.ping)", 1, 100))
+            .output(delivery_output())
+            .confirm(describe_test)
+            .run(test_webhook)
+            .then(post_test),
+        tool("dunning_webhooks_rotate_secret", "Rotate a webhook secret", "POST", "/v1/webhooks/{id}/rotate-secret")
+            .describe(&rotate_desc)
+            .destructive()
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .req("id", s::id("Webhook id"))
+            .arg("grace_period_seconds", s::integer("How long the old secret keeps signing, 0 to 86400 seconds (default 0: immediately replaced)", 0, MAX_GRACE_SECONDS))
+            .output(s::entity_output(&["id", "secret", "secret_last4", "secret_rotated_at"]))
+            .confirm(describe_rotate)
+            .run(rotate_secret),
+        tool("dunning_webhook_deliveries_list", "List webhook deliveries", "GET", "/v1/webhooks/{id}/deliveries")
+            .describe("Deliveries of one webhook, newest first, with attempts, last response code and body, and the next retry. Filters: status (pending, delivered, failed; comma-separated), event_code (exact or group.*), from/to on creation time.")
+            .read()
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .req("id", s::id("Webhook id"))
+            .arg("status", s::csv_of("Delivery status", &["pending", "delivered", "failed"]))
+            .arg("event_code", s::text("Event code, exact or a group such as charge.*", 1, 100))
+            .arg("from", s::string("Created at or after (date YYYY-MM-DD or RFC 3339)"))
+            .arg("to", s::string("Created at or before (date YYYY-MM-DD, inclusive, or RFC 3339)"))
+            .list(&["created_at"])
+            .output(s::list_output(delivery_output()))
+            .run(list_deliveries),
+        tool("dunning_webhook_deliveries_get", "Get a webhook delivery", "GET", "/v1/webhooks/{id}/deliveries/{delivery_id}")
+            .describe("One delivery of a webhook with the exact payload sent, attempts, last response (code, body ≤ 4 KB, duration) and retry dates.")
+            .read()
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .req("id", s::id("Webhook id"))
+            .req("delivery_id", s::id("Delivery id"))
+            .output(delivery_output())
+            .run(get_delivery),
+        tool("dunning_webhook_deliveries_resend", "Resend a webhook delivery", "POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/resend")
+            .describe("Puts a failed delivery back to pending with a fresh retry schedule; the worker attempts it within seconds with the same X-Kobana-Delivery-Id. Only failed deliveries can be resent.")
+            .destructive()
+            .access(Scope::Admin, Some("webhooks.manage"))
+            .req("id", s::id("Webhook id"))
+            .req("delivery_id", s::id("Delivery id"))
+            .output(delivery_output())
+            .confirm(describe_resend)
+            .run(resend_delivery),
+    ]
+}
+
+pub(super) fn load_hook(op: &mut Op<'_>, id: &str) -> Result<Webhook, DomainError> {
+    must(op.tx, Kind::Webhook, op.org, id)
+}
+
+pub(super) fn load_delivery(op: &mut Op<'_>) -> Result<(Webhook, WebhookDelivery), DomainError> {
+    let (hook_id, delivery_id) = (op.str("id")?, op.str("delivery_id")?);
+    let hook = load_hook(op, hook_id)?;
+    let d: WebhookDelivery = must(op.tx, Kind::WebhookDelivery, op.org, delivery_id)?;
+    if d.webhook_id != hook.id {
+        return Err(DomainError::not_found("webhook delivery", delivery_id));
+    }
+    Ok((hook, d))
+}
+
+pub(super) const HOOK_SORTS: &[(&str, &str, Order)] = &[("created_at", "created_at", Order::Desc)];
+
+pub(super) fn list_webhooks(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let mut conds = Vec::new();
+    if let Some(a) = op.opt_bool("active") {
+        conds.push(Cond::Eq("active", json!(a)));
+    }
+    let page = op.page();
+    let total = op.tx.count(Kind::Webhook, op.org, &conds)?;
+    let q = Query {
+        conds,
+        sort: op.sort(HOOK_SORTS),
+        limit: Some(page.per_page),
+        offset: page.offset(),
+    };
+    let items: Vec<Webhook> = find(op.tx, Kind::Webhook, op.org, &q)?;
+    Ok(list(
+        items.iter().map(Webhook::public).collect(),
+        page,
+        total,
+    ))
+}
+
+pub(super) fn get_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    Ok(ok(load_hook(op, id)?.public()))
+}
+
+pub(super) fn text_arg(op: &Op<'_>, k: &str) -> Option<String> {
+    op.opt_str(k).map(str::to_owned)
+}
+
+pub(super) fn create_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["url", "events", "description", "active", "ssl_verification"])?;
+    let url = check_url(op.str("url")?)?;
+    let events = parse_events(op.args.get("events").unwrap_or(&Value::Null))?;
+    if op.tx.count(Kind::Webhook, op.org, &[])? >= MAX_WEBHOOKS {
+        return Err(DomainError::Conflict(format!(
+            "the organization already has {MAX_WEBHOOKS} webhooks; delete one first"
+        )));
+    }
+    let secret = new_secret(op);
+    let now = op.timestamp();
+    let w = Webhook {
+        id: op.new_id(),
+        url,
+        description: text_arg(op, "description"),
+        events,
+        active: op.opt_bool("active").unwrap_or(true),
+        ssl_verification: op.opt_bool("ssl_verification").unwrap_or(true),
+        secret_last4: last4(&secret),
+        secret,
+        secret_rotated_at: None,
+        previous_secret: None,
+        previous_secret_expires_at: None,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    save(op.tx, Kind::Webhook, op.org, &w)?;
+    let public = w.public();
+    op.event("webhook.created", "webhook", &w.id, &public, Value::Null)?;
+    let mut reply = public;
+    reply["secret"] = json!(w.secret);
+    Ok(created(reply))
+}
+
+pub(super) fn update_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&[
+        "id",
+        "url",
+        "events",
+        "description",
+        "active",
+        "ssl_verification",
+    ])?;
+    let id = op.str("id")?;
+    let before = load_hook(op, id)?;
+    let mut w = before.clone();
+    if let Some(u) = op.opt_str("url") {
+        w.url = check_url(u)?;
+    }
+    if let Some(e) = op.args.get("events") {
+        w.events = parse_events(e)?;
+    }
+    if op.args.contains_key("description") {
+        w.description = text_arg(op, "description");
+    }
+    if let Some(a) = op.opt_bool("active") {
+        w.active = a;
+    }
+    if let Some(v) = op.opt_bool("ssl_verification") {
+        w.ssl_verification = v;
+    }
+    if w == before {
+        return Ok(ok(w.public()));
+    }
+    w.updated_at = op.timestamp();
+    save(op.tx, Kind::Webhook, op.org, &w)?;
+    let changes = crate::ops::debtors::diff(&before.public(), &w.public());
+    op.event("webhook.updated", "webhook", id, &w.public(), changes)?;
+    Ok(ok(w.public()))
+}
+
+pub(super) fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let w = load_hook(op, id)?;
+    let n = op.tx.count(
+        Kind::WebhookDelivery,
+        op.org,
+        &[Cond::Eq("webhook_id", json!(id))],
+    )?;
+    Ok(format!(
+        "Delete the webhook to {} and its {n} delivery record(s)? Pending deliveries will not be sent.",
+        w.url
+    ))
+}
+
+pub(super) fn delete_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id"])?;
+    let id = op.str("id")?;
+    let w = load_hook(op, id)?;
+    let q = Query::all().with(Cond::Eq("webhook_id", json!(id)));
+    for d in op.tx.find(Kind::WebhookDelivery, op.org, &q)? {
+        if let Some(did) = d.get("id").and_then(Value::as_str) {
+            op.tx.delete(Kind::WebhookDelivery, op.org, did)?;
+        }
+    }
+    op.tx.delete(Kind::Webhook, op.org, id)?;
+    op.event("webhook.deleted", "webhook", id, &w.public(), Value::Null)?;
+    Ok(Output::NoContent)
+}
+
+pub(super) fn test_code(op: &Op<'_>) -> Result<String, DomainError> {
+    let code = op.opt_str("event_code").unwrap_or("webhook.ping");
+    if !is_catalog_code(code) {
+        return Err(DomainError::field(
+            "event_code",
+            format!("{code} is not an event code of kobana://dunning/events/catalog"),
+        ));
+    }
+    Ok(code.to_owned())
+}
+
+pub(super) fn describe_test(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let w = load_hook(op, id)?;
+    let code = test_code(op)?;
+    Ok(format!("Send a test {code} delivery to {} now?", w.url))
+}
+
+pub(super) fn test_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "event_code"])?;
+    let id = op.str("id")?;
+    let w = load_hook(op, id)?;
+    let code = test_code(op)?;
+    if !w.active {
+        return Err(DomainError::Conflict(format!(
+            "webhook {id} is inactive; activate it (dunning_webhooks_update active=true) before testing"
+        )));
+    }
+    if let Err(retry_after_ms) = (op.outbound).take(op.org, Budget::Webhooks, 1, op.now, op.dry_run)
+    {
+        return Err(DomainError::RateLimited { retry_after_ms });
+    }
+    // The audit event is not fanned out (a test must not cause deliveries of its own);
+    // the test payload is an event of the requested code with the same id.
+    let tested = op.store_event(
+        "webhook.tested",
+        "webhook",
+        id,
+        &json!({ "event_code": code }),
+        Value::Null,
+    )?;
+    let event = json!({
+        "id": tested["id"],
+        "code": code,
+        "resource_type": "webhook",
+        "resource_id": id,
+        "occurred_at": tested["occurred_at"],
+        "data": { "test": true, "webhook_id": id },
+        "changes": Value::Null,
+    });
+    let mut d = enqueue(op, id, &event, &payload(&event))?;
+    if !op.dry_run {
+        // Claimed now, posted by [`post_test`] once this transaction has committed: the
+        // store's writer is never held while a receiver takes its time.
+        claim_one(op, &mut d, &w)?;
+    }
+    Ok(created(delivery_view(&d)))
+}
+
+/// A delivery as the test and resend tools answer it: with its payload.
+pub(super) fn delivery_view(d: &WebhookDelivery) -> Value {
+    let mut out = serde_json::to_value(d).unwrap_or(Value::Null);
+    out["payload"] = json!(d.payload);
+    out
+}
+
+/// After `dunning_webhooks_test` committed: posts the claimed delivery (outside any
+/// transaction), then records the answer and returns the delivery as it now stands.
+pub(super) fn post_test(
+    domain: &Domain,
+    call: &ToolCall<'_>,
+    out: Output,
+) -> Result<Output, DomainError> {
+    let Output::Json { body, .. } = &out else {
+        return Ok(out);
+    };
+    let (Some(did), Some(wid)) = (
+        body.get("id").and_then(Value::as_str),
+        body.get("webhook_id").and_then(Value::as_str),
+    ) else {
+        return Ok(out);
+    };
+    let claimed = body.get("attempts").and_then(Value::as_u64);
+    let org = &call.ctx.principal.organization;
+    let now = call.ctx.now;
+    let request = store::read(domain.store(), |tx| {
+        let d: WebhookDelivery = must(tx, Kind::WebhookDelivery, org, did)?;
+        let hook: Webhook = must(tx, Kind::Webhook, org, wid)?;
+        Ok(request_for(&d, &hook, now))
+    })?;
+    let response = installed_driver().post(&request);
+    // Ids made here must not repeat those of the committed transaction, which drew from
+    // the same entropy: derive a second seed from it.
+    let entropy: [u8; 32] = Sha256::new()
+        .chain_update(call.ctx.entropy)
+        .chain_update(b"after commit")
+        .finalize()
+        .into();
+    let call = ToolCall {
+        ctx: dunning_core::Ctx {
+            entropy: &entropy,
+            ..call.ctx
+        },
+        ..*call
+    };
+    store::write(domain.store(), |tx| {
+        domain.op_run(tx, &call, false, |op| {
+            let mut d: WebhookDelivery = must(op.tx, Kind::WebhookDelivery, op.org, did)?;
+            // Recorded only while the claim is ours (as [`finish`] does): a delivery is
+            // attempted and recorded by exactly one worker.
+            if d.status == "pending" && Some(u64::from(d.attempts)) == claimed {
+                record(op, &mut d, &response)?;
+            }
+            Ok(created(delivery_view(&d)))
+        })
+    })
+}
+
+pub(super) fn grace(op: &Op<'_>) -> Result<i64, DomainError> {
+    let g = match op.args.get("grace_period_seconds") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_i64().ok_or_else(|| {
+            DomainError::field("grace_period_seconds", "must be an integer from 0 to 86400")
+        })?,
+    };
+    if !(0..=MAX_GRACE_SECONDS).contains(&g) {
+        return Err(DomainError::field(
+            "grace_period_seconds",
+            "must be from 0 to 86400",
+        ));
+    }
+    Ok(g)
+}
+
+pub(super) fn describe_rotate(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let id = op.str("id")?;
+    let w = load_hook(op, id)?;
+    let g = grace(op)?;
+    Ok(if g == 0 {
+        format!(
+            "Rotate the signing secret of the webhook to {}? The current secret (…{}) stops signing immediately.",
+            w.url, w.secret_last4
+        )
+    } else {
+        format!(
+            "Rotate the signing secret of the webhook to {}? The current secret (…{}) keeps signing for {g} seconds.",
+            w.url, w.secret_last4
+        )
+    })
+}
+
+pub(super) fn rotate_secret(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "grace_period_seconds"])?;
+    let id = op.str("id")?;
+    let g = grace(op)?;
+    let before = load_hook(op, id)?;
+    let mut w = before.clone();
+    let secret = new_secret(op);
+    let now = op.timestamp();
+    if g > 0 {
+        w.previous_secret = Some(before.secret.clone());
+        w.previous_secret_expires_at = Some(stamp(
+            op.now
+                .plus_millis(u64::try_from(g).unwrap_or_default() * 1000),
+        ));
+    } else {
+        w.previous_secret = None;
+        w.previous_secret_expires_at = None;
+    }
+    w.secret_last4 = last4(&secret);
+    w.secret = secret;
+    w.secret_rotated_at = Some(now.clone());
+    w.updated_at = now;
+    save(op.tx, Kind::Webhook, op.org, &w)?;
+    let changes = crate::ops::debtors::diff(&before.public(), &w.public());
+    op.event(
+        "webhook.secret_rotated",
+        "webhook",
+        id,
+        &w.public(),
+        changes,
+    )?;
+    let mut reply = w.public();
+    reply["secret"] = json!(w.secret);
+    Ok(ok(reply))
+}
+
+/// A `from`/`to` bound as a timestamp in the organization's offset.
+pub(super) fn time_bound(op: &Op<'_>, k: &str, end: bool) -> Result<Option<String>, DomainError> {
+    let Some(raw) = op.opt_str(k) else {
+        return Ok(None);
+    };
+    if let Some(d) = calendar::parse_date(raw) {
+        let t = if end { "23:59:59" } else { "00:00:00" };
+        return Ok(Some(format!("{}T{t}-03:00", d.format("%Y-%m-%d"))));
+    }
+    let t = chrono::DateTime::parse_from_rfc3339(raw)
+        .map_err(|_| DomainError::field(k, "must be a date YYYY-MM-DD or an RFC 3339 timestamp"))?;
+    Ok(Some(
+        t.with_timezone(&calendar::offset())
+            .format("%Y-%m-%dT%H:%M:%S%:z")
+            .to_string(),
+    ))
+}
+
+pub(super) const DELIVERY_SORTS: &[(&str, &str, Order)] =
+    &[("created_at", "created_at", Order::Desc)];
+
+pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let id = op.str("id")?;
+    load_hook(op, id)?;
+    let mut conds = vec![Cond::Eq("webhook_id", json!(id))];
+    if let Some(st) = op.csv("status") {
+        let known = ["pending", "delivered", "failed"];
+        if let Some(bad) = st
+            .iter()
+            .find(|v| !known.contains(&v.as_str().unwrap_or("")))
+        {
+            return Err(DomainError::field(
+                "status",
+                format!("{bad} is not one of pending, delivered, failed"),
+            ));
+        }
+        conds.push(Cond::In("status", st));
+    }
+    if let Some(code) = op.opt_str("event_code") {
+        if code == "*" {
+        } else if let Some(group) = code.strip_suffix(".*") {
+            conds.push(Cond::Ge("event_code", json!(format!("{group}."))));
+            conds.push(Cond::Le("event_code", json!(format!("{group}.\u{10FFFF}"))));
+        } else {
+            conds.push(Cond::Eq("event_code", json!(code)));
+        }
+    }
+    let from = time_bound(op, "from", false)?;
+    let to = time_bound(op, "to", true)?;
+    if let (Some(f), Some(t)) = (&from, &to) {
+        if f > t {
+            return Err(DomainError::field("to", "must not be before from"));
+        }
+    }
+    if let Some(f) = from {
+        conds.push(Cond::Ge("created_at", json!(f)));
+    }
+    if let Some(t) = to {
+        conds.push(Cond::Le("created_at", json!(t)));
+    }
+    let page = op.page();
+    let total = op.tx.count(Kind::WebhookDelivery, op.org, &conds)?;
+    let q = Query {
+        conds,
+        sort: op.sort(DELIVERY_SORTS),
+        limit: Some(page.per_page),
+        offset: page.offset(),
+    };
+    let items: Vec<WebhookDelivery> = find(op.tx, Kind::WebhookDelivery, op.org, &q)?;
+    Ok(list(
+        items.iter().map(WebhookDelivery::summary).collect(),
+        page,
+        total,
+    ))
+}
+
+pub(super) fn get_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let (_, d) = load_delivery(op)?;
+    Ok(ok(d))
+}
+
+pub(super) fn describe_resend(op: &mut Op<'_>) -> Result<String, DomainError> {
+    let (w, d) = load_delivery(op)?;
+    Ok(format!(
+        "Resend delivery {} ({}, {} attempt(s) so far) to {}?",
+        d.id, d.event_code, d.attempts, w.url
+    ))
+}
+
+pub(super) fn resend_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    op.only(&["id", "delivery_id"])?;
+    let (w, mut d) = load_delivery(op)?;
+    if d.status != "failed" {
+        return Err(DomainError::transition(
+            "webhook delivery",
+            &d.id,
+            &d.status,
+            "pending",
+        ));
+    }
+    if !w.active {
+        return Err(DomainError::Conflict(format!(
+            "webhook {} is inactive; activate it before resending its deliveries",
+            w.id
+        )));
+    }
+    let before = d.summary();
+    let now = op.timestamp();
+    d.status = "pending".into();
+    d.round_attempts = 0;
+    d.failed_at = None;
+    d.next_retry_at = Some(now.clone());
+    d.resent_at = Some(now.clone());
+    d.updated_at = now;
+    save(op.tx, Kind::WebhookDelivery, op.org, &d)?;
+    let changes = crate::ops::debtors::diff(&before, &d.summary());
+    op.event(
+        "webhook_delivery.resent",
+        "webhook_delivery",
+        &d.id,
+        &d.summary(),
+        changes,
+    )?;
+    Ok(ok(d))
+}

@@ -1,0 +1,78 @@
+//! Operations (issue 15), end to end on the binary: exports start the moment they are
+//! queued and say how far they are.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Srv;
+use serde_json::{Value, json};
+
+fn cpf(i: u32) -> String {
+    let digits: Vec<u8> = format!("{:09}", 300_000_000 + i)
+        .bytes()
+        .map(|b| b - b'0')
+        .collect();
+    dunning_domain::rules::document::cpf_from_base(&digits.try_into().unwrap())
+}
+
+#[test]
+fn an_export_of_a_thousand_rows_completes_within_two_seconds_of_being_queued() {
+    // Default intervals: the engine ticks every 60 s, so only the wake-up can be this fast.
+    // (Rate limits off: a thousand creations in a burst.)
+    let srv = Srv::start(&[], Some("[rate_limit]\nenabled = false\n"));
+    let api = srv.mint_api("demo", "ana@demo.example");
+    let bearer = format!("Bearer {api}");
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let post = |target: &str, body: Value| {
+        srv.request("POST", target, &headers, body.to_string().as_bytes())
+    };
+    for i in 0..1_000 {
+        let r = post(
+            "/v1/debtors",
+            json!({"cnpj_cpf": cpf(i), "name": format!("Exportada {i:04}"), "tags": ["export-test"]}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    // Let the first engine tick (at start) go by, so it cannot be what builds the file.
+    std::thread::sleep(Duration::from_millis(300));
+    let queued = Instant::now();
+    let r = post(
+        "/v1/exports",
+        json!({"resource": "debtors", "filters": {"tag": "export-test"}}),
+    );
+    assert_eq!(r.status, 202, "{}", r.text());
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    assert_eq!(r.json()["status"], "queued");
+    let done = loop {
+        let e = srv
+            .request("GET", &format!("/v1/exports/{id}"), &headers, b"")
+            .json();
+        if e["status"] == "processed" || e["status"] == "failed" {
+            break e;
+        }
+        assert!(
+            queued.elapsed() < Duration::from_secs(10),
+            "still {} after 10 s: {e}",
+            e["status"]
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = queued.elapsed();
+    assert_eq!(done["status"], "processed", "{done}");
+    assert_eq!(done["row_count"], 1_000);
+    assert_eq!(done["progress"], 100);
+    assert!(
+        took < Duration::from_secs(2),
+        "processed {took:?} after being queued"
+    );
+    let log = srv.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("export finished") && l.contains(&id) && l.contains("rows=1000")),
+        "one log line at the end: {log}"
+    );
+}
