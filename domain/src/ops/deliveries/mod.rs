@@ -1,0 +1,227 @@
+//! Notifications and deliveries (domain.md §1, tools #22, #52–#54): every message to a
+//! debtor, manual or from a ruler step, is a delivery in an outbox that the engine
+//! ([`crate::engine`]) hands to the delivery driver.
+//!
+//! Machine (domain §1.1): `scheduled→queued→sent→delivered→read→clicked`;
+//! `scheduled|queued→canceled` (charge paid/canceled/paused, opt-out, ...);
+//! `queued|sent→failed|bounced`. Resend never mutates: it creates a new delivery with
+//! `resent_from_id`.
+//!
+//! Collection conduct (domain §1.2 rule 4), enforced here for manual messages and by the
+//! engine again right before anything is handed to the driver: no message to a
+//! `do_not_contact` debtor, to an opted-out or invalid contact point, WhatsApp only to
+//! `opted_in` contact points and only with templates, never outside the send window, and
+//! every message carries the creditor's name and CNPJ (CDC art. 42-A). Charges that are
+//! paid, canceled, renegotiated or written off, paused, or in an accepted/active
+//! agreement get nothing (rule 6).
+
+use chrono::NaiveDateTime;
+use dunning_core::{Output, Scope, UnixTime};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::engine::Rendered;
+use crate::error::DomainError;
+use crate::op::{Op, created, list};
+use crate::ops::rulers::{self, DUNNABLE, SendWindow, Template, Window};
+use crate::org::Organization;
+use crate::outbound::Budget;
+use crate::rules::{calendar, money};
+use crate::schema as s;
+use crate::spec::{ToolSpec, tool};
+use crate::store::{Cond, Kind, Order, Query, Tx, find, load, must, save};
+
+mod conduct;
+mod demo;
+mod send;
+mod templates;
+mod tools;
+
+pub use conduct::*;
+pub use demo::*;
+pub use send::*;
+pub use templates::*;
+pub use tools::*;
+
+/// Delivery statuses.
+pub const STATUSES: &[&str] = &[
+    "scheduled",
+    "queued",
+    "sent",
+    "delivered",
+    "read",
+    "clicked",
+    "canceled",
+    "failed",
+    "bounced",
+];
+/// Channels a person can message a debtor on.
+pub const MESSAGE_CHANNELS: &[&str] = &["email", "sms", "whatsapp"];
+/// Delivery channels (step channels).
+pub const CHANNELS: &[&str] = &["email", "sms", "whatsapp", "webhook", "task"];
+/// Most charges in one notification.
+pub const MAX_BULK: usize = 500;
+
+/// A message (or a task for a person) about one charge.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Delivery {
+    /// UUID (ruler deliveries: derived from charge and step, see [`ruler_delivery_id`]).
+    pub id: String,
+    /// The notification (send request) it belongs to, for manual and bulk sends.
+    pub notification_id: Option<String>,
+    /// The charge.
+    pub charge_id: String,
+    /// The debtor.
+    pub debtor_id: String,
+    /// The contact point (none for `task` and `webhook`).
+    pub contact_point_id: Option<String>,
+    /// The ruler step that made it.
+    pub step_id: Option<String>,
+    /// The ruler of that step.
+    pub ruler_id: Option<String>,
+    /// `email`, `sms`, `whatsapp`, `webhook` or `task`.
+    pub channel: String,
+    /// `notify`, or `negativate`/`protest`/`escalate` for a task a person must decide.
+    pub action: String,
+    /// `ruler`, `manual` or `api`.
+    pub origin: String,
+    /// Status (see the module docs).
+    pub status: String,
+    /// Address or number the message goes to.
+    pub to: Option<String>,
+    /// Built-in template name or step id used.
+    pub template_id: Option<String>,
+    /// Free-text message (manual sends), with variables.
+    pub message: Option<String>,
+    /// Subject of the message (rendered once sent).
+    pub subject: Option<String>,
+    /// Body as sent (rendered, with the creditor's identification).
+    pub body: Option<String>,
+    /// When it goes out (local RFC 3339).
+    pub scheduled_at: String,
+    /// When it entered the outbox queue.
+    pub queued_at: Option<String>,
+    /// When the driver accepted it.
+    pub sent_at: Option<String>,
+    /// When the provider confirmed delivery.
+    pub delivered_at: Option<String>,
+    /// When the debtor read it.
+    pub read_at: Option<String>,
+    /// When the debtor clicked its link.
+    pub clicked_at: Option<String>,
+    /// When it failed or bounced.
+    pub failed_at: Option<String>,
+    /// When it was canceled.
+    pub canceled_at: Option<String>,
+    /// Why it was canceled (machine code, e.g. `opted_out`).
+    pub cancel_reason: Option<String>,
+    /// Failure code.
+    pub error_code: Option<String>,
+    /// Failure or cancellation detail.
+    pub error_message: Option<String>,
+    /// The provider's id for the message.
+    pub provider_message_id: Option<String>,
+    /// Send attempts so far (a resend starts from the original's count).
+    pub attempt: u32,
+    /// The delivery this one re-sends.
+    pub resent_from_id: Option<String>,
+    /// Who asked for it (person), or the engine.
+    pub requested_by: Option<String>,
+    /// Outbox claim (internal): who is sending it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim_token: Option<String>,
+    /// Outbox claim (internal): until when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim_until: Option<String>,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+}
+
+/// Allowed transitions of the delivery machine.
+pub fn can_transition(from: &str, to: &str) -> bool {
+    matches!(
+        (from, to),
+        ("scheduled", "queued")
+            | ("queued", "sent")
+            | ("sent", "delivered")
+            | ("delivered", "read")
+            | ("read", "clicked")
+            | ("scheduled" | "queued", "canceled")
+            | ("queued" | "sent", "failed" | "bounced")
+    )
+}
+
+/// Moves a delivery along its machine (`delivered`, `read`, `clicked`, `bounced`,
+/// `failed`, `canceled` — provider callbacks and cancellations), stamping the time and
+/// writing `delivery.<status>`. Anything else is a CONFLICT naming both states.
+pub fn advance(
+    op: &mut Op<'_>,
+    d: &mut Delivery,
+    to: &str,
+    code: Option<(&str, &str)>,
+) -> Result<(), DomainError> {
+    if !can_transition(&d.status, to) {
+        return Err(DomainError::transition("delivery", &d.id, &d.status, to));
+    }
+    let now = op.timestamp();
+    let before = d.clone();
+    match to {
+        "queued" => d.queued_at = Some(now.clone()),
+        "sent" => d.sent_at = Some(now.clone()),
+        "delivered" => d.delivered_at = Some(now.clone()),
+        "read" => d.read_at = Some(now.clone()),
+        "clicked" => d.clicked_at = Some(now.clone()),
+        "failed" | "bounced" => d.failed_at = Some(now.clone()),
+        "canceled" => d.canceled_at = Some(now.clone()),
+        _ => {}
+    }
+    if let Some((c, m)) = code {
+        if to == "canceled" {
+            d.cancel_reason = Some(c.to_owned());
+        } else {
+            d.error_code = Some(c.to_owned());
+        }
+        d.error_message = Some(m.to_owned());
+    }
+    if to != "queued" {
+        d.claim_token = None;
+        d.claim_until = None;
+    }
+    d.status = to.to_owned();
+    d.updated_at = now;
+    save(op.tx, Kind::Delivery, op.org, &*d)?;
+    let changes = crate::ops::debtors::diff(&before, &*d);
+    op.event(
+        &format!("delivery.{to}"),
+        "delivery",
+        &d.id.clone(),
+        &*d,
+        changes,
+    )
+}
+
+/// Cancels every scheduled or queued delivery matching `cond` (e.g.
+/// `Cond::Eq("contact_point_id", ..)` on opt-out, `Cond::Eq("charge_id", ..)` when a
+/// charge is paid, canceled or paused). Returns how many. Other groups call this so that
+/// a stop takes effect at once; the engine re-checks before sending anyway.
+pub fn cancel_pending(
+    op: &mut Op<'_>,
+    cond: Cond,
+    code: &str,
+    message: &str,
+) -> Result<u32, DomainError> {
+    let q = Query::all().with(cond).with(Cond::In(
+        "status",
+        vec![json!("scheduled"), json!("queued")],
+    ));
+    let pending: Vec<Delivery> = find(op.tx, Kind::Delivery, op.org, &q)?;
+    let mut n = 0;
+    for mut d in pending {
+        advance(op, &mut d, "canceled", Some((code, message)))?;
+        n += 1;
+    }
+    Ok(n)
+}
