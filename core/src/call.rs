@@ -12,7 +12,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::confirm::{self, Claims};
-use crate::dispatch::{Dispatch, Surface, ToolCall, ToolError, ToolErrorCode};
+use crate::dispatch::{Dispatch, ToolCall, ToolError, ToolErrorCode};
 use crate::era::Version;
 use crate::error::ProtocolError;
 use crate::mrtr::{self, InputRequired, Round, ToolReply};
@@ -57,7 +57,7 @@ impl<D: Dispatch> Server<D> {
         };
         if !rpc.principal.has_scope(tool.def.access.scope) {
             return Reply::Error(ProtocolError::InsufficientScope {
-                scope: tool.def.access.scope.as_str(),
+                scope: self.registry.scopes.name(tool.def.access.scope),
             });
         }
         // The arguments as a map (for the dispatcher) and as the value it sits in (for
@@ -89,7 +89,6 @@ impl<D: Dispatch> Server<D> {
             args,
             ctx: self.ctx(rpc),
             confirmation_key: None,
-            surface: Surface::Mcp,
         };
         if tool.def.annotations.destructive {
             return self.confirmed(rpc, tool, call, params, log);

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::principal::Access;
+use crate::principal::{Access, ScopeNames};
 
 /// Behaviour hints of a tool (spec §7). `openWorldHint` is always false here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -141,6 +141,8 @@ pub struct Catalog {
     pub templates: Vec<TemplateDef>,
     /// Prompts.
     pub prompts: Vec<PromptDef>,
+    /// The wire names of the scope levels (tokens, `WWW-Authenticate`, metadata).
+    pub scopes: ScopeNames,
 }
 
 /// Helper for building schemas: an object schema from `(name, schema)` pairs.

@@ -27,15 +27,6 @@ pub struct Ctx<'a> {
     pub entropy: &'a [u8; 32],
 }
 
-/// Which surface a call came through (results are identical; only framing differs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Surface {
-    /// MCP `tools/call`.
-    Mcp,
-    /// `/v1` REST.
-    Rest,
-}
-
 /// One tool invocation, arguments already validated against `inputSchema`.
 #[derive(Clone, Copy, Debug)]
 pub struct ToolCall<'a> {
@@ -48,8 +39,6 @@ pub struct ToolCall<'a> {
     /// For a confirmed destructive call: the confirmation nonce, to be used as the
     /// idempotency key so a replayed confirmation never executes twice (§13).
     pub confirmation_key: Option<&'a str>,
-    /// The surface it came through.
-    pub surface: Surface,
 }
 
 /// A file an operation produced (PDF, CSV). Tools describe it; REST and resources serve it.
@@ -126,8 +115,10 @@ pub enum ToolErrorCode {
     ConfirmationRequired,
     /// The user declined or cancelled the confirmation.
     ConfirmationDeclined,
-    /// A settlement document for something not settled.
-    NotSettled,
+    /// The thing exists but is not available in its present state; the code, chosen by
+    /// the dispatcher, says why (e.g. a settlement letter of a charge not yet settled).
+    /// The core keeps no product words: it only carries the code and maps it to `422`.
+    Unavailable(&'static str),
     /// A per-tool outbound limit.
     RateLimited,
     /// A bug in the operation (logged; generic message).
@@ -145,7 +136,7 @@ impl ToolErrorCode {
             Self::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
             Self::ConfirmationRequired => "CONFIRMATION_REQUIRED",
             Self::ConfirmationDeclined => "CONFIRMATION_DECLINED",
-            Self::NotSettled => "NOT_SETTLED",
+            Self::Unavailable(code) => code,
             Self::RateLimited => "RATE_LIMITED",
             Self::Internal => "INTERNAL_ERROR",
         }
@@ -154,7 +145,7 @@ impl ToolErrorCode {
     /// THE mapping to the REST status.
     pub const fn rest_status(self) -> u16 {
         match self {
-            Self::Validation | Self::NotSettled => 422,
+            Self::Validation | Self::Unavailable(_) => 422,
             Self::NotFound => 404,
             Self::Conflict | Self::IdempotencyConflict | Self::ConfirmationDeclined => 409,
             Self::Forbidden => 403,
@@ -256,7 +247,7 @@ pub enum Contents {
 pub enum ResourceError {
     /// Unknown URI or another organization's: `-32602` with `data.uri`.
     NotFound,
-    /// Exists but not available yet (e.g. `NOT_SETTLED`).
+    /// Exists but not available yet (the code is the dispatcher's, e.g. `NOT_SETTLED`).
     Unavailable(&'static str),
     /// A bug.
     Internal,

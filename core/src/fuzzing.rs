@@ -34,7 +34,7 @@ use crate::dispatch::{
 };
 use crate::env::{Env, UnixTime};
 use crate::limit::{Limited, RateLimit};
-use crate::principal::{Access, Audience, Principal, Scope};
+use crate::principal::{Access, Audience, Principal, Scope, ScopeNames};
 use crate::request::{Header, Request};
 use crate::response::Response;
 use crate::server::Server;
@@ -47,6 +47,13 @@ pub use rest::rest_handle;
 
 /// The wall clock every fuzz and test request sees (2027-01-15T08:00:00Z).
 pub const NOW: UnixTime = UnixTime::from_secs(1_800_000_000);
+
+/// The scope names of the test server (those of the product, so fixtures read alike).
+pub const SCOPES: ScopeNames = ScopeNames {
+    read: "dunning.read",
+    write: "dunning.write",
+    admin: "dunning.admin",
+};
 
 /// The token of a caller with every scope and permission.
 pub const TOKEN: &str = "tok";
@@ -276,6 +283,7 @@ pub fn catalog() -> Catalog {
             ],
             access: Access::read(),
         }],
+        scopes: SCOPES,
     }
 }
 
@@ -399,7 +407,7 @@ impl Authenticate for TestAuth {
             scopes: Scope::ALL
                 .into_iter()
                 .filter(|s| *s <= scope)
-                .map(|s| s.as_str().to_owned())
+                .map(|s| SCOPES.name(s).to_owned())
                 .collect(),
             permissions: permissions
                 .iter()

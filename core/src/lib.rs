@@ -66,7 +66,7 @@ pub use catalog::{
 pub use config::{Config, Keys, StateKey};
 pub use dispatch::{
     Completion, CompletionRef, Contents, Ctx, Dispatch, FieldIssue, File, Output, ResourceError,
-    ResourceRead, Surface, ToolCall, ToolError, ToolErrorCode,
+    ResourceRead, ToolCall, ToolError, ToolErrorCode,
 };
 pub use env::{Env, Load, UnixTime};
 pub use era::{Era, Version};
@@ -74,7 +74,7 @@ pub use error::{ErrorCode, ProtocolError};
 pub use jwt::{Claims, KeySet, Validation};
 pub use limit::{Limited, RateLimit, Unlimited};
 pub use mrtr::{InputRequired, Progress, PromptReply, Round, ToolReply};
-pub use principal::{Access, Audience, Principal, Scope};
+pub use principal::{Access, Audience, Principal, Scope, ScopeNames};
 pub use registry::ConfigError;
 pub use request::{Header, Request};
 pub use response::{RequestLog, Response};

@@ -4,33 +4,64 @@ use std::collections::BTreeSet;
 
 use crate::env::UnixTime;
 
-/// OAuth scope of this resource server. Hierarchical: admin ⊃ write ⊃ read (spec §10).
+/// OAuth scope level of this resource server. Hierarchical: admin ⊃ write ⊃ read (spec
+/// §10); the wire names are the dispatcher's ([`ScopeNames`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Scope {
-    /// `dunning.read`: reads, previews, simulations, documents.
+    /// Reads, previews, simulations, documents.
     Read,
-    /// `dunning.write`: debtors, contact points, charges, notifications, agreements, rulers, exports.
+    /// Changes.
     Write,
-    /// `dunning.admin`: credit bureau, protest, webhooks and secrets.
+    /// Administration: what touches third parties or secrets.
     Admin,
 }
 
 impl Scope {
     /// Every scope, weakest first.
     pub const ALL: [Self; 3] = [Self::Read, Self::Write, Self::Admin];
+}
 
-    /// The wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Read => "dunning.read",
-            Self::Write => "dunning.write",
-            Self::Admin => "dunning.admin",
+/// The wire names of the three scope levels. They are the product's words, so they come
+/// with the dispatcher's [`crate::Catalog`]; the core only orders the levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScopeNames {
+    /// Name of [`Scope::Read`].
+    pub read: &'static str,
+    /// Name of [`Scope::Write`].
+    pub write: &'static str,
+    /// Name of [`Scope::Admin`].
+    pub admin: &'static str,
+}
+
+impl Default for ScopeNames {
+    /// Generic names, for a dispatcher that has none of its own.
+    fn default() -> Self {
+        Self {
+            read: "read",
+            write: "write",
+            admin: "admin",
+        }
+    }
+}
+
+impl ScopeNames {
+    /// The wire name of `scope`.
+    pub const fn name(&self, scope: Scope) -> &'static str {
+        match scope {
+            Scope::Read => self.read,
+            Scope::Write => self.write,
+            Scope::Admin => self.admin,
         }
     }
 
-    /// Parses a wire name; unknown scopes are `None` (and ignored by callers).
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|x| x.as_str() == s)
+    /// The level a wire name stands for; unknown names are `None` (and ignored by callers).
+    pub fn parse(&self, name: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|&s| self.name(s) == name)
+    }
+
+    /// Every name, weakest first.
+    pub fn all(&self) -> [&'static str; 3] {
+        Scope::ALL.map(|s| self.name(s))
     }
 }
 

@@ -223,6 +223,7 @@ pub(crate) struct Registry {
     pub(crate) resources: Vec<ResourceDef>,
     pub(crate) templates: Vec<Template>,
     pub(crate) prompts: Vec<PromptDef>,
+    pub(crate) scopes: crate::principal::ScopeNames,
 }
 
 impl Registry {
@@ -266,6 +267,7 @@ impl Registry {
             resources: catalog.resources,
             templates,
             prompts: catalog.prompts,
+            scopes: catalog.scopes,
         })
     }
 

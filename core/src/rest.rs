@@ -8,7 +8,7 @@ use http::header::ALLOW;
 use http::{HeaderValue, StatusCode};
 use serde_json::{Map, Value};
 
-use crate::dispatch::{Ctx, Dispatch, Output, Surface, ToolCall, ToolError, ToolErrorCode};
+use crate::dispatch::{Ctx, Dispatch, Output, ToolCall, ToolError, ToolErrorCode};
 use crate::env::Env;
 use crate::error::ProtocolError;
 use crate::principal::Audience;
@@ -145,7 +145,7 @@ impl<D: Dispatch> Server<D> {
         };
         log.organization = Some(principal.organization.clone());
         if !principal.has_scope(tool.def.access.scope) {
-            let scope = tool.def.access.scope.as_str();
+            let scope = self.registry.scopes.name(tool.def.access.scope);
             let mut r = self.refuse(ProtocolError::InsufficientScope { scope }, None, None, log);
             let challenge = format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\"");
             set_header(&mut r, http::header::WWW_AUTHENTICATE, &challenge);
@@ -179,7 +179,6 @@ impl<D: Dispatch> Server<D> {
                 entropy: &env.entropy,
             },
             confirmation_key: None,
-            surface: Surface::Rest,
         };
         match self.dispatch.call_tool(&call) {
             Ok(Output::Json { status, body }) => {

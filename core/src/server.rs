@@ -25,7 +25,7 @@ use crate::error::ProtocolError;
 use crate::jsonrpc::{self, Message};
 use crate::limit::{RateLimit, Unlimited};
 use crate::mirror;
-use crate::principal::{Audience, Principal, Scope};
+use crate::principal::{Audience, Principal};
 use crate::registry::{ConfigError, Registry};
 use crate::request::Request;
 use crate::response::{RequestLog, Response};
@@ -532,7 +532,7 @@ impl<D: Dispatch> Server<D> {
         let body = json!({
             "resource": self.config.resource(),
             "authorization_servers": self.config.authorization_servers,
-            "scopes_supported": Scope::ALL.map(Scope::as_str),
+            "scopes_supported": self.registry.scopes.all(),
             "bearer_methods_supported": ["header"],
             "resource_name": self.config.server_title,
         });

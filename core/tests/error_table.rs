@@ -188,7 +188,11 @@ fn tool_error_codes_map_to_rest_statuses() {
             "CONFIRMATION_DECLINED",
             409,
         ),
-        (ToolErrorCode::NotSettled, "NOT_SETTLED", 422),
+        (
+            ToolErrorCode::Unavailable("NOT_SETTLED"),
+            "NOT_SETTLED",
+            422,
+        ),
         (ToolErrorCode::RateLimited, "RATE_LIMITED", 429),
         (ToolErrorCode::Internal, "INTERNAL_ERROR", 500),
     ];

@@ -1,6 +1,7 @@
 //! Completions (MCP `completion/complete`) for prompt arguments and resource template
 //! variables: which values fit, and how many there are in all.
 
+use crate::catalog::name;
 use std::collections::BTreeMap;
 
 use dunning_core::{Completion, CompletionRef, Ctx, Output};
@@ -160,7 +161,7 @@ pub fn complete(
     const CHARGE_TEXT: &[&str] = &["description", "external_id"];
     let debtors = |conds| {
         search(
-            "dunning_debtors_list",
+            name::DEBTORS_LIST,
             Kind::Debtor,
             DEBTOR_TEXT,
             conds,
@@ -169,7 +170,7 @@ pub fn complete(
     };
     let charges = |conds| {
         search(
-            "dunning_charges_list",
+            name::CHARGES_LIST,
             Kind::Charge,
             CHARGE_TEXT,
             conds,
@@ -178,7 +179,7 @@ pub fn complete(
     };
     let rulers = || {
         search(
-            "dunning_rulers_list",
+            name::RULERS_LIST,
             Kind::Ruler,
             &["name"],
             Vec::new(),
@@ -190,7 +191,7 @@ pub fn complete(
     let webhooks = || {
         ids(
             domain,
-            "dunning_webhooks_list",
+            name::WEBHOOKS_LIST,
             &[],
             value,
             &["url", "description"],
@@ -244,15 +245,15 @@ pub fn complete(
             rulers()
         }
         (CompletionRef::Resource(uri), "id") if uri.starts_with("kobana://dunning/agreements/") => {
-            by_id("dunning_agreements_list", Kind::Agreement)
+            by_id(name::AGREEMENTS_LIST, Kind::Agreement)
         }
         (CompletionRef::Resource(uri), "id")
             if uri.starts_with("kobana://dunning/credit-bureau/") =>
         {
-            by_id("dunning_credit_bureau_list", Kind::CreditBureauRecord)
+            by_id(name::CREDIT_BUREAU_LIST, Kind::CreditBureauRecord)
         }
         (CompletionRef::Resource(uri), "id") if uri.starts_with("kobana://dunning/protests/") => {
-            by_id("dunning_protests_list", Kind::Protest)
+            by_id(name::PROTESTS_LIST, Kind::Protest)
         }
         (CompletionRef::Resource(uri), "id") if uri.starts_with("kobana://dunning/exports/") => {
             by_id("dunning_exports_list", Kind::Export)
@@ -266,7 +267,7 @@ pub fn complete(
                 let mut args = Map::new();
                 args.insert("id".into(), json!(d));
                 args.insert("per_page".into(), json!(100));
-                match domain.read_tool("dunning_contact_points_list", args, ctx) {
+                match domain.read_tool(name::CONTACT_POINTS_LIST, args, ctx) {
                     Some(Ok(Output::Json { body, .. })) => body
                         .get("data")
                         .and_then(Value::as_array)
@@ -288,7 +289,7 @@ pub fn complete(
             .map(|r| {
                 let mut args = Map::new();
                 args.insert("id".into(), json!(r));
-                match domain.read_tool("dunning_rulers_get", args, ctx) {
+                match domain.read_tool(name::RULERS_GET, args, ctx) {
                     Some(Ok(Output::Json { body, .. })) => body
                         .get("steps")
                         .and_then(Value::as_array)
@@ -307,7 +308,7 @@ pub fn complete(
             .into(),
         (CompletionRef::Resource(_), "delivery_id") => match context.get("id") {
             Some(w) => search(
-                "dunning_webhook_deliveries_list",
+                name::WEBHOOK_DELIVERIES_LIST,
                 Kind::WebhookDelivery,
                 &["event_code"],
                 vec![Cond::Eq("webhook_id", json!(w))],

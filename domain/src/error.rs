@@ -113,7 +113,10 @@ impl From<DomainError> for ToolError {
                     issue: format!("the answer would exceed the limit of {limit} bytes"),
                 }],
             ),
-            DomainError::NotSettled(_) => Self::new(ToolErrorCode::NotSettled, message),
+            DomainError::NotSettled(_) => Self::new(
+                ToolErrorCode::Unavailable(crate::catalog::NOT_SETTLED),
+                message,
+            ),
             DomainError::RateLimited { retry_after_ms } => Self {
                 retry_after_ms: Some(retry_after_ms),
                 ..Self::new(ToolErrorCode::RateLimited, message)

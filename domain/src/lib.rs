@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod ceiling;
 pub mod completions;
 pub mod demo;
@@ -80,23 +81,8 @@ impl std::fmt::Debug for Domain {
     }
 }
 
-/// Every tool, in catalogue order (domain.md §2).
-pub fn all_tools() -> Vec<ToolSpec> {
-    let mut v = org::tools();
-    v.extend(ops::summary::tools());
-    v.extend(ops::debtors::tools());
-    v.extend(ops::charges::statement_tools());
-    v.extend(ops::contact_points::tools());
-    v.extend(ops::charges::tools());
-    v.extend(ops::bureau::tools());
-    v.extend(ops::protests::tools());
-    v.extend(ops::agreements::tools());
-    v.extend(ops::rulers::tools());
-    v.extend(ops::deliveries::tools());
-    v.extend(ops::exports::tools());
-    v.extend(ops::events::tools());
-    v
-}
+/// Every tool, in catalogue order: [`catalog::tools`].
+pub use catalog::tools as all_tools;
 
 impl Domain {
     /// A domain on `store`.
@@ -151,10 +137,7 @@ impl Domain {
         })
         .map_err(|_| AuthError::NotMember)?;
         let (org, member) = found.ok_or(AuthError::NotMember)?;
-        let scope = scopes
-            .iter()
-            .filter_map(|s| dunning_core::Scope::parse(s))
-            .max();
+        let scope = scopes.iter().filter_map(|s| catalog::SCOPES.parse(s)).max();
         Ok(Principal {
             subject: member.email.clone(),
             organization: org.id,
@@ -283,7 +266,6 @@ impl Domain {
             args: &args,
             ctx,
             confirmation_key: None,
-            surface: dunning_core::Surface::Mcp,
         };
         Some(
             store::read(&*self.store, |tx| self.op_run(tx, &call, false, spec.run)).and_then(
@@ -333,6 +315,7 @@ impl Dispatch for Domain {
             resources: mcp::resources(self),
             templates: mcp::templates(self),
             prompts: mcp::prompts(self),
+            scopes: catalog::SCOPES,
         }
     }
 

@@ -6,6 +6,7 @@
 //! built. Prompts only orchestrate tools: they name the calls to make and present every
 //! destructive or outbound step as a proposal for the human to approve.
 
+use crate::catalog::name;
 use std::collections::BTreeMap;
 
 use dunning_core::{
@@ -41,7 +42,7 @@ const FIXED: &[View] = &[
         title: "Who am I",
         description: "The person, organization, permissions and scopes of the token (same as dunning_me).",
         mime: "application/json",
-        tool: "dunning_me",
+        tool: name::ME,
         fixed: &[],
         pick: None,
     },
@@ -51,7 +52,7 @@ const FIXED: &[View] = &[
         title: "Collection summary",
         description: "Open and overdue amounts, aging buckets and the 30-day recovery rate.",
         mime: "application/json",
-        tool: "dunning_summary_get",
+        tool: name::SUMMARY_GET,
         fixed: &[],
         pick: None,
     },
@@ -61,7 +62,7 @@ const FIXED: &[View] = &[
         title: "Overdue charges",
         description: "First page of overdue charges, oldest due date first.",
         mime: "application/json",
-        tool: "dunning_charges_list",
+        tool: name::CHARGES_LIST,
         fixed: &[
             ("status", "overdue"),
             ("sort_by", "due_date"),
@@ -75,7 +76,7 @@ const FIXED: &[View] = &[
         title: "Rulers",
         description: "Dunning rulers (réguas) with their steps.",
         mime: "application/json",
-        tool: "dunning_rulers_list",
+        tool: name::RULERS_LIST,
         fixed: &[],
         pick: None,
     },
@@ -88,7 +89,7 @@ const TEMPLATES: &[View] = &[
         title: "Charge",
         description: "One charge with its computed updated amount.",
         mime: "application/json",
-        tool: "dunning_charges_get",
+        tool: name::CHARGES_GET,
         fixed: &[],
         pick: None,
     },
@@ -98,7 +99,7 @@ const TEMPLATES: &[View] = &[
         title: "Charge timeline",
         description: "Events of one charge.",
         mime: "application/json",
-        tool: "dunning_charges_timeline",
+        tool: name::CHARGES_TIMELINE,
         fixed: &[],
         pick: None,
     },
@@ -108,7 +109,7 @@ const TEMPLATES: &[View] = &[
         title: "Settlement letter",
         description: "Carta de quitação (PDF), only once the charge is paid.",
         mime: "application/pdf",
-        tool: "dunning_charges_settlement_letter",
+        tool: name::CHARGES_SETTLEMENT_LETTER,
         fixed: &[],
         pick: None,
     },
@@ -118,7 +119,7 @@ const TEMPLATES: &[View] = &[
         title: "Debtor",
         description: "One debtor with computed totals.",
         mime: "application/json",
-        tool: "dunning_debtors_get",
+        tool: name::DEBTORS_GET,
         fixed: &[],
         pick: None,
     },
@@ -128,7 +129,7 @@ const TEMPLATES: &[View] = &[
         title: "Debtor statement",
         description: "Extrato (PDF): open, paid and renegotiated charges with updated amounts.",
         mime: "application/pdf",
-        tool: "dunning_debtors_statement",
+        tool: name::DEBTORS_STATEMENT,
         fixed: &[("format", "pdf")],
         pick: None,
     },
@@ -138,7 +139,7 @@ const TEMPLATES: &[View] = &[
         title: "Contact point",
         description: "One contact point of a debtor, with consent.",
         mime: "application/json",
-        tool: "dunning_contact_points_list",
+        tool: name::CONTACT_POINTS_LIST,
         fixed: &[("per_page", "100")],
         pick: Some(("data", "cp_id")),
     },
@@ -148,7 +149,7 @@ const TEMPLATES: &[View] = &[
         title: "Ruler",
         description: "One ruler with its steps.",
         mime: "application/json",
-        tool: "dunning_rulers_get",
+        tool: name::RULERS_GET,
         fixed: &[],
         pick: None,
     },
@@ -158,7 +159,7 @@ const TEMPLATES: &[View] = &[
         title: "Ruler step",
         description: "One step of a ruler.",
         mime: "application/json",
-        tool: "dunning_rulers_get",
+        tool: name::RULERS_GET,
         fixed: &[],
         pick: Some(("steps", "step_id")),
     },
@@ -168,7 +169,7 @@ const TEMPLATES: &[View] = &[
         title: "Agreement",
         description: "One agreement with its installments.",
         mime: "application/json",
-        tool: "dunning_agreements_get",
+        tool: name::AGREEMENTS_GET,
         fixed: &[],
         pick: None,
     },
@@ -178,7 +179,7 @@ const TEMPLATES: &[View] = &[
         title: "Agreement term",
         description: "Termo de acordo (PDF); a draft watermark until accepted.",
         mime: "application/pdf",
-        tool: "dunning_agreements_term",
+        tool: name::AGREEMENTS_TERM,
         fixed: &[],
         pick: None,
     },
@@ -188,7 +189,7 @@ const TEMPLATES: &[View] = &[
         title: "Credit-bureau record",
         description: "One negativação record.",
         mime: "application/json",
-        tool: "dunning_credit_bureau_get",
+        tool: name::CREDIT_BUREAU_GET,
         fixed: &[],
         pick: None,
     },
@@ -198,7 +199,7 @@ const TEMPLATES: &[View] = &[
         title: "Protest",
         description: "One protest at the notary.",
         mime: "application/json",
-        tool: "dunning_protests_get",
+        tool: name::PROTESTS_GET,
         fixed: &[],
         pick: None,
     },
@@ -208,7 +209,7 @@ const TEMPLATES: &[View] = &[
         title: "Export",
         description: "One CSV export and its status.",
         mime: "application/json",
-        tool: "dunning_exports_get",
+        tool: name::EXPORTS_GET,
         fixed: &[],
         pick: None,
     },
@@ -218,7 +219,7 @@ const TEMPLATES: &[View] = &[
         title: "Export file",
         description: "The CSV file of a processed export.",
         mime: "text/csv",
-        tool: "dunning_exports_download",
+        tool: name::EXPORTS_DOWNLOAD,
         fixed: &[],
         pick: None,
     },
@@ -228,7 +229,7 @@ const TEMPLATES: &[View] = &[
         title: "Webhook",
         description: "One webhook (secret never shown).",
         mime: "application/json",
-        tool: "dunning_webhooks_get",
+        tool: name::WEBHOOKS_GET,
         fixed: &[],
         pick: None,
     },
@@ -238,7 +239,7 @@ const TEMPLATES: &[View] = &[
         title: "Webhook delivery",
         description: "One delivery attempt record of a webhook.",
         mime: "application/json",
-        tool: "dunning_webhook_deliveries_get",
+        tool: name::WEBHOOK_DELIVERIES_GET,
         fixed: &[],
         pick: None,
     },
@@ -302,7 +303,7 @@ pub fn templates(domain: &Domain) -> Vec<TemplateDef> {
 
 fn map_err(e: DomainError) -> ResourceError {
     match e {
-        DomainError::NotSettled(_) => ResourceError::Unavailable("NOT_SETTLED"),
+        DomainError::NotSettled(_) => ResourceError::Unavailable(crate::catalog::NOT_SETTLED),
         DomainError::TooLarge { .. } => ResourceError::Unavailable("ANSWER_TOO_LARGE"),
         DomainError::Store(_) => ResourceError::Internal,
         _ => ResourceError::NotFound,
@@ -647,7 +648,7 @@ pub fn prompt(
             number_in(get("min_days_overdue"), 1, 3650, "min_days_overdue")?;
             number_in(get("limit"), 1, 100, "limit")?;
             if let Some(r) = get("ruler_id") {
-                exists(domain, "dunning_rulers_get", r, ctx, "ruler")?;
+                exists(domain, name::RULERS_GET, r, ctx, "ruler")?;
             }
             let min = get("min_days_overdue").map_or("1", String::as_str);
             let limit = get("limit").map_or("25", String::as_str);
@@ -660,7 +661,7 @@ pub fn prompt(
         }
         "propose_agreement" => {
             let debtor = get("debtor_id").ok_or("Missing required argument: debtor_id")?;
-            exists(domain, "dunning_debtors_get", debtor, ctx, "debtor")?;
+            exists(domain, name::DEBTORS_GET, debtor, ctx, "debtor")?;
             number_in(get("max_installments"), 1, 12, "max_installments")?;
             one_of(
                 get("max_discount_percentage"),
@@ -675,14 +676,14 @@ pub fn prompt(
         }
         "negativation_readiness" => {
             let charge = get("charge_id").ok_or("Missing required argument: charge_id")?;
-            exists(domain, "dunning_charges_get", charge, ctx, "charge")?;
+            exists(domain, name::CHARGES_GET, charge, ctx, "charge")?;
             format!(
                 "Decide whether charge {charge} may be registered with a credit bureau (negativação).\n1. Call dunning_charges_get with id=\"{charge}\" and dunning_debtors_get for its debtor.\n2. Check, citing the data: the charge is overdue and undisputed; the debtor is not credit_restriction_blocked; the debt is at most 5 years old (CDC art. 43 §1); a prior written notice (CDC art. 43 §2) was delivered to a valid contact point and the notice window has elapsed (dunning_deliveries_list, dunning_credit_bureau_list with charge_id=\"{charge}\"); no active protest unless the organization allows both.\n3. Answer GO or NO-GO with every reason. If GO, propose dunning_charges_negativate for the user to approve.\n{PROPOSAL}"
             )
         }
         "debtor_360" => {
             let debtor = get("debtor_id").ok_or("Missing required argument: debtor_id")?;
-            exists(domain, "dunning_debtors_get", debtor, ctx, "debtor")?;
+            exists(domain, name::DEBTORS_GET, debtor, ctx, "debtor")?;
             format!(
                 "Give a 360° view of debtor {debtor}.\n1. dunning_debtors_get id=\"{debtor}\" (profile, flags, totals).\n2. dunning_contact_points_list id=\"{debtor}\" (channels, consent, opt-outs).\n3. dunning_charges_list debtor_id=\"{debtor}\" (open charges with updated amounts).\n4. dunning_deliveries_list debtor_id=\"{debtor}\" (last messages and their status).\n5. dunning_agreements_list debtor_id=\"{debtor}\", dunning_credit_bureau_list debtor_id=\"{debtor}\", dunning_protests_list debtor_id=\"{debtor}\".\nSummarize: who they are, how to reach them (respecting opt-outs and do_not_contact), what they owe, what was done, and what could come next.\n{PROPOSAL}"
             )
@@ -708,7 +709,7 @@ pub fn prompt(
         }
         "webhook_troubleshoot" => {
             let hook = get("webhook_id").ok_or("Missing required argument: webhook_id")?;
-            exists(domain, "dunning_webhooks_get", hook, ctx, "webhook")?;
+            exists(domain, name::WEBHOOKS_GET, hook, ctx, "webhook")?;
             one_of(get("since"), &["1h", "24h", "7d"], "since")?;
             let since = get("since").map_or("24h", String::as_str);
             format!(
@@ -727,7 +728,7 @@ pub fn prompt(
         }
         "settle_and_document" => {
             let charge = get("charge_id").ok_or("Missing required argument: charge_id")?;
-            exists(domain, "dunning_charges_get", charge, ctx, "charge")?;
+            exists(domain, name::CHARGES_GET, charge, ctx, "charge")?;
             format!(
                 "Document the settlement of charge {charge}.\n1. dunning_charges_get id=\"{charge}\": confirm status is paid (otherwise stop and say why).\n2. dunning_charges_settlement_letter id=\"{charge}\" and offer the PDF (resource kobana://dunning/charges/{charge}/settlement-letter).\n3. dunning_credit_bureau_list charge_id=\"{charge}\": if a negativação exists, confirm that removal was requested within 5 business days of payment (STJ Súmula 548); if not, propose dunning_credit_bureau_remove.\n{PROPOSAL}"
             )

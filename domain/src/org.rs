@@ -1,5 +1,6 @@
 //! Organizations, members, roles and permissions (domain §2.3), and `dunning_me`.
 
+use crate::catalog::name;
 use std::collections::BTreeSet;
 
 use dunning_core::{Output, Scope};
@@ -190,7 +191,7 @@ pub fn find_member(
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
     vec![
-        tool("dunning_me", "Who am I", "GET", "/v1/me")
+        tool(name::ME, "Who am I", "GET", "/v1/me")
             .describe("Who the token belongs to: the person, the organization (id, name, CNPJ, time zone), the dashboard permissions and OAuth scopes in force, and when the token expires. Call it first when you do not know who the token is.")
             .read()
             .access(Scope::Read, None)

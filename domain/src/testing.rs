@@ -2,9 +2,7 @@
 //! their members, a controllable clock, and direct tool calls (no HTTP, no schema
 //! validation: the end-to-end tests over sockets cover those).
 
-use dunning_core::{
-    Audience, Ctx, Dispatch, Output, Principal, Surface, ToolCall, ToolError, UnixTime,
-};
+use dunning_core::{Audience, Ctx, Dispatch, Output, Principal, ToolCall, ToolError, UnixTime};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -79,7 +77,7 @@ impl Bed {
         let scopes: Vec<String> = dunning_core::Scope::ALL
             .iter()
             .filter(|s| **s <= scope)
-            .map(|s| s.as_str().to_owned())
+            .map(|&s| crate::catalog::SCOPES.name(s).to_owned())
             .collect();
         self.domain
             .principal(
@@ -140,7 +138,6 @@ impl Bed {
                 entropy: &entropy,
             },
             confirmation_key,
-            surface: Surface::Mcp,
         };
         self.domain.call_tool(&call)
     }

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dunning_core::{Ctx, Dispatch, Output, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::documents::check;
 use dunning_domain::op::Op;
 use dunning_domain::ops::{agreements, bureau, charges, protests};
@@ -81,7 +81,6 @@ fn confirm_message(
             entropy: &entropy,
         },
         confirmation_key: None,
-        surface: Surface::Mcp,
     };
     bed.domain.preflight(&call)
 }

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dunning_core::{Ctx, Dispatch, Output, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::error::DomainError;
 use dunning_domain::op::Op;
 use dunning_domain::ops::charges::{self, Charge};
@@ -94,7 +94,6 @@ fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<Stri
             entropy: &entropy,
         },
         confirmation_key: None,
-        surface: Surface::Mcp,
     };
     bed.domain.preflight(&call)
 }
@@ -766,7 +765,7 @@ fn rule_partial_payment_leaves_a_balance() {
     );
     assert_eq!(debtor(&mut bed, &ana, &d)["open_amount"], 300.0);
     let e = bed.err(&ana, "dunning_charges_settlement_letter", json!({"id": id}));
-    assert_eq!(e.code, ToolErrorCode::NotSettled);
+    assert_eq!(e.code, ToolErrorCode::Unavailable("NOT_SETTLED"));
     let rest = bed.ok(&ana, "dunning_charges_mark_paid", json!({"id": id}));
     assert_eq!(rest["status"], "paid");
     assert_eq!(rest["paid_amount"], 500.0);
@@ -907,7 +906,7 @@ fn rule_settlement_letter_only_when_paid() {
     let d = maria(&mut bed, &ana);
     let id = sid(&charge(&mut bed, &ana, &d, json!({})));
     let e = bed.err(&ana, "dunning_charges_settlement_letter", json!({"id": id}));
-    assert_eq!(e.code, ToolErrorCode::NotSettled);
+    assert_eq!(e.code, ToolErrorCode::Unavailable("NOT_SETTLED"));
     assert!(e.message.contains("pending"), "{}", e.message);
     bed.ok(
         &ana,
@@ -1001,7 +1000,7 @@ fn rule_settlement_letter_after_a_completed_agreement() {
     );
     assert_eq!(
         e.code,
-        ToolErrorCode::NotSettled,
+        ToolErrorCode::Unavailable("NOT_SETTLED"),
         "the agreement is not completed yet"
     );
     let f = file(

@@ -1,7 +1,7 @@
 //! Contact points (#9–#12): happy paths, per-channel validation, one primary per channel,
 //! opt-out, isolation, idempotency and the delete confirmation.
 
-use dunning_core::{Ctx, Dispatch, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Ctx, Dispatch, Principal, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::ops::contact_points::{ContactPoint, normalize, reachable};
 use dunning_domain::store::{self, Cond, Kind};
 use dunning_domain::testing::Bed;
@@ -59,7 +59,6 @@ fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<Stri
             entropy: &entropy,
         },
         confirmation_key: None,
-        surface: Surface::Mcp,
     };
     bed.domain.preflight(&call)
 }

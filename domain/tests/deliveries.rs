@@ -2,7 +2,7 @@
 //! the conduct rules, validation naming the field, the delivery machine, the outbound
 //! limit, isolation and idempotency.
 
-use dunning_core::{Ctx, Dispatch, Output, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::engine::{self, RecordingDriver};
 use dunning_domain::error::DomainError;
 use dunning_domain::op::Op;
@@ -127,7 +127,6 @@ fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<Stri
             entropy: &[9u8; 32],
         },
         confirmation_key: None,
-        surface: Surface::Mcp,
     };
     bed.domain.preflight(&call)
 }

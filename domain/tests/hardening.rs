@@ -3,7 +3,7 @@
 //! debtor's aggregates kept by deltas (item 11) and the statement's pages and the answer
 //! ceiling (item 4).
 
-use dunning_core::{Ctx, Dispatch, Output, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::error::DomainError;
 use dunning_domain::op::Op;
 use dunning_domain::ops::charges;
@@ -60,7 +60,6 @@ fn with_call<R>(
             entropy: &entropy,
         },
         confirmation_key: nonce,
-        surface: Surface::Mcp,
     };
     f(&call)
 }

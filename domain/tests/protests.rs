@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dunning_core::{Ctx, Dispatch, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Ctx, Dispatch, Principal, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::op::Op;
 use dunning_domain::ops::{agreements, bureau, charges, protests};
 use dunning_domain::org::{Organization, Settings};
@@ -80,7 +80,6 @@ fn confirm_message(
             entropy: &entropy,
         },
         confirmation_key: None,
-        surface: Surface::Mcp,
     };
     bed.domain.preflight(&call)
 }

@@ -1,7 +1,7 @@
 //! Rulers and steps (#41–#51): happy paths, validation naming the field, the ruler
 //! machine, the default ruler, steps ordering, preview, isolation and idempotency.
 
-use dunning_core::{Ctx, Dispatch, Principal, Surface, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Ctx, Dispatch, Principal, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::testing::Bed;
 use serde_json::{Map, Value, json};
 
@@ -51,7 +51,6 @@ fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<Stri
             entropy: &[7u8; 32],
         },
         confirmation_key: None,
-        surface: Surface::Mcp,
     };
     bed.domain.preflight(&call)
 }

@@ -52,7 +52,7 @@ fn principal(
         scopes: Scope::ALL
             .into_iter()
             .filter(|s| *s <= scope)
-            .map(|s| s.as_str().to_owned())
+            .map(|s| crate::registry::SCOPES.name(s).to_owned())
             .collect(),
         permissions: permissions
             .iter()

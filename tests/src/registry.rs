@@ -37,7 +37,7 @@ use dunning_core::dispatch::{
     Completion, CompletionRef, Contents, Ctx, Dispatch, FieldIssue, File, Output, ResourceError,
     ResourceRead, ToolCall, ToolError, ToolErrorCode,
 };
-use dunning_core::principal::{Access, Scope};
+use dunning_core::principal::{Access, Scope, ScopeNames};
 use serde_json::{Value, json};
 
 /// One charge of the test store.
@@ -300,7 +300,7 @@ impl TestDomain {
         let c = self.charge_arg(call, "id")?;
         if c.status != "paid" {
             return Err(ToolError::new(
-                ToolErrorCode::NotSettled,
+                ToolErrorCode::Unavailable("NOT_SETTLED"),
                 format!("Charge {} is not paid", c.id),
             ));
         }
@@ -581,9 +581,17 @@ pub fn tools() -> Vec<ToolDef> {
     ]
 }
 
+/// The scope names of [`TestDomain`] (the product's, so the fixtures read alike).
+pub const SCOPES: ScopeNames = ScopeNames {
+    read: "dunning.read",
+    write: "dunning.write",
+    admin: "dunning.admin",
+};
+
 /// The whole catalog served by [`TestDomain`].
 pub fn catalog() -> Catalog {
     Catalog {
+        scopes: SCOPES,
         tools: tools(),
         resources: vec![
             ResourceDef {

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use dunning_core::catalog::Catalog;
 use dunning_core::{
     Access, Annotations, AuthError, Authenticate, Config, Dispatch, Env, Header, Keys, Output,
-    Principal, Request, Scope, Server, ToolCall, ToolDef, ToolError, UnixTime,
+    Principal, Request, Scope, ScopeNames, Server, ToolCall, ToolDef, ToolError, UnixTime,
 };
 use serde_json::{Map, Value, json};
 
@@ -458,6 +458,13 @@ fn tool(
 }
 
 /// Five tools per entity (list, get, create, update, and a destructive one), 60 in all.
+/// The product's scope names (the bench serves a catalogue of the product's shape).
+const SCOPES: ScopeNames = ScopeNames {
+    read: "dunning.read",
+    write: "dunning.write",
+    admin: "dunning.admin",
+};
+
 pub fn catalog() -> Catalog {
     let read = Annotations {
         read_only: true,
@@ -596,6 +603,7 @@ pub fn catalog() -> Catalog {
     ));
     Catalog {
         tools,
+        scopes: SCOPES,
         ..Catalog::default()
     }
 }
@@ -648,7 +656,7 @@ impl Authenticate for BenchAuth {
             subject: "ana@example.com".into(),
             organization: "demo".into(),
             scope: Some(Scope::Admin),
-            scopes: Scope::ALL.map(|s| s.as_str().to_owned()).to_vec(),
+            scopes: SCOPES.all().map(str::to_owned).to_vec(),
             permissions: self.permissions.clone(),
             expires_at: now.plus_millis(3_600_000),
             audience,

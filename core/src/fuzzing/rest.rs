@@ -119,7 +119,7 @@ const TOOL_CODES: [ToolErrorCode; 10] = [
     ToolErrorCode::IdempotencyConflict,
     ToolErrorCode::ConfirmationRequired,
     ToolErrorCode::ConfirmationDeclined,
-    ToolErrorCode::NotSettled,
+    ToolErrorCode::Unavailable("NOT_SETTLED"),
     ToolErrorCode::RateLimited,
     ToolErrorCode::Internal,
 ];

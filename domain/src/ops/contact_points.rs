@@ -9,6 +9,7 @@
 //! `contact_point.opted_out` event is written; the senders check `consent` before every
 //! message ([`reachable`]).
 
+use crate::catalog::name;
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -195,7 +196,7 @@ fn cp_output() -> Value {
 pub fn tools() -> Vec<ToolSpec> {
     let manage = |b: ToolBuilder| b.access(Scope::Write, Some("debtors.manage"));
     vec![
-        path_args(tool("dunning_contact_points_list", "List a debtor's contact points", "GET", "/v1/debtors/{id}/contact-points"), false)
+        path_args(tool(name::CONTACT_POINTS_LIST, "List a debtor's contact points", "GET", "/v1/debtors/{id}/contact-points"), false)
             .describe("A debtor's e-mails, phones, WhatsApp numbers and postal addresses, with consent (opted_in, unknown, opted_out), primary flag and delivery health. Filter by `channel`.")
             .read()
             .access(Scope::Read, Some("debtors.view"))
@@ -203,7 +204,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["created_at", "channel"])
             .output(s::list_output(cp_output()))
             .run(list_cps),
-        manage(path_args(tool("dunning_contact_points_create", "Add a contact point", "POST", "/v1/debtors/{id}/contact-points"), false))
+        manage(path_args(tool(name::CONTACT_POINTS_CREATE, "Add a contact point", "POST", "/v1/debtors/{id}/contact-points"), false))
             .describe("Adds a contact point to a debtor. The value is validated per channel: e-mail address; Brazilian phone number +55 with area code (10 digits landline, 11 mobile; SMS needs a mobile); free-text postal address. The first of a channel becomes primary; `is_primary: true` takes primary from the current one. Consent defaults to `unknown` (WhatsApp messages need `opted_in`).")
             .req("channel", s::one_of("Channel", CHANNELS))
             .req("value", s::text("E-mail address, phone number (+55…) or postal address", 3, 300))
@@ -213,7 +214,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("opt_out_reason", s::text("Why the debtor opted out (with consent opted_out)", 1, 500))
             .output(cp_output())
             .run(create_cp),
-        manage(path_args(tool("dunning_contact_points_update", "Update a contact point", "PATCH", "/v1/debtors/{id}/contact-points/{cp_id}"), true))
+        manage(path_args(tool(name::CONTACT_POINTS_UPDATE, "Update a contact point", "PATCH", "/v1/debtors/{id}/contact-points/{cp_id}"), true))
             .describe("Changes label, primary flag or consent of a contact point. Setting consent to opted_out records an opt-out (LGPD) that every sender honours at once.")
             .idempotent()
             .arg("label", s::text("Free label", 1, 50))
@@ -222,7 +223,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("opt_out_reason", s::text("Why the debtor opted out", 1, 500))
             .output(cp_output())
             .run(update_cp),
-        manage(path_args(tool("dunning_contact_points_delete", "Delete a contact point", "DELETE", "/v1/debtors/{id}/contact-points/{cp_id}"), true))
+        manage(path_args(tool(name::CONTACT_POINTS_DELETE, "Delete a contact point", "DELETE", "/v1/debtors/{id}/contact-points/{cp_id}"), true))
             .describe("Deletes a contact point of a debtor; if it was the channel's primary, the oldest remaining one of the channel becomes primary. Past deliveries keep their record.")
             .destructive()
             .idempotent()

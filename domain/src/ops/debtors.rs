@@ -6,6 +6,7 @@
 //! difference, never a recount), so listing and sorting by them is an index scan, not
 //! an aggregate per row.
 
+use crate::catalog::name;
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -169,7 +170,7 @@ fn debtor_fields(b: crate::spec::ToolBuilder, create: bool) -> crate::spec::Tool
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
     vec![
-        tool("dunning_debtors_list", "List debtors", "GET", "/v1/debtors")
+        tool(name::DEBTORS_LIST, "List debtors", "GET", "/v1/debtors")
             .describe("Lists debtors of the organization with their open and overdue totals. Filters: free-text `q` (name, document, code), `status`, `tag`, `cnpj_cpf`, `has_overdue`.")
             .read()
             .access(Scope::Read, Some("debtors.view"))
@@ -181,7 +182,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["name", "created_at", "overdue_amount"])
             .output(s::list_output(s::entity_output(&["id", "name", "cnpj_cpf", "status"])))
             .run(list_debtors),
-        tool("dunning_debtors_get", "Get a debtor", "GET", "/v1/debtors/{id}")
+        tool(name::DEBTORS_GET, "Get a debtor", "GET", "/v1/debtors/{id}")
             .describe("One debtor with address, flags and computed totals.")
             .read()
             .access(Scope::Read, Some("debtors.view"))
@@ -189,7 +190,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(s::entity_output(&["id", "name", "cnpj_cpf", "status"]))
             .run(get_debtor),
         debtor_fields(
-            tool("dunning_debtors_create", "Create a debtor", "POST", "/v1/debtors")
+            tool(name::DEBTORS_CREATE, "Create a debtor", "POST", "/v1/debtors")
                 .describe("Registers a debtor. The CPF/CNPJ is validated by its check digits and decides `person_type`; a document already registered in the organization is a CONFLICT.")
                 .access(Scope::Write, Some("debtors.manage")),
             true,
@@ -197,7 +198,7 @@ pub fn tools() -> Vec<ToolSpec> {
         .output(s::entity_output(&["id", "name", "cnpj_cpf", "status"]))
         .run(create_debtor),
         debtor_fields(
-            tool("dunning_debtors_update", "Update a debtor", "PATCH", "/v1/debtors/{id}")
+            tool(name::DEBTORS_UPDATE, "Update a debtor", "PATCH", "/v1/debtors/{id}")
                 .describe("Changes the given fields of a debtor; fields not sent are kept.")
                 .idempotent()
                 .access(Scope::Write, Some("debtors.manage"))
@@ -206,7 +207,7 @@ pub fn tools() -> Vec<ToolSpec> {
         )
         .output(s::entity_output(&["id", "name", "cnpj_cpf", "status"]))
         .run(update_debtor),
-        tool("dunning_debtors_archive", "Archive a debtor", "POST", "/v1/debtors/{id}/archive")
+        tool(name::DEBTORS_ARCHIVE, "Archive a debtor", "POST", "/v1/debtors/{id}/archive")
             .describe("Archives a debtor: it leaves listings by default and no ruler contacts it. Refused while the debtor has open charges.")
             .destructive()
             .idempotent()

@@ -1,6 +1,7 @@
 //! The audit trail (domain.md §1 event, tool #68): every change writes an event in the
 //! same transaction ([`crate::op::Op::event`]); this lists them.
 
+use crate::catalog::name;
 use dunning_core::{Output, Scope};
 use serde_json::json;
 
@@ -14,7 +15,7 @@ use crate::store::{Cond, Kind, Order, Query};
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
     vec![
-        tool("dunning_events_list", "List events", "GET", "/v1/events")
+        tool(name::EVENTS_LIST, "List events", "GET", "/v1/events")
             .describe("The organization's audit trail, newest first: what changed (code such as charge.paid or delivery.sent), on which resource, when, by whom, with the changed fields. Filters: code (exact, a comma-separated list, or a prefix such as charge.*), resource_type, resource_id, and from/to on the time it happened.")
             .read()
             .access(Scope::Read, Some("dashboard.view"))

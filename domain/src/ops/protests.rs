@@ -26,6 +26,7 @@
 //! (`protest.canceled` for a withdrawal too, with `mode`), plus `protest.sent_to_notary`
 //! and `protest.intimated` for changes the catalogue has no code for.
 
+use crate::catalog::name;
 use chrono::{Duration, NaiveDate};
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
@@ -139,7 +140,7 @@ fn protest_output() -> Value {
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
     vec![
-        tool("dunning_charges_protest", "Protest a charge", "POST", "/v1/charges/{id}/protest")
+        tool(name::CHARGES_PROTEST, "Protest a charge", "POST", "/v1/charges/{id}/protest")
             .describe("Sends an overdue charge to a notary for protest (Lei 9.492/1997), backed by a protestable title and at least one proof-of-debt document. Refused unless the charge is overdue and undisputed (a dispute tag, custom_data.disputed, or dunning paused for a dispute); inside the consumer's 7-day withdrawal window of a distance sale (CDC art. 49); and while the charge has an active negativação, unless the organization allows both. The notary intimates the debtor, who has 3 business days to pay there.")
             .destructive()
             .access(Scope::Admin, Some("protest.manage"))
@@ -149,7 +150,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(protest_output())
             .confirm(describe_protest)
             .run(protest),
-        tool("dunning_protests_list", "List protests", "GET", "/v1/protests")
+        tool(name::PROTESTS_LIST, "List protests", "GET", "/v1/protests")
             .describe("Lists protests, newest first. Filters: `status` (CSV), `debtor_id`, `charge_id`.")
             .read()
             .access(Scope::Read, Some("protest.view"))
@@ -159,14 +160,14 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["created_at"])
             .output(s::list_output(protest_output()))
             .run(list_protests),
-        tool("dunning_protests_get", "Get a protest", "GET", "/v1/protests/{id}")
+        tool(name::PROTESTS_GET, "Get a protest", "GET", "/v1/protests/{id}")
             .describe("One protest: title, notary, protocol, costs, intimation, payment deadline at the notary and outcome.")
             .read()
             .access(Scope::Read, Some("protest.view"))
             .req("id", s::id("Protest id"))
             .output(protest_output())
             .run(get_protest),
-        tool("dunning_protests_cancel", "Withdraw or cancel a protest", "POST", "/v1/protests/{id}/cancel")
+        tool(name::PROTESTS_CANCEL, "Withdraw or cancel a protest", "POST", "/v1/protests/{id}/cancel")
             .describe("`mode=withdraw` (desistência) stops a protest not yet protested (requested, sent_to_notary or intimated). `mode=cancel` cancels a title already protested and needs the creditor's consent letter (carta de anuência): pass `consent_letter: true`. Anything else is a CONFLICT naming the status. Repeating the call changes nothing.")
             .destructive()
             .idempotent()

@@ -1,6 +1,7 @@
 //! `dunning_summary_get` (#2): the organization's collection KPIs, all computed here
 //! (open and overdue amounts, aging buckets, 30-day recovery rate) so no client re-sums.
 
+use crate::catalog::name;
 use chrono::Duration;
 use dunning_core::{Output, Scope};
 use serde_json::{Value, json};
@@ -15,7 +16,7 @@ use crate::store::{Cond, Kind, Query};
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
     vec![
-        tool("dunning_summary_get", "Collection summary", "GET", "/v1/summary")
+        tool(name::SUMMARY_GET, "Collection summary", "GET", "/v1/summary")
             .describe("Key figures of the organization's collection: open and overdue amounts and counts, aging buckets of overdue debt (1–15, 16–30, 31–60, 61–90, 90+ days), amount paid and recovery rate over the period (default: the last 30 days). All totals are computed by the server.")
             .read()
             .access(Scope::Read, Some("dashboard.view"))

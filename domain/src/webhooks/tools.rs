@@ -1,6 +1,7 @@
 //! The webhook tools (#58–#67).
 
 use super::*;
+use crate::catalog::name;
 
 pub(super) const SIGNATURE_DOC: &str = "Every delivery is a POST of the event as JSON ({id, code, resource_type, resource_id, occurred_at, data, changes}) with headers X-Kobana-Event, X-Kobana-Event-Id, X-Kobana-Delivery-Id (the same on retries: deduplicate on it) and X-Kobana-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>], where each v1 is HMAC-SHA256 keyed with the webhook secret (the whole whsec_... string) over \"<t>.\" followed by the raw body; accept the request when any v1 matches and t is recent.";
 
@@ -31,7 +32,7 @@ pub fn tools() -> Vec<ToolSpec> {
         "Replaces the signing secret and returns the new `secret` (shown only in this reply). With `grace_period_seconds` (0–86400, default 0) the old secret keeps signing until the grace ends: during it X-Kobana-Signature carries two signatures, `t=<unix>,v1=<hex, new secret>,v1=<hex, old secret>`, so receivers can switch without losing deliveries. {SIGNATURE_DOC}"
     );
     vec![
-        tool("dunning_webhooks_list", "List webhooks", "GET", "/v1/webhooks")
+        tool(name::WEBHOOKS_LIST, "List webhooks", "GET", "/v1/webhooks")
             .describe("Lists the organization's webhooks (never their secrets). Filter: `active`.")
             .read()
             .access(Scope::Admin, Some("webhooks.manage"))
@@ -39,14 +40,14 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["created_at"])
             .output(s::list_output(webhook_output()))
             .run(list_webhooks),
-        tool("dunning_webhooks_get", "Get a webhook", "GET", "/v1/webhooks/{id}")
+        tool(name::WEBHOOKS_GET, "Get a webhook", "GET", "/v1/webhooks/{id}")
             .describe("One webhook: URL, event filters, active flag, `secret_last4` and rotation dates (never the secret).")
             .read()
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("id", s::id("Webhook id"))
             .output(webhook_output())
             .run(get_webhook),
-        tool("dunning_webhooks_create", "Create a webhook", "POST", "/v1/webhooks")
+        tool(name::WEBHOOKS_CREATE, "Create a webhook", "POST", "/v1/webhooks")
             .describe(&create_desc)
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("url", s::text("Receiver URL: https://..., or http://localhost / http://127.0.0.1 for development", 8, 2048))
@@ -56,7 +57,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("ssl_verification", s::boolean("Verify the receiver's TLS certificate (default true)"))
             .output(s::entity_output(&["id", "url", "events", "active", "secret", "secret_last4"]))
             .run(create_webhook),
-        tool("dunning_webhooks_update", "Update a webhook", "PATCH", "/v1/webhooks/{id}")
+        tool(name::WEBHOOKS_UPDATE, "Update a webhook", "PATCH", "/v1/webhooks/{id}")
             .describe("Changes the given fields of a webhook (URL, events, description, active, ssl_verification); fields not sent are kept. Deactivating stops new deliveries. The secret is changed only by dunning_webhooks_rotate_secret.")
             .idempotent()
             .access(Scope::Admin, Some("webhooks.manage"))
@@ -68,7 +69,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("ssl_verification", s::boolean("Verify the receiver's TLS certificate"))
             .output(webhook_output())
             .run(update_webhook),
-        tool("dunning_webhooks_delete", "Delete a webhook", "DELETE", "/v1/webhooks/{id}")
+        tool(name::WEBHOOKS_DELETE, "Delete a webhook", "DELETE", "/v1/webhooks/{id}")
             .describe("Deletes a webhook and its delivery records; pending deliveries are dropped.")
             .destructive()
             .idempotent()
@@ -76,7 +77,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .req("id", s::id("Webhook id"))
             .confirm(describe_delete)
             .run(delete_webhook),
-        tool("dunning_webhooks_test", "Test a webhook", "POST", "/v1/webhooks/{id}/test")
+        tool(name::WEBHOOKS_TEST, "Test a webhook", "POST", "/v1/webhooks/{id}/test")
             .describe("Sends a test delivery now (default event webhook.ping; any catalogue code gives a sample event with data {\"test\": true}) and returns the delivery with the receiver's answer. A failed test is retried like any delivery. Uses the organization's outbound budget (RATE_LIMITED with retry_after_ms when exhausted). The webhook must be active.")
             .destructive()
             .access(Scope::Admin, Some("webhooks.manage"))
@@ -86,7 +87,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .confirm(describe_test)
             .run(test_webhook)
             .then(post_test),
-        tool("dunning_webhooks_rotate_secret", "Rotate a webhook secret", "POST", "/v1/webhooks/{id}/rotate-secret")
+        tool(name::WEBHOOKS_ROTATE_SECRET, "Rotate a webhook secret", "POST", "/v1/webhooks/{id}/rotate-secret")
             .describe(&rotate_desc)
             .destructive()
             .access(Scope::Admin, Some("webhooks.manage"))
@@ -95,7 +96,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(s::entity_output(&["id", "secret", "secret_last4", "secret_rotated_at"]))
             .confirm(describe_rotate)
             .run(rotate_secret),
-        tool("dunning_webhook_deliveries_list", "List webhook deliveries", "GET", "/v1/webhooks/{id}/deliveries")
+        tool(name::WEBHOOK_DELIVERIES_LIST, "List webhook deliveries", "GET", "/v1/webhooks/{id}/deliveries")
             .describe("Deliveries of one webhook, newest first, with attempts, last response code and body, and the next retry. Filters: status (pending, delivered, failed; comma-separated), event_code (exact or group.*), from/to on creation time.")
             .read()
             .access(Scope::Admin, Some("webhooks.manage"))
@@ -107,7 +108,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["created_at"])
             .output(s::list_output(delivery_output()))
             .run(list_deliveries),
-        tool("dunning_webhook_deliveries_get", "Get a webhook delivery", "GET", "/v1/webhooks/{id}/deliveries/{delivery_id}")
+        tool(name::WEBHOOK_DELIVERIES_GET, "Get a webhook delivery", "GET", "/v1/webhooks/{id}/deliveries/{delivery_id}")
             .describe("One delivery of a webhook with the exact payload sent, attempts, last response (code, body ≤ 4 KB, duration) and retry dates.")
             .read()
             .access(Scope::Admin, Some("webhooks.manage"))
@@ -115,7 +116,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .req("delivery_id", s::id("Delivery id"))
             .output(delivery_output())
             .run(get_delivery),
-        tool("dunning_webhook_deliveries_resend", "Resend a webhook delivery", "POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/resend")
+        tool(name::WEBHOOK_DELIVERIES_RESEND, "Resend a webhook delivery", "POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/resend")
             .describe("Puts a failed delivery back to pending with a fresh retry schedule; the worker attempts it within seconds with the same X-Kobana-Delivery-Id. Only failed deliveries can be resent.")
             .destructive()
             .access(Scope::Admin, Some("webhooks.manage"))

@@ -33,7 +33,14 @@ use dunning_core::dispatch::{
     Completion, CompletionRef, Contents, Ctx, Dispatch, Output, ResourceError, ResourceRead,
     ToolCall, ToolError, ToolErrorCode,
 };
-use dunning_core::principal::{Access, Audience, Principal, Scope};
+use dunning_core::principal::{Access, Audience, Principal, Scope, ScopeNames};
+
+/// The scope names served (the product's, so the server reads like it).
+const SCOPES: ScopeNames = ScopeNames {
+    read: "dunning.read",
+    write: "dunning.write",
+    admin: "dunning.admin",
+};
 use dunning_core::{InputRequired, Progress, PromptReply, Round, ToolReply, UnixTime};
 use serde_json::{Map, Value, json};
 
@@ -90,7 +97,7 @@ impl Authenticate for FixedToken {
             subject: "conformance-suite".into(),
             organization: "conformance".into(),
             scope: Some(Scope::Admin),
-            scopes: Scope::ALL.map(|s| s.as_str().to_owned()).to_vec(),
+            scopes: SCOPES.all().map(str::to_owned).to_vec(),
             permissions: BTreeSet::new(),
             // 2100-01-01.
             expires_at: UnixTime::from_secs(4_102_444_800),
@@ -595,6 +602,7 @@ impl Dispatch for Fixtures {
             access: Access::read(),
         };
         Catalog {
+            scopes: SCOPES,
             tools,
             resources: vec![
                 ResourceDef {

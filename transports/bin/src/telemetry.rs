@@ -305,6 +305,7 @@ mod tests {
             resources: Vec::new(),
             templates: Vec::new(),
             prompts: Vec::new(),
+            scopes: dunning_core::ScopeNames::default(),
         }
     }
 

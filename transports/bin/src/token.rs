@@ -71,7 +71,7 @@ pub(crate) fn role_scopes(role: &str) -> String {
     Scope::ALL
         .iter()
         .filter(|s| **s <= top)
-        .map(|s| s.as_str())
+        .map(|&s| dunning_domain::catalog::SCOPES.name(s))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -117,7 +117,10 @@ impl Authenticate for TwinAuth {
         if token != TOKEN {
             return Err(AuthError::Signature);
         }
-        let scopes: Vec<String> = Scope::ALL.iter().map(|s| s.as_str().to_owned()).collect();
+        let scopes: Vec<String> = dunning_domain::catalog::SCOPES
+            .all()
+            .map(str::to_owned)
+            .to_vec();
         self.domain.principal(
             "demo",
             PERSON,
@@ -405,7 +408,7 @@ impl Twin {
                 PERSON,
                 &Scope::ALL
                     .iter()
-                    .map(|s| s.as_str().to_owned())
+                    .map(|&s| dunning_domain::catalog::SCOPES.name(s).to_owned())
                     .collect::<Vec<_>>(),
                 Audience::Mcp,
                 T0.plus_millis(3_600_000),

@@ -37,6 +37,7 @@
 //! (simulation and its arguments), `handlers` (list, get, create), `accept` (accept and
 //! cancel), `worker`, `term` (the PDF) and `demo`.
 
+use crate::catalog::name;
 use std::collections::BTreeSet;
 
 use chrono::{Months, NaiveDate};
@@ -256,30 +257,30 @@ pub fn tools() -> Vec<ToolSpec> {
     let view = |b: ToolBuilder| b.read().access(Scope::Read, Some("agreements.view"));
     let manage = |b: ToolBuilder| b.access(Scope::Write, Some("agreements.manage"));
     vec![
-        terms_args(view(tool("dunning_agreements_simulate", "Simulate an agreement", "POST", "/v1/agreements/simulate")))
+        terms_args(view(tool(name::AGREEMENTS_SIMULATE, "Simulate an agreement", "POST", "/v1/agreements/simulate")))
             .describe("Computes an agreement's terms without saving anything: for the given overdue charges of one debtor, today's updated amounts (principal, fine, interest), the discount (capped by the organization), the total, and the installment schedule with due dates on business days. All amounts come from the server; the last installment absorbs the rounding. Never re-sum them.")
             .output(s::entity_output(&["debtor_id", "updated_amount", "discount_amount", "total_amount", "installments"]))
             .run(simulate),
-        view(tool("dunning_agreements_list", "List agreements", "GET", "/v1/agreements"))
+        view(tool(name::AGREEMENTS_LIST, "List agreements", "GET", "/v1/agreements"))
             .describe("Lists agreements, newest first. Filters: `status` (CSV), `debtor_id`.")
             .arg("status", s::csv_of("Agreement status", STATUSES))
             .arg("debtor_id", s::id("Only this debtor's agreements"))
             .list(&["created_at"])
             .output(s::list_output(agreement_output()))
             .run(list_agreements),
-        view(tool("dunning_agreements_get", "Get an agreement", "GET", "/v1/agreements/{id}"))
+        view(tool(name::AGREEMENTS_GET, "Get an agreement", "GET", "/v1/agreements/{id}"))
             .describe("One agreement with its charges, amounts and installments (each with its charge and current status).")
             .req("id", s::id("Agreement id"))
             .output(agreement_output())
             .run(get_agreement),
-        terms_args(manage(tool("dunning_agreements_create", "Propose an agreement", "POST", "/v1/agreements")))
+        terms_args(manage(tool(name::AGREEMENTS_CREATE, "Propose an agreement", "POST", "/v1/agreements")))
             .describe("Proposes an agreement (status proposed) with the terms dunning_agreements_simulate computes. Nothing changes on the charges until it is accepted. `expires_at` (default 7 days, at most the first due date) bounds the acceptance; `notify_debtor` sends the debtor a message about the proposal (outbound limit applies). The term (termo de acordo) is available at once, with a draft watermark.")
             .arg("expires_at", s::datetime("Last moment the proposal may be accepted (a date means the end of that day)"))
             .arg("notify_debtor", s::boolean("Send the debtor a message about the proposal (default false)"))
             .arg("break_after_days", s::integer("Days an installment may be overdue before the agreement breaks (default 30)", 1, 90))
             .output(agreement_output())
             .run(create_agreement),
-        manage(tool("dunning_agreements_accept", "Accept an agreement", "POST", "/v1/agreements/{id}/accept"))
+        manage(tool(name::AGREEMENTS_ACCEPT, "Accept an agreement", "POST", "/v1/agreements/{id}/accept"))
             .describe("Records the acceptance of a proposed agreement: generates the installment charges (pending, with boleto/Pix), moves the original charges to renegotiated (their dunning stops) and requests the removal of their credit-bureau registrations. Refused once the proposal expired. Repeating the call changes nothing.")
             .idempotent()
             .req("id", s::id("Agreement id"))
@@ -287,7 +288,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("accepted_at", s::datetime("When it was accepted (default now; not in the future)"))
             .output(agreement_output())
             .run(accept),
-        manage(tool("dunning_agreements_cancel", "Cancel an agreement", "POST", "/v1/agreements/{id}/cancel"))
+        manage(tool(name::AGREEMENTS_CANCEL, "Cancel an agreement", "POST", "/v1/agreements/{id}/cancel"))
             .describe("Cancels a proposed agreement, or an accepted one that has no payment yet: its installment charges are canceled and the original charges return to dunning (overdue). An active agreement (with payments) cannot be canceled (CONFLICT). Repeating the call changes nothing.")
             .destructive()
             .idempotent()
@@ -296,7 +297,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(agreement_output())
             .confirm(describe_cancel)
             .run(cancel),
-        tool("dunning_agreements_term", "Agreement term (PDF)", "GET", "/v1/agreements/{id}/term-pdf")
+        tool(name::AGREEMENTS_TERM, "Agreement term (PDF)", "GET", "/v1/agreements/{id}/term-pdf")
             .describe("The agreement term (termo de acordo e confissão de dívida) as a PDF: parties, confessed debt, discount, payment plan and default clause. Until the agreement is accepted every page carries a draft watermark (MINUTA). Returns the file's descriptor, not its bytes.")
             .read()
             .access(Scope::Read, Some("documents.view"))

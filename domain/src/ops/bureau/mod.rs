@@ -34,6 +34,7 @@
 //! `custom_data.disputed` is `true`, or its dunning is paused with a reason that names a
 //! dispute ([`is_disputed`]).
 
+use crate::catalog::name;
 use chrono::{Months, NaiveDate};
 use dunning_core::{Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
@@ -152,7 +153,7 @@ fn record_output() -> Value {
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
     vec![
-        tool("dunning_charges_negativate", "Negativate a charge", "POST", "/v1/charges/{id}/negativate")
+        tool(name::CHARGES_NEGATIVATE, "Negativate a charge", "POST", "/v1/charges/{id}/negativate")
             .describe("Starts the registration of an overdue charge's debtor with a credit bureau (negativação). Refused unless the charge is overdue and undisputed, the debtor is not credit_restriction_blocked, the debt is at most 5 years old (CDC art. 43 §1), the charge has no active protest (unless the organization allows both) and the debtor has a valid e-mail or postal address. The prior written notice (CDC art. 43 §2) is sent now; the bureau is asked to include the debt only after `eligible_at` (notice + notice_days, at least the organization's setting, default 10 days), if the charge is still unpaid.")
             .destructive()
             .access(Scope::Admin, Some("credit_bureau.manage"))
@@ -162,7 +163,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(record_output())
             .confirm(describe_negativate)
             .run(negativate),
-        tool("dunning_credit_bureau_list", "List credit-bureau records", "GET", "/v1/credit-bureau-records")
+        tool(name::CREDIT_BUREAU_LIST, "List credit-bureau records", "GET", "/v1/credit-bureau-records")
             .describe("Lists negativação records, newest first. Filters: `status` (CSV), `bureau`, `debtor_id`, `charge_id`.")
             .read()
             .access(Scope::Read, Some("credit_bureau.view"))
@@ -173,14 +174,14 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["created_at"])
             .output(s::list_output(record_output()))
             .run(list_records),
-        tool("dunning_credit_bureau_get", "Get a credit-bureau record", "GET", "/v1/credit-bureau-records/{id}")
+        tool(name::CREDIT_BUREAU_GET, "Get a credit-bureau record", "GET", "/v1/credit-bureau-records/{id}")
             .describe("One negativação record: notice (delivery, when sent, eligible_at), request, inclusion, removal and the bureau's protocol.")
             .read()
             .access(Scope::Read, Some("credit_bureau.view"))
             .req("id", s::id("Credit-bureau record id"))
             .output(record_output())
             .run(get_record),
-        tool("dunning_credit_bureau_remove", "Remove a credit-bureau record", "POST", "/v1/credit-bureau-records/{id}/remove")
+        tool(name::CREDIT_BUREAU_REMOVE, "Remove a credit-bureau record", "POST", "/v1/credit-bureau-records/{id}/remove")
             .describe("Takes a debtor off the bureau's files: an included record becomes removal_requested (the bureau confirms with removed); a record still waiting for its notice window is canceled before anything reaches the bureau. A record being requested, rejected or failed cannot be removed (CONFLICT). Repeating the call changes nothing.")
             .destructive()
             .idempotent()

@@ -33,6 +33,7 @@ mod draft;
 mod handlers;
 mod statement;
 
+use crate::catalog::name;
 use chrono::NaiveDate;
 use dunning_core::Scope;
 use serde::{Deserialize, Serialize};
@@ -708,7 +709,7 @@ fn id_arg(b: crate::spec::ToolBuilder) -> crate::spec::ToolBuilder {
 pub fn tools() -> Vec<ToolSpec> {
     let manage = |b: crate::spec::ToolBuilder| b.access(Scope::Write, Some("charges.manage"));
     vec![
-        tool("dunning_charges_list", "List charges", "GET", "/v1/charges")
+        tool(name::CHARGES_LIST, "List charges", "GET", "/v1/charges")
             .describe("Lists charges with their server-computed `days_overdue` and `updated_amount` (fine + pro-rata interest, or discount, as of today). Filters combine: `status` (CSV, e.g. `pending,overdue`), `debtor_id`, due and payment date ranges, `payment_method`, amount range, `ruler_id`, `tag`, free-text `q` (description, external id, debtor name or document).")
             .read()
             .access(Scope::Read, Some("charges.view"))
@@ -727,13 +728,13 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["due_date", "amount", "days_overdue", "created_at"])
             .output(s::list_output(charge_output()))
             .run(handlers::list_charges),
-        id_arg(tool("dunning_charges_get", "Get a charge", "GET", "/v1/charges/{id}"))
+        id_arg(tool(name::CHARGES_GET, "Get a charge", "GET", "/v1/charges/{id}"))
             .describe("One charge with its boleto/Pix codes, payments, and the server-computed `days_overdue`, `updated_amount` and `amount_breakdown` as of today.")
             .read()
             .access(Scope::Read, Some("charges.view"))
             .output(charge_output())
             .run(handlers::get_charge),
-        manage(tool("dunning_charges_create", "Create a charge", "POST", "/v1/charges"))
+        manage(tool(name::CHARGES_CREATE, "Create a charge", "POST", "/v1/charges"))
             .describe("Creates and registers a charge for an active debtor: a boleto (47-digit line, 44-digit barcode), a Pix with due date (txid and BR Code) or both (`bolepix`). The due date may not be in the past; a consumer's (CPF) fine is capped at 2% (CDC art. 52 §1); interest is monthly, charged pro rata by day after the due date rolled to the next business day. `draft: true` keeps it unregistered.")
             .req("debtor_id", s::id("The debtor who owes it"))
             .req("amount", s::money("Amount"))
@@ -750,7 +751,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("draft", s::boolean("Keep as an unregistered draft (no boleto/Pix yet); a draft can be deleted"))
             .output(charge_output())
             .run(handlers::create_charge),
-        id_arg(manage(tool("dunning_charges_update", "Update a charge", "PATCH", "/v1/charges/{id}")))
+        id_arg(manage(tool(name::CHARGES_UPDATE, "Update a charge", "PATCH", "/v1/charges/{id}")))
             .describe("Changes due date, amount, description, ruler or tags of a pending or overdue charge (CONFLICT otherwise). A new due date may not be in the past; re-dating an overdue charge to a future date makes it pending again. The boleto and Pix codes are regenerated for the new amount and date.")
             .idempotent()
             .arg("due_date", s::date("New due date, today or later"))
@@ -760,19 +761,19 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("tags", s::array("Tags (replace the current ones)", s::text("tag", 1, 50)))
             .output(charge_output())
             .run(handlers::update_charge),
-        id_arg(manage(tool("dunning_charges_issue", "Issue a draft charge", "POST", "/v1/charges/{id}/issue")))
+        id_arg(manage(tool(name::CHARGES_ISSUE, "Issue a draft charge", "POST", "/v1/charges/{id}/issue")))
             .describe("Issues a draft charge (draft -> pending): registers it now (boleto and/or Pix, per its payment method), optionally on a new due date (today or later; required when the draft's own has passed), and dunning follows it from then on. The debtor must be active. Issuing a pending charge again changes nothing; other statuses are a CONFLICT.")
             .idempotent()
             .arg("due_date", s::date("New due date, today or later (default: the draft's)"))
             .output(charge_output())
             .run(draft::issue_draft),
-        id_arg(manage(tool("dunning_charges_delete", "Delete a draft charge", "DELETE", "/v1/charges/{id}")))
+        id_arg(manage(tool(name::CHARGES_DELETE, "Delete a draft charge", "DELETE", "/v1/charges/{id}")))
             .describe("Deletes a draft charge. Registered charges cannot be deleted, only canceled (CONFLICT).")
             .destructive()
             .idempotent()
             .confirm(handlers::describe_delete)
             .run(handlers::delete_charge),
-        id_arg(manage(tool("dunning_charges_cancel", "Cancel a charge", "POST", "/v1/charges/{id}/cancel")))
+        id_arg(manage(tool(name::CHARGES_CANCEL, "Cancel a charge", "POST", "/v1/charges/{id}/cancel")))
             .describe("Cancels a pending, overdue or partially paid charge: its boleto/Pix stop being payable and every ruler step stops. Paid, renegotiated or written-off charges cannot be canceled (CONFLICT).")
             .destructive()
             .idempotent()
@@ -780,7 +781,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(charge_output())
             .confirm(handlers::describe_cancel)
             .run(handlers::cancel_charge),
-        id_arg(manage(tool("dunning_charges_mark_paid", "Mark a charge as paid", "POST", "/v1/charges/{id}/mark-paid")))
+        id_arg(manage(tool(name::CHARGES_MARK_PAID, "Mark a charge as paid", "POST", "/v1/charges/{id}/mark-paid")))
             .describe("Records a payment received outside the bank/Pix flow (or confirms one). Without `paid_amount` the charge is paid in full at its updated amount on `paid_at`; a smaller amount leaves it `partially_paid`. Stops dunning when fully paid.")
             .destructive()
             .idempotent()
@@ -791,19 +792,19 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(charge_output())
             .confirm(handlers::describe_mark_paid)
             .run(handlers::mark_paid),
-        id_arg(manage(tool("dunning_charges_pause", "Pause dunning of a charge", "POST", "/v1/charges/{id}/pause")))
+        id_arg(manage(tool(name::CHARGES_PAUSE, "Pause dunning of a charge", "POST", "/v1/charges/{id}/pause")))
             .describe("Pauses the ruler's messages and actions for an open charge, until a date (inclusive) or until resumed. Interest keeps accruing.")
             .idempotent()
             .arg("until", s::date("Last day of the pause (default: until resumed)"))
             .arg("reason", s::text("Why dunning is paused", 1, 500))
             .output(charge_output())
             .run(handlers::pause_charge),
-        id_arg(manage(tool("dunning_charges_resume", "Resume dunning of a charge", "POST", "/v1/charges/{id}/resume")))
+        id_arg(manage(tool(name::CHARGES_RESUME, "Resume dunning of a charge", "POST", "/v1/charges/{id}/resume")))
             .describe("Resumes the ruler for a paused charge.")
             .idempotent()
             .output(charge_output())
             .run(handlers::resume_charge),
-        id_arg(tool("dunning_charges_timeline", "Timeline of a charge", "GET", "/v1/charges/{id}/events"))
+        id_arg(tool(name::CHARGES_TIMELINE, "Timeline of a charge", "GET", "/v1/charges/{id}/events"))
             .describe("The audit events of a charge, oldest first: creation, changes, overdue, payments, pauses, decisions, cancellation.")
             .read()
             .access(Scope::Read, Some("charges.view"))
@@ -811,13 +812,13 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["occurred_at"])
             .output(s::list_output(s::entity_output(&["id", "code", "occurred_at"])))
             .run(handlers::timeline),
-        id_arg(tool("dunning_charges_settlement_letter", "Settlement letter of a charge", "GET", "/v1/charges/{id}/settlement-pdf"))
+        id_arg(tool(name::CHARGES_SETTLEMENT_LETTER, "Settlement letter of a charge", "GET", "/v1/charges/{id}/settlement-pdf"))
             .describe("The settlement letter (carta de quitação, Código Civil arts. 319–320) of a fully paid charge, or of a renegotiated charge whose agreement was completed, as a PDF; NOT_SETTLED otherwise. Always the same document for the same charge. Returns the file's descriptor, not its bytes.")
             .read()
             .access(Scope::Read, Some("documents.view"))
             .output(s::entity_output(&["content_type", "byte_size", "download_path"]))
             .run(statement::settlement_letter),
-        id_arg(tool("dunning_charges_decide", "Decide on a debt", "POST", "/v1/charges/{id}/decision"))
+        id_arg(tool(name::CHARGES_DECIDE, "Decide on a debt", "POST", "/v1/charges/{id}/decision"))
             .describe("Records an operator's audited decision on a charge: continue, negotiate, negativate, protest, write_off, send_to_legal or suspend. `write_off` moves an overdue charge to written_off; `suspend` and `send_to_legal` pause dunning; `negativate` and `protest` need an overdue charge and are carried out by their own tools.")
             .destructive()
             .access(Scope::Write, Some("charges.decide"))
@@ -829,11 +830,11 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-/// The debtor statement tool (#8): [`crate::all_tools`] lists it right after the debtor
+/// The debtor statement tool (#8): [`crate::catalog::tools`] lists it right after the debtor
 /// tools, in catalogue order.
 pub fn statement_tools() -> Vec<ToolSpec> {
     vec![
-        tool("dunning_debtors_statement", "Debtor statement", "GET", "/v1/debtors/{id}/statement")
+        tool(name::DEBTORS_STATEMENT, "Debtor statement", "GET", "/v1/debtors/{id}/statement")
             .describe("A debtor's statement (extrato) as of a date: open, paid and renegotiated charges with their updated amounts on that date, and the totals computed by the server over every charge (never re-sum them). The charges come a page at a time (`page`, `per_page`, at most 100; `meta` says how many there are). `format=pdf` returns the PDF's descriptor instead.")
             .read()
             .access(Scope::Read, Some("debtors.view"))

@@ -1,6 +1,7 @@
 //! The delivery tools' declarations, and the list.
 
 use super::*;
+use crate::catalog::name;
 
 pub(super) fn delivery_output() -> Value {
     s::entity_output(&["id", "charge_id", "channel", "status", "scheduled_at"])
@@ -36,7 +37,7 @@ pub(super) fn message_schema() -> Value {
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
     vec![
-        tool("dunning_charges_notify", "Notify a debtor about a charge", "POST", "/v1/charges/{id}/notify")
+        tool(name::CHARGES_NOTIFY, "Notify a debtor about a charge", "POST", "/v1/charges/{id}/notify")
             .describe("Sends one message about a charge now (or at schedule_at) on email, sms or whatsapp, to the given contact point or the debtor's primary one on that channel. Refused for do_not_contact debtors, opted-out or invalid contact points, WhatsApp to contacts not opted in, charges that are paid, canceled, renegotiated, written off, paused or in an agreement, and times outside the send window. Counts against the outbound message limit.")
             .destructive()
             .access(Scope::Write, Some("notifications.send"))
@@ -50,7 +51,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(delivery_output())
             .confirm(describe_notify)
             .run(notify),
-        tool("dunning_deliveries_list", "List deliveries", "GET", "/v1/deliveries")
+        tool(name::DELIVERIES_LIST, "List deliveries", "GET", "/v1/deliveries")
             .describe("Lists messages (and tasks) sent or scheduled: status, channel, timestamps, errors. Filters: status, channel, charge_id, debtor_id, step_id, and from/to on the scheduled time.")
             .read()
             .access(Scope::Read, Some("notifications.view"))
@@ -64,7 +65,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["scheduled_at", "created_at"])
             .output(s::list_output(delivery_output()))
             .run(list_deliveries),
-        tool("dunning_notifications_create", "Notify debtors about charges", "POST", "/v1/notifications")
+        tool(name::NOTIFICATIONS_CREATE, "Notify debtors about charges", "POST", "/v1/notifications")
             .describe("Sends one message per charge (up to 500) on one channel, to each debtor's primary contact point on it. Charges that may not be messaged (paid, paused, do_not_contact, no eligible contact point, ...) are skipped and listed with the reason. Not idempotent: calling again sends again.")
             .destructive()
             .access(Scope::Write, Some("notifications.send"))
@@ -77,7 +78,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(s::entity_output(&["id", "created_count", "skipped", "deliveries"]))
             .confirm(describe_bulk)
             .run(bulk_notify),
-        tool("dunning_deliveries_resend", "Resend a delivery", "POST", "/v1/deliveries/{id}/resend")
+        tool(name::DELIVERIES_RESEND, "Resend a delivery", "POST", "/v1/deliveries/{id}/resend")
             .describe("Sends a message again as a new delivery (resent_from_id points to the original, which never changes), optionally to another contact point of the same debtor. The same conduct rules as a new message apply.")
             .destructive()
             .access(Scope::Write, Some("notifications.send"))

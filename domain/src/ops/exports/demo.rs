@@ -1,5 +1,6 @@
 //! Demo data of the exports group: a webhook, three exports and their deliveries.
 
+use crate::catalog::name;
 use dunning_core::{Output, UnixTime};
 use serde_json::{Value, json};
 
@@ -54,7 +55,7 @@ pub fn seed_demo(
     };
     let webhook_create = crate::webhooks::tools()
         .into_iter()
-        .find(|t| t.def.name == "dunning_webhooks_create")
+        .find(|t| t.def.name == name::WEBHOOKS_CREATE)
         .map(|t| t.run)
         .ok_or_else(|| store::StoreError("no webhook create tool".into()))?;
     let run = |at: UnixTime, entropy: [u8; 32], f: crate::spec::Run, args: Value| {

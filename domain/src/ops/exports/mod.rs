@@ -17,6 +17,7 @@
 //!
 //! The webhook tools (#58–#67) are listed after these, from [`crate::webhooks`].
 
+use crate::catalog::name;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -127,7 +128,7 @@ struct Resource {
 const RESOURCES: &[Resource] = &[
     Resource {
         name: "charges",
-        list_tool: "dunning_charges_list",
+        list_tool: name::CHARGES_LIST,
         kind: Kind::Charge,
         columns: &[
             "id",
@@ -164,7 +165,7 @@ const RESOURCES: &[Resource] = &[
     },
     Resource {
         name: "debtors",
-        list_tool: "dunning_debtors_list",
+        list_tool: name::DEBTORS_LIST,
         kind: Kind::Debtor,
         columns: &[
             "id",
@@ -199,7 +200,7 @@ const RESOURCES: &[Resource] = &[
     },
     Resource {
         name: "deliveries",
-        list_tool: "dunning_deliveries_list",
+        list_tool: name::DELIVERIES_LIST,
         kind: Kind::Delivery,
         columns: &[
             "id",
@@ -228,7 +229,7 @@ const RESOURCES: &[Resource] = &[
     },
     Resource {
         name: "agreements",
-        list_tool: "dunning_agreements_list",
+        list_tool: name::AGREEMENTS_LIST,
         kind: Kind::Agreement,
         columns: &[
             "id",
@@ -258,7 +259,7 @@ const RESOURCES: &[Resource] = &[
     },
     Resource {
         name: "credit_bureau_records",
-        list_tool: "dunning_credit_bureau_list",
+        list_tool: name::CREDIT_BUREAU_LIST,
         kind: Kind::CreditBureauRecord,
         columns: &[
             "id",
@@ -309,8 +310,8 @@ fn export_output() -> Value {
 /// The tools of this module (#55–#57), followed by the webhook tools (#58–#67).
 pub fn tools() -> Vec<ToolSpec> {
     let names: Vec<&str> = RESOURCES.iter().map(|r| r.name).collect();
-    let mut v = vec![
-        tool("dunning_exports_create", "Export to CSV", "POST", "/v1/exports")
+    vec![
+        tool(name::EXPORTS_CREATE, "Export to CSV", "POST", "/v1/exports")
             .describe("Queues a CSV export of charges, debtors, deliveries, agreements or credit_bureau_records. `filters` are the arguments of the matching list tool (e.g. for charges those of dunning_charges_list: status, due_from, due_to, debtor_id, ...); they are validated now, errors naming filters.<field>. The export starts `queued`; poll dunning_exports_get until `processed` (or `failed`), then dunning_exports_download. Files are RFC 4180 CSV (UTF-8, a header row, money as 1234.56, ISO dates) or, with dialect pt-BR, semicolon-separated with decimal commas and a UTF-8 BOM; they can be downloaded for 24 hours.")
             .access(Scope::Write, Some("exports.create"))
             .req("resource", s::one_of("What to export", &names))
@@ -319,22 +320,20 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("filters", s::any_object("Filters of the resource's list tool (without page and per_page)"))
             .output(export_output())
             .run(create_export),
-        tool("dunning_exports_get", "Get an export", "GET", "/v1/exports/{id}")
+        tool(name::EXPORTS_GET, "Get an export", "GET", "/v1/exports/{id}")
             .describe("One export: status (queued, processing, processed, failed, expired), row_count, file_name, file_size, download_expires_at, error_message.")
             .read()
             .access(Scope::Read, Some("exports.create"))
             .req("id", s::id("Export id"))
             .output(export_output())
             .run(get_export),
-        tool("dunning_exports_download", "Download an export", "GET", "/v1/exports/{id}/download")
+        tool(name::EXPORTS_DOWNLOAD, "Download an export", "GET", "/v1/exports/{id}/download")
             .describe("The CSV file of a processed export (text/csv). The tool answers with the file's descriptor (size and download path); read the resource kobana://dunning/exports/{id}/download for the content. Queued, processing, failed or expired exports are a CONFLICT naming the status.")
             .read()
             .access(Scope::Read, Some("exports.create"))
             .req("id", s::id("Export id"))
             .run(download_export),
-    ];
-    v.extend(crate::webhooks::tools());
-    v
+    ]
 }
 
 fn load_export(op: &mut Op<'_>, id: &str) -> Result<Export, DomainError> {

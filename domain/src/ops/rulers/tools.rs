@@ -1,6 +1,7 @@
 //! The ruler and step tools (#41–#51): schemas and declarations.
 
 use super::*;
+use crate::catalog::name;
 
 pub(super) fn filters_schema() -> Value {
     s::object(
@@ -168,7 +169,7 @@ pub(super) fn step_output() -> Value {
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
     vec![
-        tool("dunning_rulers_list", "List rulers", "GET", "/v1/rulers")
+        tool(name::RULERS_LIST, "List rulers", "GET", "/v1/rulers")
             .describe("Lists the organization's dunning rulers (réguas) with their status, default flag, send window and number of steps.")
             .read()
             .access(Scope::Read, Some("rulers.view"))
@@ -176,14 +177,14 @@ pub fn tools() -> Vec<ToolSpec> {
             .list(&["name", "created_at"])
             .output(s::list_output(s::entity_output(&["id", "name", "status", "is_default", "steps_count"])))
             .run(list_rulers),
-        tool("dunning_rulers_get", "Get a ruler", "GET", "/v1/rulers/{id}")
+        tool(name::RULERS_GET, "Get a ruler", "GET", "/v1/rulers/{id}")
             .describe("One ruler with its filters, send window and steps in order.")
             .read()
             .access(Scope::Read, Some("rulers.view"))
             .req("id", s::id("Ruler id"))
             .output(ruler_output())
             .run(get_ruler),
-        tool("dunning_rulers_create", "Create a ruler", "POST", "/v1/rulers")
+        tool(name::RULERS_CREATE, "Create a ruler", "POST", "/v1/rulers")
             .describe("Creates a ruler in draft with its steps. Activate it with dunning_rulers_activate. Template variables are checked; negativate/protest/escalate steps only create tasks for a person.")
             .access(Scope::Write, Some("rulers.manage"))
             .req("name", s::text("Name", 1, 120))
@@ -194,7 +195,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("steps", s::array_max("Steps, in order", step_object_schema(), 50))
             .output(ruler_output())
             .run(create_ruler),
-        tool("dunning_rulers_update", "Update a ruler", "PATCH", "/v1/rulers/{id}")
+        tool(name::RULERS_UPDATE, "Update a ruler", "PATCH", "/v1/rulers/{id}")
             .describe("Changes the given fields of a ruler (name, description, is_default, filters, send_window); steps change with the dunning_steps_* tools. Archived rulers cannot change.")
             .idempotent()
             .access(Scope::Write, Some("rulers.manage"))
@@ -206,14 +207,14 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("send_window", window_schema())
             .output(ruler_output())
             .run(update_ruler),
-        tool("dunning_rulers_activate", "Activate a ruler", "POST", "/v1/rulers/{id}/activate")
+        tool(name::RULERS_ACTIVATE, "Activate a ruler", "POST", "/v1/rulers/{id}/activate")
             .describe("Starts (draft) or resumes (paused) a ruler: its steps fire for the charges that follow it. Needs at least one active step.")
             .idempotent()
             .access(Scope::Write, Some("rulers.manage"))
             .req("id", s::id("Ruler id"))
             .output(ruler_output())
             .run(activate_ruler),
-        tool("dunning_rulers_pause", "Pause a ruler", "POST", "/v1/rulers/{id}/pause")
+        tool(name::RULERS_PAUSE, "Pause a ruler", "POST", "/v1/rulers/{id}/pause")
             .describe("Pauses an active ruler: none of its steps fire until it is activated again.")
             .idempotent()
             .access(Scope::Write, Some("rulers.manage"))
@@ -221,7 +222,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("reason", s::text("Why it is paused", 1, 500))
             .output(ruler_output())
             .run(pause_ruler),
-        tool("dunning_rulers_archive", "Archive a ruler", "POST", "/v1/rulers/{id}/archive")
+        tool(name::RULERS_ARCHIVE, "Archive a ruler", "POST", "/v1/rulers/{id}/archive")
             .describe("Archives a ruler for good: it never fires again and cannot be edited; charges assigned to it fall back to their debtor's ruler or the default ruler. The default ruler cannot be archived.")
             .destructive()
             .idempotent()
@@ -230,7 +231,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(ruler_output())
             .confirm(describe_archive)
             .run(archive_ruler),
-        tool("dunning_rulers_preview", "Preview a ruler", "GET", "/v1/rulers/{id}/preview")
+        tool(name::RULERS_PREVIEW, "Preview a ruler", "GET", "/v1/rulers/{id}/preview")
             .describe("The schedule a ruler would follow for a charge (charge_id) or a hypothetical one (due_date and amount): each step's date and local time after offsets, business days, send window and holidays, whether it applies, and the rendered message.")
             .read()
             .access(Scope::Read, Some("rulers.view"))
@@ -241,7 +242,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .output(s::entity_output(&["ruler_id", "due_date", "schedule"]))
             .run(preview_ruler),
         with_step_args(
-            tool("dunning_steps_create", "Add a step", "POST", "/v1/rulers/{id}/steps")
+            tool(name::STEPS_CREATE, "Add a step", "POST", "/v1/rulers/{id}/steps")
                 .describe("Adds a step to a ruler (at `position`, default last). Template variables are checked.")
                 .access(Scope::Write, Some("rulers.manage"))
                 .req("id", s::id("Ruler id")),
@@ -250,7 +251,7 @@ pub fn tools() -> Vec<ToolSpec> {
         .output(step_output())
         .run(create_step),
         with_step_args(
-            tool("dunning_steps_update", "Update a step", "PATCH", "/v1/rulers/{id}/steps/{step_id}")
+            tool(name::STEPS_UPDATE, "Update a step", "PATCH", "/v1/rulers/{id}/steps/{step_id}")
                 .describe("Changes the given fields of a step; `position` moves it.")
                 .idempotent()
                 .access(Scope::Write, Some("rulers.manage"))
@@ -260,7 +261,7 @@ pub fn tools() -> Vec<ToolSpec> {
         )
         .output(step_output())
         .run(update_step),
-        tool("dunning_steps_delete", "Delete a step", "DELETE", "/v1/rulers/{id}/steps/{step_id}")
+        tool(name::STEPS_DELETE, "Delete a step", "DELETE", "/v1/rulers/{id}/steps/{step_id}")
             .describe("Removes a step from a ruler; deliveries it already made are kept.")
             .destructive()
             .idempotent()
