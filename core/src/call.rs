@@ -55,10 +55,8 @@ impl<D: Dispatch> Server<D> {
         let Some(tool) = self.registry.tool(name) else {
             return invalid(format!("Unknown tool: {name}"));
         };
-        if !rpc.principal.has_scope(tool.def.access.scope) {
-            return Reply::Error(ProtocolError::InsufficientScope {
-                scope: self.registry.scopes.name(tool.def.access.scope),
-            });
+        if let Some(scope) = tool.missing_scope(rpc.principal, &self.registry.scopes) {
+            return Reply::Error(ProtocolError::InsufficientScope { scope });
         }
         // The arguments as a map (for the dispatcher) and as the value it sits in (for
         // schema validation), without copying them.
@@ -68,20 +66,7 @@ impl<D: Dispatch> Server<D> {
             Some(v @ Value::Object(a)) => (v, a),
             Some(_) => return invalid("params.arguments must be an object"),
         };
-        if !rpc
-            .principal
-            .has_permission(tool.def.access.permission.as_deref())
-        {
-            let e = ToolError::new(
-                ToolErrorCode::Forbidden,
-                format!(
-                    "Your dashboard permissions do not allow {name} (needs {})",
-                    tool.def.access.permission.as_deref().unwrap_or_default()
-                ),
-            );
-            return self.tool_error(rpc, e, log);
-        }
-        if let Err(e) = tool.validate(args_value) {
+        if let Err(e) = tool.admit(rpc.principal, args_value) {
             return self.tool_error(rpc, e, log);
         }
         let call = ToolCall {

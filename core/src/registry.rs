@@ -7,8 +7,9 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::catalog::{Catalog, PromptDef, ResourceDef, TemplateDef, ToolDef};
-use crate::dispatch::{FieldIssue, ToolError};
+use crate::dispatch::{FieldIssue, ToolError, ToolErrorCode};
 use crate::era::Version;
+use crate::principal::{Principal, ScopeNames};
 use crate::xheader::{self, Binding};
 
 /// Why a catalog was refused at startup.
@@ -69,6 +70,35 @@ impl Tool {
             Version::V2025_03_26 => &self.json_2025_03,
             _ => &self.json_current,
         }
+    }
+
+    /// The scope the caller lacks for this tool, by its wire name. Checked before the
+    /// arguments are read, on both surfaces: it is a protocol error (`403` with an
+    /// `insufficient_scope` challenge), not a tool error (§15).
+    pub(crate) fn missing_scope(
+        &self,
+        principal: &Principal,
+        names: &ScopeNames,
+    ) -> Option<&'static str> {
+        (!principal.has_scope(self.def.access.scope)).then(|| names.name(self.def.access.scope))
+    }
+
+    /// The checks of a call that are tool errors, in order, on both surfaces (MCP
+    /// `tools/call` and its `/v1` twin): the person's dashboard permission, then the
+    /// arguments against `inputSchema`.
+    pub(crate) fn admit(&self, principal: &Principal, args: &Value) -> Result<(), ToolError> {
+        if let Some(needed) = self.def.access.permission.as_deref()
+            && !principal.has_permission(Some(needed))
+        {
+            return Err(ToolError::new(
+                ToolErrorCode::Forbidden,
+                format!(
+                    "Your dashboard permissions do not allow {} (needs {needed})",
+                    self.def.name
+                ),
+            ));
+        }
+        self.validate(args)
     }
 
     /// Validates arguments against `inputSchema` (and strictness for reads).
@@ -223,7 +253,7 @@ pub(crate) struct Registry {
     pub(crate) resources: Vec<ResourceDef>,
     pub(crate) templates: Vec<Template>,
     pub(crate) prompts: Vec<PromptDef>,
-    pub(crate) scopes: crate::principal::ScopeNames,
+    pub(crate) scopes: ScopeNames,
 }
 
 impl Registry {

@@ -144,8 +144,7 @@ impl<D: Dispatch> Server<D> {
             Err(e) => return self.refuse(e, None, None, log),
         };
         log.organization = Some(principal.organization.clone());
-        if !principal.has_scope(tool.def.access.scope) {
-            let scope = self.registry.scopes.name(tool.def.access.scope);
+        if let Some(scope) = tool.missing_scope(&principal, &self.registry.scopes) {
             let mut r = self.refuse(ProtocolError::InsufficientScope { scope }, None, None, log);
             let challenge = format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\"");
             set_header(&mut r, http::header::WWW_AUTHENTICATE, &challenge);
@@ -155,18 +154,7 @@ impl<D: Dispatch> Server<D> {
             Ok(a) => a,
             Err(e) => return self.rest_error(e, env),
         };
-        if !principal.has_permission(tool.def.access.permission.as_deref()) {
-            let e = ToolError::new(
-                ToolErrorCode::Forbidden,
-                format!(
-                    "Your dashboard permissions do not allow {} (needs {})",
-                    tool.def.name,
-                    tool.def.access.permission.as_deref().unwrap_or_default()
-                ),
-            );
-            return self.rest_error(e, env);
-        }
-        if let Err(e) = tool.validate(&Value::Object(args.clone())) {
+        if let Err(e) = tool.admit(&principal, &Value::Object(args.clone())) {
             return self.rest_error(e, env);
         }
         let call = ToolCall {

@@ -3,6 +3,9 @@
 //! outside unit-test modules and the fuzzing test server, for the ones that once lived
 //! here.
 
+// A test reads the core's own sources; the core itself does no I/O.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::Path;
 
 /// Words that belong to the product's catalogue, not to the core.

@@ -18,64 +18,23 @@ use serde_json::Value;
 use super::{ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx};
 use crate::error::DomainError;
 
-/// Versioned migrations; each runs once, in order, inside one transaction.
-fn migrations() -> Vec<(u32, String)> {
-    let mut v1 = String::new();
-    for kind in Kind::ALL {
-        let t = kind.table();
-        let cols: String = kind
-            .columns()
-            .iter()
-            .map(|c| {
-                let ty = match c.ty {
-                    ColumnType::Text | ColumnType::Tags => "TEXT",
-                    ColumnType::Real => "REAL",
-                    ColumnType::Integer => "INTEGER",
-                };
-                format!(", {} {ty}", c.name)
-            })
-            .collect();
-        v1.push_str(&format!(
-            "CREATE TABLE {t} (org TEXT NOT NULL, id TEXT NOT NULL, created_at TEXT NOT NULL, doc TEXT NOT NULL{cols}, PRIMARY KEY (org, id)) WITHOUT ROWID;\n\
-             CREATE INDEX {t}_created ON {t} (org, created_at, id);\n"
-        ));
-        for c in kind.columns() {
-            v1.push_str(&format!(
-                "CREATE INDEX {t}_{c} ON {t} (org, {c}, id);\n",
-                c = c.name
-            ));
-        }
-    }
-    v1.push_str(
-        "CREATE TABLE idempotency (org TEXT NOT NULL, key TEXT NOT NULL, tool TEXT NOT NULL, digest TEXT NOT NULL, result TEXT NOT NULL, at_ms INTEGER NOT NULL, PRIMARY KEY (org, key)) WITHOUT ROWID;\n\
-         CREATE INDEX idempotency_at ON idempotency (at_ms);\n\
-         CREATE INDEX charges_status_due ON charges (org, status, due_date, id);\n",
-    );
-    // v2: per-organization row counts kept by triggers, so an unfiltered list's total is
+/// Versioned migrations; each runs once, in order, inside one transaction. They are
+/// frozen as literal SQL: a released migration never changes (a database created
+/// yesterday and one created today must end with the same schema), so changing an
+/// entity's indexed columns ([`Kind::columns`]) takes a new file here;
+/// `the_frozen_schema_has_every_declared_column` fails until it exists.
+const MIGRATIONS: &[(u32, &str)] = &[
+    // Every entity table with its indexed columns, the idempotency table.
+    (1, include_str!("migrations/0001_entities.sql")),
+    // Per-organization row counts kept by triggers, so an unfiltered list's total is
     // one lookup instead of a count over every row (SQLite steps through each index
     // entry: ~7 ms for 100,000 charges). `put` is an upsert, so a replaced document is
     // an UPDATE and counts once.
-    let mut v2 = String::from(
-        "CREATE TABLE tallies (org TEXT NOT NULL, tbl TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (org, tbl)) WITHOUT ROWID;\n",
-    );
-    for kind in Kind::ALL {
-        let t = kind.table();
-        v2.push_str(&format!(
-            "INSERT INTO tallies (org, tbl, n) SELECT org, '{t}', COUNT(*) FROM {t} GROUP BY org;\n\
-             CREATE TRIGGER {t}_tally_insert AFTER INSERT ON {t} BEGIN \
-               INSERT INTO tallies (org, tbl, n) VALUES (NEW.org, '{t}', 1) \
-               ON CONFLICT (org, tbl) DO UPDATE SET n = n + 1; END;\n\
-             CREATE TRIGGER {t}_tally_delete AFTER DELETE ON {t} BEGIN \
-               UPDATE tallies SET n = n - 1 WHERE org = OLD.org AND tbl = '{t}'; END;\n"
-        ));
-    }
-    // v3: a debtor's oldest open charge is one seek (`ops::aggregates`), not a scan of
-    // the debtor's charges.
-    let v3 = String::from(
-        "CREATE INDEX charges_debtor_status_due ON charges (org, debtor_id, status, due_date, id);\n",
-    );
-    vec![(1, v1), (2, v2), (3, v3)]
-}
+    (2, include_str!("migrations/0002_tallies.sql")),
+    // A debtor's oldest open charge is one seek (`ops::aggregates`), not a scan of the
+    // debtor's charges.
+    (3, include_str!("migrations/0003_charges_by_debtor.sql")),
+];
 
 /// SQLite store.
 pub struct SqliteStore {
@@ -141,7 +100,7 @@ fn migrate(c: &Connection) -> Result<(), StoreError> {
         [],
         |r| r.get(0),
     )?;
-    for (version, sql) in migrations() {
+    for &(version, sql) in MIGRATIONS {
         if version <= current {
             continue;
         }
@@ -474,6 +433,61 @@ mod tests {
     use super::*;
     use crate::store::{read, write};
     use serde_json::json;
+
+    /// An entity's indexed columns ([`Kind::columns`]) must be in the frozen schema with
+    /// their type: changing an entity without a new migration fails here, instead of
+    /// silently giving new databases a schema old ones never get.
+    #[test]
+    fn the_frozen_schema_has_every_declared_column() {
+        let c = Connection::open_in_memory().expect("in-memory database");
+        migrate(&c).expect("the migrations run");
+        for kind in Kind::ALL {
+            let mut stmt = c
+                .prepare(&format!("PRAGMA table_info({})", kind.table()))
+                .expect("table_info");
+            let have: Vec<(String, String)> = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
+                .expect("columns")
+                .collect::<Result<_, _>>()
+                .expect("rows");
+            assert!(!have.is_empty(), "table {} exists", kind.table());
+            for col in kind.columns() {
+                let ty = match col.ty {
+                    ColumnType::Text | ColumnType::Tags => "TEXT",
+                    ColumnType::Real => "REAL",
+                    ColumnType::Integer => "INTEGER",
+                };
+                assert!(
+                    have.iter().any(|(n, t)| n == col.name && t == ty),
+                    "{}.{} {ty} is declared but no migration creates it",
+                    kind.table(),
+                    col.name
+                );
+            }
+            // The reverse: a column the schema has but the entity no longer indexes is
+            // a migration that was forgotten too.
+            for (name, _) in &have {
+                let fixed = ["org", "id", "created_at", "doc"].contains(&name.as_str());
+                assert!(
+                    fixed || kind.columns().iter().any(|c| c.name == name),
+                    "{}.{name} is in the schema but not declared",
+                    kind.table()
+                );
+            }
+        }
+    }
+
+    /// The migrations are applied once: opening a migrated database again changes nothing.
+    #[test]
+    fn migrations_run_once() {
+        let c = Connection::open_in_memory().expect("in-memory database");
+        migrate(&c).expect("first run");
+        migrate(&c).expect("second run is a no-op");
+        let n: u32 = c
+            .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(n as usize, MIGRATIONS.len());
+    }
 
     fn doc(id: &str, status: &str, amount: f64, tags: &[&str]) -> Value {
         json!({"id": id, "created_at": format!("2026-01-0{id}T00:00:00-03:00"), "status": status,
