@@ -33,6 +33,7 @@ pub mod engine;
 pub mod error;
 pub mod global_ip;
 mod idempotency;
+pub mod list;
 pub mod mcp;
 pub mod op;
 pub mod ops;

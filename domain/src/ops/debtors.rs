@@ -7,12 +7,13 @@
 //! an aggregate per row.
 
 use crate::catalog::name;
+use crate::list::{Filter, Listing};
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::error::DomainError;
-use crate::op::{Op, created, list, ok};
+use crate::op::{Op, created, ok};
 use crate::rules::{document, money};
 use crate::schema as s;
 use crate::spec::{ToolSpec, tool};
@@ -230,20 +231,19 @@ pub fn load_debtor(op: &mut Op<'_>, id: &str) -> Result<Debtor, DomainError> {
     must(op.tx, Kind::Debtor, op.org, id)
 }
 
+/// `dunning_debtors_list`.
+const LISTING: Listing = Listing {
+    kind: Kind::Debtor,
+    filters: &[
+        Filter::Search("q", &["name", "cnpj_cpf", "external_code"]),
+        Filter::In("status", "status"),
+        Filter::Tag("tag", "tags"),
+    ],
+    sorts: SORTS,
+};
+
 fn list_debtors(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut conds = Vec::new();
-    if let Some(q) = op.opt_str("q") {
-        conds.push(Cond::Search(
-            vec!["name", "cnpj_cpf", "external_code"],
-            q.to_owned(),
-        ));
-    }
-    if let Some(st) = op.csv("status") {
-        conds.push(Cond::In("status", st));
-    }
-    if let Some(t) = op.opt_str("tag") {
-        conds.push(Cond::Tag("tags", t.to_owned()));
-    }
     if let Some(d) = op.opt_str("cnpj_cpf") {
         let clean: String = d.chars().filter(char::is_ascii_alphanumeric).collect();
         conds.push(Cond::Eq("cnpj_cpf", json!(clean.to_ascii_uppercase())));
@@ -253,16 +253,7 @@ fn list_debtors(op: &mut Op<'_>) -> Result<Output, DomainError> {
         Some(false) => conds.push(Cond::Le("overdue_amount", json!(0))),
         None => {}
     }
-    let page = op.page();
-    let total = op.tx.count(Kind::Debtor, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(SORTS),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let items = op.tx.find(Kind::Debtor, op.org, &q)?;
-    Ok(list(items, page, total))
+    LISTING.run_with(op, conds)
 }
 
 fn get_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {

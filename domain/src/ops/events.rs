@@ -2,15 +2,15 @@
 //! same transaction ([`crate::op::Op::event`]); this lists them.
 
 use crate::catalog::name;
+use crate::list::{Filter, Listing};
 use dunning_core::{Output, Scope};
 use serde_json::json;
 
 use crate::error::DomainError;
-use crate::op::{Op, list};
-use crate::ops::deliveries::time_bound;
+use crate::op::Op;
 use crate::schema as s;
 use crate::spec::{ToolSpec, tool};
-use crate::store::{Cond, Kind, Order, Query};
+use crate::store::{Cond, Kind, Order};
 
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
@@ -32,6 +32,21 @@ pub fn tools() -> Vec<ToolSpec> {
 
 /// `occurred_at` sorts by the insertion sequence: the same order, without ties.
 const SORTS: &[(&str, &str, Order)] = &[("occurred_at", "sequence", Order::Desc)];
+
+/// `dunning_events_list`: the code filter is built by hand (a prefix or a set).
+const LISTING: Listing = Listing {
+    kind: Kind::Event,
+    filters: &[
+        Filter::Eq("resource_type", "resource_type"),
+        Filter::Eq("resource_id", "resource_id"),
+        Filter::TimeRange {
+            from: "from",
+            to: "to",
+            column: "occurred_at",
+        },
+    ],
+    sorts: SORTS,
+};
 
 fn list_events(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut conds = Vec::new();
@@ -61,33 +76,5 @@ fn list_events(op: &mut Op<'_>) -> Result<Output, DomainError> {
             }
         }
     }
-    if let Some(t) = op.opt_str("resource_type") {
-        conds.push(Cond::Eq("resource_type", json!(t)));
-    }
-    if let Some(r) = op.opt_str("resource_id") {
-        conds.push(Cond::Eq("resource_id", json!(r)));
-    }
-    let from = time_bound(op, "from", false)?;
-    let to = time_bound(op, "to", true)?;
-    if let (Some(f), Some(t)) = (&from, &to) {
-        if f > t {
-            return Err(DomainError::field("to", "must not be before from"));
-        }
-    }
-    if let Some(f) = from {
-        conds.push(Cond::Ge("occurred_at", json!(f)));
-    }
-    if let Some(t) = to {
-        conds.push(Cond::Le("occurred_at", json!(t)));
-    }
-    let page = op.page();
-    let total = op.tx.count(Kind::Event, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(SORTS),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let items = op.tx.find(Kind::Event, op.org, &q)?;
-    Ok(list(items, page, total))
+    LISTING.run_with(op, conds)
 }

@@ -27,13 +27,14 @@
 //! and `protest.intimated` for changes the catalogue has no code for.
 
 use crate::catalog::name;
+use crate::list::{Filter, Listing};
 use chrono::{Duration, NaiveDate};
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::DomainError;
-use crate::op::{Op, created, list, ok};
+use crate::op::{Op, created, ok};
 use crate::ops::charges::{self, Charge};
 use crate::ops::debtors::{self, Debtor};
 use crate::rules::{calendar, money};
@@ -410,26 +411,19 @@ fn protest(op: &mut Op<'_>) -> Result<Output, DomainError> {
 // List, get, cancel
 // ---------------------------------------------------------------------------------
 
+/// `dunning_protests_list`.
+const LISTING: Listing = Listing {
+    kind: Kind::Protest,
+    filters: &[
+        Filter::In("status", "status"),
+        Filter::Eq("debtor_id", "debtor_id"),
+        Filter::Eq("charge_id", "charge_id"),
+    ],
+    sorts: &[("created_at", "created_at", Order::Desc)],
+};
+
 fn list_protests(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut conds = Vec::new();
-    if let Some(st) = op.csv("status") {
-        conds.push(Cond::In("status", st));
-    }
-    for k in ["debtor_id", "charge_id"] {
-        if let Some(v) = op.opt_str(k) {
-            conds.push(Cond::Eq(k, json!(v)));
-        }
-    }
-    let page = op.page();
-    let total = op.tx.count(Kind::Protest, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(&[("created_at", "created_at", Order::Desc)]),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let items = op.tx.find(Kind::Protest, op.org, &q)?;
-    Ok(list(items, page, total))
+    LISTING.run(op)
 }
 
 fn get_protest(op: &mut Op<'_>) -> Result<Output, DomainError> {

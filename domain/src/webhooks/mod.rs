@@ -60,7 +60,7 @@ use sha2::{Digest, Sha256};
 
 use crate::Domain;
 use crate::error::DomainError;
-use crate::op::{Op, created, list, ok};
+use crate::op::{Op, created, ok};
 use crate::org::Organization;
 use crate::outbound::Budget;
 use crate::rules::calendar;

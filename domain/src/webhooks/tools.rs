@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::catalog::name;
+use crate::list::{Filter, Listing, Rows};
 
 pub(super) const SIGNATURE_DOC: &str = "Every delivery is a POST of the event as JSON ({id, code, resource_type, resource_id, occurred_at, data, changes}) with headers X-Kobana-Event, X-Kobana-Event-Id, X-Kobana-Delivery-Id (the same on retries: deduplicate on it) and X-Kobana-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>], where each v1 is HMAC-SHA256 keyed with the webhook secret (the whole whsec_... string) over \"<t>.\" followed by the raw body; accept the request when any v1 matches and t is recent.";
 
@@ -144,25 +145,16 @@ pub(super) fn load_delivery(op: &mut Op<'_>) -> Result<(Webhook, WebhookDelivery
 
 pub(super) const HOOK_SORTS: &[(&str, &str, Order)] = &[("created_at", "created_at", Order::Desc)];
 
+/// `dunning_webhooks_list`.
+const HOOKS: Listing = Listing {
+    kind: Kind::Webhook,
+    filters: &[Filter::Bool("active", "active")],
+    sorts: HOOK_SORTS,
+};
+
 pub(super) fn list_webhooks(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut conds = Vec::new();
-    if let Some(a) = op.opt_bool("active") {
-        conds.push(Cond::Eq("active", json!(a)));
-    }
-    let page = op.page();
-    let total = op.tx.count(Kind::Webhook, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(HOOK_SORTS),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let items: Vec<Webhook> = find(op.tx, Kind::Webhook, op.org, &q)?;
-    Ok(list(
-        items.iter().map(Webhook::public).collect(),
-        page,
-        total,
-    ))
+    let rows: Rows<Webhook> = HOOKS.fetch(op, Vec::new())?;
+    Ok(rows.answer(|w| w.public()))
 }
 
 pub(super) fn get_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
@@ -461,26 +453,20 @@ pub(super) fn rotate_secret(op: &mut Op<'_>) -> Result<Output, DomainError> {
     Ok(ok(reply))
 }
 
-/// A `from`/`to` bound as a timestamp in the organization's offset.
-pub(super) fn time_bound(op: &Op<'_>, k: &str, end: bool) -> Result<Option<String>, DomainError> {
-    let Some(raw) = op.opt_str(k) else {
-        return Ok(None);
-    };
-    if let Some(d) = calendar::parse_date(raw) {
-        let t = if end { "23:59:59" } else { "00:00:00" };
-        return Ok(Some(format!("{}T{t}-03:00", d.format("%Y-%m-%d"))));
-    }
-    let t = chrono::DateTime::parse_from_rfc3339(raw)
-        .map_err(|_| DomainError::field(k, "must be a date YYYY-MM-DD or an RFC 3339 timestamp"))?;
-    Ok(Some(
-        t.with_timezone(&calendar::offset())
-            .format("%Y-%m-%dT%H:%M:%S%:z")
-            .to_string(),
-    ))
-}
-
 pub(super) const DELIVERY_SORTS: &[(&str, &str, Order)] =
     &[("created_at", "created_at", Order::Desc)];
+
+/// `dunning_webhook_deliveries_list`: the webhook (a path id) and the status (checked
+/// against its closed set first) are built by hand.
+const DELIVERIES: Listing = Listing {
+    kind: Kind::WebhookDelivery,
+    filters: &[Filter::TimeRange {
+        from: "from",
+        to: "to",
+        column: "created_at",
+    }],
+    sorts: DELIVERY_SORTS,
+};
 
 pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = op.str("id")?;
@@ -508,33 +494,8 @@ pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             conds.push(Cond::Eq("event_code", json!(code)));
         }
     }
-    let from = time_bound(op, "from", false)?;
-    let to = time_bound(op, "to", true)?;
-    if let (Some(f), Some(t)) = (&from, &to) {
-        if f > t {
-            return Err(DomainError::field("to", "must not be before from"));
-        }
-    }
-    if let Some(f) = from {
-        conds.push(Cond::Ge("created_at", json!(f)));
-    }
-    if let Some(t) = to {
-        conds.push(Cond::Le("created_at", json!(t)));
-    }
-    let page = op.page();
-    let total = op.tx.count(Kind::WebhookDelivery, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(DELIVERY_SORTS),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let items: Vec<WebhookDelivery> = find(op.tx, Kind::WebhookDelivery, op.org, &q)?;
-    Ok(list(
-        items.iter().map(WebhookDelivery::summary).collect(),
-        page,
-        total,
-    ))
+    let rows: Rows<WebhookDelivery> = DELIVERIES.fetch(op, conds)?;
+    Ok(rows.answer(|d| d.summary()))
 }
 
 pub(super) fn get_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {

@@ -1,6 +1,7 @@
 //! The list, get and create handlers of agreements.
 
 use super::*;
+use crate::list::{Filter, Listing, Rows};
 
 /// Loads an agreement of the caller's organization or answers `NOT_FOUND`.
 pub fn load_agreement(op: &mut Op<'_>, id: &str) -> Result<Agreement, DomainError> {
@@ -24,23 +25,22 @@ pub(super) fn sync_installments(op: &mut Op<'_>, a: &mut Agreement) -> Result<bo
     Ok(changed)
 }
 
+/// `dunning_agreements_list`.
+const LISTING: Listing = Listing {
+    kind: Kind::Agreement,
+    filters: &[
+        Filter::In("status", "status"),
+        Filter::Eq("debtor_id", "debtor_id"),
+    ],
+    sorts: &[("created_at", "created_at", Order::Desc)],
+};
+
 pub(super) fn list_agreements(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut conds = Vec::new();
-    if let Some(st) = op.csv("status") {
-        conds.push(Cond::In("status", st));
-    }
-    if let Some(d) = op.opt_str("debtor_id") {
-        conds.push(Cond::Eq("debtor_id", json!(d)));
-    }
-    let page = op.page();
-    let total = op.tx.count(Kind::Agreement, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(&[("created_at", "created_at", Order::Desc)]),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let mut items: Vec<Agreement> = find(op.tx, Kind::Agreement, op.org, &q)?;
+    let Rows {
+        mut items,
+        page,
+        total,
+    }: Rows<Agreement> = LISTING.fetch(op, Vec::new())?;
     for a in &mut items {
         sync_installments(op, a)?;
     }

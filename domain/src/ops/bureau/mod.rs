@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::DomainError;
-use crate::op::{Op, created, list, ok};
+use crate::op::{Op, created, ok};
 use crate::ops::charges::{self, Charge};
 use crate::ops::debtors::{self, Debtor};
 use crate::ops::deliveries::{self, Delivery};

@@ -1,27 +1,22 @@
 //! Listing, reading and removing bureau records.
 
 use super::*;
+use crate::list::{Filter, Listing};
+
+/// `dunning_credit_bureau_list`.
+const LISTING: Listing = Listing {
+    kind: Kind::CreditBureauRecord,
+    filters: &[
+        Filter::In("status", "status"),
+        Filter::Eq("bureau", "bureau"),
+        Filter::Eq("debtor_id", "debtor_id"),
+        Filter::Eq("charge_id", "charge_id"),
+    ],
+    sorts: &[("created_at", "created_at", Order::Desc)],
+};
 
 pub(super) fn list_records(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut conds = Vec::new();
-    if let Some(st) = op.csv("status") {
-        conds.push(Cond::In("status", st));
-    }
-    for k in ["bureau", "debtor_id", "charge_id"] {
-        if let Some(v) = op.opt_str(k) {
-            conds.push(Cond::Eq(k, json!(v)));
-        }
-    }
-    let page = op.page();
-    let total = op.tx.count(Kind::CreditBureauRecord, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(&[("created_at", "created_at", Order::Desc)]),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let items = op.tx.find(Kind::CreditBureauRecord, op.org, &q)?;
-    Ok(list(items, page, total))
+    LISTING.run(op)
 }
 
 /// Loads a record of the caller's organization or answers `NOT_FOUND`.

@@ -1,5 +1,6 @@
 //! The charge tools' handlers (#13–#21, #23, #25) and their confirmation messages.
 
+use crate::list::{Filter, Listing, money_arg};
 use std::collections::HashMap;
 
 use chrono::NaiveDate;
@@ -56,11 +57,6 @@ fn opt_text(op: &Op<'_>, k: &str) -> Result<Option<String>, DomainError> {
         }
         Some(_) => Err(DomainError::field(k, "must be a string")),
     }
-}
-
-fn money_arg(op: &Op<'_>, k: &str) -> Result<Option<i64>, DomainError> {
-    opt_number(op, k)?;
-    op.opt_money(k)
 }
 
 fn tags_arg(op: &Op<'_>) -> Result<Option<Vec<String>>, DomainError> {
@@ -133,76 +129,38 @@ pub(super) fn with_debtor(mut v: Value, debtor: Option<&Debtor>) -> Value {
 
 // ---- reads ----
 
+/// `dunning_charges_list`'s filters. Free text (`q`, which spans the debtor's name) and
+/// the computed `days_overdue` sort are done by [`list_charges`] itself.
+const LISTING: Listing = Listing {
+    kind: Kind::Charge,
+    filters: &[
+        Filter::In("status", "status"),
+        Filter::Eq("debtor_id", "debtor_id"),
+        Filter::DateRange {
+            from: "due_from",
+            to: "due_to",
+            column: "due_date",
+        },
+        Filter::DateRange {
+            from: "paid_from",
+            to: "paid_to",
+            column: "paid_at",
+        },
+        Filter::Eq("payment_method", "payment_method"),
+        Filter::MoneyRange {
+            min: "min_amount",
+            max: "max_amount",
+            column: "amount",
+        },
+        Filter::Eq("ruler_id", "ruler_id"),
+        Filter::Tag("tag", "tags"),
+    ],
+    sorts: SORTS,
+};
+
 pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let today = op.today();
-    let mut conds = Vec::new();
-    if let Some(st) = op.csv("status") {
-        conds.push(Cond::In("status", st));
-    }
-    if let Some(d) = op.opt_str("debtor_id") {
-        conds.push(Cond::Eq("debtor_id", json!(d)));
-    }
-    let (due_from, due_to) = (op.opt_date("due_from")?, op.opt_date("due_to")?);
-    if let (Some(a), Some(b)) = (due_from, due_to) {
-        if a > b {
-            return Err(DomainError::field("due_to", "must not be before due_from"));
-        }
-    }
-    if let Some(a) = due_from {
-        conds.push(Cond::Ge(
-            "due_date",
-            json!(a.format("%Y-%m-%d").to_string()),
-        ));
-    }
-    if let Some(b) = due_to {
-        conds.push(Cond::Le(
-            "due_date",
-            json!(b.format("%Y-%m-%d").to_string()),
-        ));
-    }
-    let (paid_from, paid_to) = (op.opt_date("paid_from")?, op.opt_date("paid_to")?);
-    if let (Some(a), Some(b)) = (paid_from, paid_to) {
-        if a > b {
-            return Err(DomainError::field(
-                "paid_to",
-                "must not be before paid_from",
-            ));
-        }
-    }
-    if let Some(a) = paid_from {
-        conds.push(Cond::Ge("paid_at", json!(a.format("%Y-%m-%d").to_string())));
-    }
-    if let Some(b) = paid_to {
-        // Timestamps sort after their date and before "T99".
-        conds.push(Cond::Le(
-            "paid_at",
-            json!(format!("{}T99", b.format("%Y-%m-%d"))),
-        ));
-    }
-    if let Some(m) = op.opt_str("payment_method") {
-        conds.push(Cond::Eq("payment_method", json!(m)));
-    }
-    let (min, max) = (money_arg(op, "min_amount")?, money_arg(op, "max_amount")?);
-    if let (Some(a), Some(b)) = (min, max) {
-        if a > b {
-            return Err(DomainError::field(
-                "max_amount",
-                "must not be less than min_amount",
-            ));
-        }
-    }
-    if let Some(a) = min {
-        conds.push(Cond::Ge("amount", json!(money::brl(a))));
-    }
-    if let Some(b) = max {
-        conds.push(Cond::Le("amount", json!(money::brl(b))));
-    }
-    if let Some(r) = op.opt_str("ruler_id") {
-        conds.push(Cond::Eq("ruler_id", json!(r)));
-    }
-    if let Some(t) = op.opt_str("tag") {
-        conds.push(Cond::Tag("tags", t.to_owned()));
-    }
+    let conds = LISTING.conds(op)?;
     let page = op.page();
     let by_days = op.opt_str("sort_by") == Some("days_overdue");
     let search = op.opt_str("q").map(str::to_lowercase);

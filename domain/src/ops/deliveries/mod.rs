@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::engine::Rendered;
 use crate::error::DomainError;
-use crate::op::{Op, created, list};
+use crate::op::{Op, created};
 use crate::ops::rulers::{self, DUNNABLE, SendWindow, Template, Window};
 use crate::org::Organization;
 use crate::outbound::Budget;

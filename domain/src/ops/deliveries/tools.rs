@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::catalog::name;
+use crate::list::{Filter, Listing};
 
 pub(super) fn delivery_output() -> Value {
     s::entity_output(&["id", "charge_id", "channel", "status", "scheduled_at"])
@@ -95,64 +96,24 @@ pub(super) const SORTS: &[(&str, &str, Order)] = &[
     ("created_at", "created_at", Order::Desc),
 ];
 
-/// A date or timestamp argument as a local RFC 3339 bound (`end`: a date means its last second).
-pub fn time_bound(op: &Op<'_>, k: &str, end: bool) -> Result<Option<String>, DomainError> {
-    let Some(raw) = op.opt_str(k) else {
-        return Ok(None);
-    };
-    if let Some(d) = calendar::parse_date(raw) {
-        let t = if end { "23:59:59" } else { "00:00:00" };
-        return Ok(Some(format!("{}T{t}-03:00", d.format("%Y-%m-%d"))));
-    }
-    let t = calendar::parse_timestamp(raw).ok_or_else(|| {
-        DomainError::field(k, "must be a date YYYY-MM-DD or an RFC 3339 timestamp")
-    })?;
-    Ok(Some(
-        t.with_timezone(&calendar::offset())
-            .format("%Y-%m-%dT%H:%M:%S%:z")
-            .to_string(),
-    ))
-}
+/// `dunning_deliveries_list`.
+const LISTING: Listing = Listing {
+    kind: Kind::Delivery,
+    filters: &[
+        Filter::In("status", "status"),
+        Filter::In("channel", "channel"),
+        Filter::Eq("charge_id", "charge_id"),
+        Filter::Eq("debtor_id", "debtor_id"),
+        Filter::Eq("step_id", "step_id"),
+        Filter::TimeRange {
+            from: "from",
+            to: "to",
+            column: "scheduled_at",
+        },
+    ],
+    sorts: SORTS,
+};
 
 pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut conds = Vec::new();
-    if let Some(st) = op.csv("status") {
-        conds.push(Cond::In("status", st));
-    }
-    if let Some(ch) = op.csv("channel") {
-        conds.push(Cond::In("channel", ch));
-    }
-    for k in ["charge_id", "debtor_id", "step_id"] {
-        if let Some(v) = op.opt_str(k) {
-            let col = match k {
-                "charge_id" => "charge_id",
-                "debtor_id" => "debtor_id",
-                _ => "step_id",
-            };
-            conds.push(Cond::Eq(col, json!(v)));
-        }
-    }
-    let from = time_bound(op, "from", false)?;
-    let to = time_bound(op, "to", true)?;
-    if let (Some(f), Some(t)) = (&from, &to) {
-        if f > t {
-            return Err(DomainError::field("to", "must not be before from"));
-        }
-    }
-    if let Some(f) = from {
-        conds.push(Cond::Ge("scheduled_at", json!(f)));
-    }
-    if let Some(t) = to {
-        conds.push(Cond::Le("scheduled_at", json!(t)));
-    }
-    let page = op.page();
-    let total = op.tx.count(Kind::Delivery, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(SORTS),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let items = op.tx.find(Kind::Delivery, op.org, &q)?;
-    Ok(list(items, page, total))
+    LISTING.run(op)
 }

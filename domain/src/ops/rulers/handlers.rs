@@ -1,6 +1,7 @@
 //! The handlers of the ruler and step tools.
 
 use super::*;
+use crate::list::{Filter, Listing, Rows};
 
 pub(super) const SORTS: &[(&str, &str, Order)] = &[
     ("name", "name", Order::Asc),
@@ -20,20 +21,16 @@ pub(super) fn full_view(op: &mut Op<'_>, ruler: &Ruler) -> Result<Value, DomainE
     Ok(view(ruler, &steps))
 }
 
+/// `dunning_rulers_list`.
+const LISTING: Listing = Listing {
+    kind: Kind::Ruler,
+    filters: &[Filter::In("status", "status")],
+    sorts: SORTS,
+};
+
 pub(super) fn list_rulers(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut conds = Vec::new();
-    if let Some(st) = op.csv("status") {
-        conds.push(Cond::In("status", st));
-    }
-    let page = op.page();
-    let total = op.tx.count(Kind::Ruler, op.org, &conds)?;
-    let q = Query {
-        conds,
-        sort: op.sort(SORTS),
-        limit: Some(page.per_page),
-        offset: page.offset(),
-    };
-    let rulers: Vec<Ruler> = find(op.tx, Kind::Ruler, op.org, &q)?;
+    let rows: Rows<Ruler> = LISTING.fetch(op, Vec::new())?;
+    let (rulers, page, total) = (rows.items, rows.page, rows.total);
     let mut items = Vec::with_capacity(rulers.len());
     for r in &rulers {
         let n = op
