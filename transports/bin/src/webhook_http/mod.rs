@@ -4,7 +4,9 @@
 //! [`WebhookDriver`] trait, the request and answer types and the recording driver) and
 //! was rebuilt on `ureq` 3 with rustls, the client the binary already had for JWKS:
 //!
-//! * **one request, one connection**: `Connection: close`, no pool, no proxy (a proxy
+//! * **the request as before**: `Host`, `Content-Length`, `Connection: close` and the
+//!   delivery's headers, names spelled as given;
+//! * **one request, one connection**: no pool, no proxy (a proxy
 //!   would resolve the name itself, past the address policy), no redirects (a `3xx` is
 //!   the receiver's answer, recorded like any other non-`2xx`);
 //! * **timeouts** from `[webhooks]`: name resolution and connection (TLS handshake
@@ -141,12 +143,18 @@ impl HttpDriver {
         } else {
             &self.unverified
         };
-        let mut call = agent.post(&url).header("Connection", "close");
+        // Header names go out spelled as given (`X-Kobana-Signature`, not lower case):
+        // some receivers compare them case-sensitively.
+        let mut call = agent
+            .post(&url)
+            .header_raw("Host", target.host_header().as_bytes())
+            .header_raw("Content-Length", req.body.len().to_string().as_bytes())
+            .header_raw("Connection", b"close");
         for (k, v) in &req.headers {
             if k.contains(['\r', '\n', ':']) || v.contains(['\r', '\n']) {
                 return Err(format!("invalid header {k}"));
             }
-            call = call.header(k, v);
+            call = call.header_raw(k, v.as_bytes());
         }
         let mut response = call.send(req.body.as_bytes()).map_err(describe)?;
         let status = response.status().as_u16();
