@@ -21,15 +21,12 @@
 //! delivery for a person: the engine never negativates, protests or escalates by itself.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::Duration;
 use dunning_core::{Audience, Principal, UnixTime};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::Domain;
 use crate::error::DomainError;
@@ -246,22 +243,6 @@ pub fn tick_org(
     with_op(domain, org, now, "finish", |op| finish(op, results, report))
 }
 
-static TICKS: AtomicU64 = AtomicU64::new(0);
-
-/// Entropy for the engine's ids: unique per call, process and replica.
-fn entropy(org: &str, now: UnixTime, phase: &str) -> [u8; 32] {
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    let mut h = Sha256::new();
-    h.update(org.as_bytes());
-    h.update(now.as_millis().to_be_bytes());
-    h.update(phase.as_bytes());
-    h.update(TICKS.fetch_add(1, Ordering::Relaxed).to_be_bytes());
-    h.update(random.to_be_bytes());
-    h.finalize().into()
-}
-
 /// The engine's principal in `org`.
 fn system(org: &str, now: UnixTime) -> Principal {
     Principal {
@@ -296,7 +277,7 @@ fn with_op<R>(
             now,
             &args,
             "ruler-engine",
-            entropy(org, now, phase),
+            domain.worker_seed(org, now, phase),
             settings,
             domain.outbound(),
         );

@@ -31,7 +31,6 @@ pub mod demo;
 pub mod documents;
 pub mod engine;
 pub mod error;
-pub mod global_ip;
 mod idempotency;
 pub mod list;
 pub mod mcp;
@@ -39,7 +38,6 @@ pub mod op;
 pub mod ops;
 pub mod org;
 pub mod outbound;
-pub mod resolve;
 pub mod rules;
 pub mod schema;
 pub mod spec;
@@ -72,6 +70,8 @@ pub struct Domain {
     index: HashMap<String, usize>,
     outbound: outbound::Outbound,
     answer_limit: usize,
+    webhook_driver: Arc<dyn webhooks::WebhookDriver>,
+    worker_entropy: op::WorkerEntropy,
 }
 
 impl std::fmt::Debug for Domain {
@@ -100,7 +100,32 @@ impl Domain {
             index,
             outbound: outbound::Outbound::new(org::Settings::default().outbound_per_minute),
             answer_limit: ceiling::MAX_ANSWER_BYTES,
+            webhook_driver: Arc::new(webhooks::RecordingDriver::new()),
+            worker_entropy: op::WorkerEntropy::default(),
         }
+    }
+
+    /// Chooses the driver `dunning_webhooks_test` posts through (default: a
+    /// [`webhooks::RecordingDriver`] of this domain's own, nothing leaves the machine).
+    /// The binary gives the same driver to the outbox's [`webhooks::tick`].
+    pub fn set_webhook_driver(&mut self, driver: Arc<dyn webhooks::WebhookDriver>) {
+        self.webhook_driver = driver;
+    }
+
+    /// The driver `dunning_webhooks_test` posts through.
+    pub fn webhook_driver(&self) -> &dyn webhooks::WebhookDriver {
+        &*self.webhook_driver
+    }
+
+    /// Lends the entropy the workers' operations are seeded from (see
+    /// [`op::WorkerEntropy`]); the binary lends fresh OS bytes once, at startup.
+    pub fn lend_entropy(&mut self, seed: [u8; 32]) {
+        self.worker_entropy = op::WorkerEntropy::new(seed);
+    }
+
+    /// The seed of one worker operation of `org` at `now` in `phase`.
+    pub(crate) fn worker_seed(&self, org: &str, now: UnixTime, phase: &str) -> [u8; 32] {
+        self.worker_entropy.draw(org, now, phase)
     }
 
     /// The largest JSON answer a read tool may give, in bytes (default

@@ -1,6 +1,15 @@
 //! [`Op`]: what a tool handler works with — the transaction, the caller, the clock, the
 //! arguments — plus the helpers every handler needs (ids, events, argument parsing,
 //! pagination).
+//!
+//! Time and chance reach the domain only here: an [`Op`] carries the wall-clock time of
+//! its request ([`Op::now`]) and the entropy it was lent, from which every id
+//! ([`Op::new_id`]) and every secret ([`Op::entropy`]) is derived. A request's op gets
+//! both from the transport (the core's `Ctx`); a worker's op (engine, webhook outbox,
+//! exports) gets the time from its caller and its entropy from [`WorkerEntropy`]. The
+//! domain never reads a clock or an RNG of its own (`domain/tests/no_sockets.rs`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::NaiveDate;
 use dunning_core::{FieldIssue, Output, Principal, UnixTime};
@@ -110,6 +119,17 @@ impl<'a> Op<'a> {
             &hex[16..20],
             &hex[20..]
         )
+    }
+
+    /// 32 fresh bytes from the operation's entropy (secrets). Drawn on the same counter
+    /// as the ids but hashed apart from them: no id tells anything of these bytes.
+    pub fn entropy(&mut self) -> [u8; 32] {
+        self.counter += 1;
+        let mut h = Sha256::new();
+        h.update(b"dunning-op-entropy\0");
+        h.update(self.seed);
+        h.update(self.counter.to_be_bytes());
+        h.finalize().into()
     }
 
     /// Now as an RFC 3339 timestamp in the organization's zone.
@@ -288,6 +308,41 @@ impl<'a> Op<'a> {
             message: format!("Unknown fields: {}", names.join(", ")),
             details: unknown,
         })
+    }
+}
+
+/// The entropy of the operations no request lends any (the ruler engine, the webhook
+/// outbox, exports): a seed lent once by the process ([`crate::Domain::lend_entropy`];
+/// the binary lends fresh OS bytes) and a counter of this domain, hashed with the
+/// organization, the time and the phase. Every draw differs from the ones before (the
+/// counter) and from other processes' and replicas' (the seed). Without a loan the
+/// seed is zero, so tests get repeatable ids.
+#[derive(Debug, Default)]
+pub struct WorkerEntropy {
+    seed: [u8; 32],
+    drawn: AtomicU64,
+}
+
+impl WorkerEntropy {
+    /// Entropy from `seed`.
+    pub fn new(seed: [u8; 32]) -> Self {
+        Self {
+            seed,
+            drawn: AtomicU64::new(0),
+        }
+    }
+
+    /// The seed of one worker [`Op`] of `org` at `now` in `phase`.
+    pub fn draw(&self, org: &str, now: UnixTime, phase: &str) -> [u8; 32] {
+        let n = self.drawn.fetch_add(1, Ordering::Relaxed);
+        let mut h = Sha256::new();
+        h.update(self.seed);
+        h.update(n.to_be_bytes());
+        h.update(now.as_millis().to_be_bytes());
+        h.update(org.as_bytes());
+        h.update([0]);
+        h.update(phase.as_bytes());
+        h.finalize().into()
     }
 }
 

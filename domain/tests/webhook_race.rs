@@ -1,7 +1,8 @@
 //! One delivery, one worker: the outbox worker never posts a delivery that
 //! `dunning_webhooks_test` claimed and is posting after its commit.
 //!
-//! Its own test binary: it installs a process-wide webhook driver.
+//! The racing driver is the one the bed's domain posts `dunning_webhooks_test`
+//! through ([`dunning_domain::Domain::set_webhook_driver`]).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -54,7 +55,7 @@ fn a_test_delivery_being_posted_is_never_posted_by_the_worker_too() {
         posts: Mutex::new(Vec::new()),
         calls: AtomicU32::new(0),
     });
-    webhooks::install_driver(driver.clone());
+    bed.domain.set_webhook_driver(driver.clone());
 
     let hook = bed.ok(
         &ana,

@@ -1,16 +1,13 @@
 //! Webhooks (#58–#67): CRUD, secrets, filters, fan-out, signatures, rotation, retries,
-//! the HTTP driver against a loopback receiver, isolation, idempotency.
-
-use std::io::{Read, Write};
-use std::net::TcpListener;
+//! isolation, idempotency. The HTTP driver's own tests (a loopback receiver, the
+//! address policy) moved with it to the binary (`transports/bin/src/webhook_http/`).
 
 use dunning_core::{Output, Principal, ToolErrorCode};
 use dunning_domain::ops::exports;
 use dunning_domain::store::{self, Kind};
 use dunning_domain::testing::Bed;
 use dunning_domain::webhooks::{
-    self, HttpDriver, RETRY_SCHEDULE_SECS, RecordingDriver, WebhookDriver, filter_matches,
-    parse_url, verify,
+    self, RETRY_SCHEDULE_SECS, RecordingDriver, WebhookDriver, filter_matches, parse_url, verify,
 };
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -813,138 +810,6 @@ fn idempotency_key_replays_the_create() {
         json!({"url": "https://y.example.com", "events": ["*"], "idempotency_key": "wh-1"}),
     );
     assert_eq!(e.code, ToolErrorCode::IdempotencyConflict);
-}
-
-/// A one-shot HTTP receiver on 127.0.0.1 that checks the signature with `secret`.
-fn receiver(secret: String, status: u16) -> (u16, std::thread::JoinHandle<(String, String)>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let handle = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 1024];
-        let (head, body) = loop {
-            let n = s.read(&mut chunk).unwrap();
-            assert!(n > 0, "request cut short");
-            buf.extend_from_slice(&chunk[..n]);
-            let text = String::from_utf8_lossy(&buf).into_owned();
-            if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse().unwrap())
-                    })
-                    .expect("Content-Length");
-                if body.len() >= len {
-                    break (head.to_owned(), body.to_owned());
-                }
-            }
-        };
-        let sig = head
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case("x-kobana-signature")
-                    .then(|| v.trim().to_owned())
-            })
-            .unwrap_or_default();
-        let verified = verify(&sig, &secret, &body).is_some();
-        let answer = if verified {
-            "ok-verified"
-        } else {
-            "bad-signature"
-        };
-        let status = if verified { status } else { 401 };
-        write!(
-            s,
-            "HTTP/1.1 {status} X\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-            answer.len()
-        )
-        .unwrap();
-        (head, body)
-    });
-    (port, handle)
-}
-
-#[test]
-fn http_driver_posts_to_loopback_receiver() {
-    let mut bed = Bed::new();
-    let ana = bed.ana();
-    let placeholder = hook(&mut bed, &ana, "http://127.0.0.1:9/x", json!(["export.*"]));
-    let wid = id(&placeholder);
-    let secret = placeholder["secret"].as_str().unwrap().to_owned();
-    let (port, handle) = receiver(secret.clone(), 200);
-    bed.ok(
-        &ana,
-        "dunning_webhooks_update",
-        json!({"id": wid, "url": format!("http://127.0.0.1:{port}/hooks/kobana?x=1")}),
-    );
-    export_processed(&mut bed, &ana);
-    let driver = HttpDriver::new().allow_private_addresses(true);
-    assert_eq!(deliver(&bed, &ana, &driver), 1);
-    let (head, body) = handle.join().unwrap();
-    assert!(
-        head.starts_with("POST /hooks/kobana?x=1 HTTP/1.1\r\n"),
-        "{head}"
-    );
-    assert!(head.contains(&format!("Host: 127.0.0.1:{port}")));
-    assert!(head.contains("X-Kobana-Event: export.processed"));
-    let d = deliveries(&mut bed, &ana, &wid).remove(0);
-    assert_eq!(d["status"], "delivered", "{d}");
-    assert_eq!(d["response_code"], 200);
-    assert_eq!(d["response_body"], "ok-verified");
-    let full = bed.ok(
-        &ana,
-        "dunning_webhook_deliveries_get",
-        json!({"id": wid, "delivery_id": d["id"]}),
-    );
-    assert_eq!(full["payload"], body.as_str(), "the signed bytes were sent");
-
-    // A receiver that refuses: the attempt is recorded and retried.
-    let (port, handle) = receiver(secret, 503);
-    bed.ok(
-        &ana,
-        "dunning_webhooks_update",
-        json!({"id": wid, "url": format!("http://127.0.0.1:{port}/")}),
-    );
-    export_processed(&mut bed, &ana);
-    assert_eq!(deliver(&bed, &ana, &driver), 1);
-    handle.join().unwrap();
-    let d = bed.ok(
-        &ana,
-        "dunning_webhook_deliveries_list",
-        json!({"id": wid, "status": "pending"}),
-    )["data"][0]
-        .clone();
-    assert_eq!(d["response_code"], 503);
-    assert_eq!(d["response_body"], "ok-verified");
-    assert_eq!(d["attempts"], 1);
-}
-
-#[test]
-fn http_driver_refuses_private_addresses_and_plain_https() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let req = webhooks::WebhookRequest {
-        delivery_id: "d".into(),
-        webhook_id: "w".into(),
-        event_code: "webhook.ping".into(),
-        url: format!("http://127.0.0.1:{port}/"),
-        ssl_verification: true,
-        headers: vec![],
-        body: "{}".into(),
-    };
-    let r = HttpDriver::new().post(&req);
-    assert!(r.status.is_none());
-    assert!(r.error.unwrap().starts_with("address_not_allowed"));
-    let r = HttpDriver::new().post(&webhooks::WebhookRequest {
-        url: "https://erp.example.com/".into(),
-        ..req
-    });
-    assert!(r.error.unwrap().starts_with("tls_unavailable"));
-    drop(listener);
 }
 
 #[test]

@@ -35,22 +35,24 @@
 //! never written to the audit trail.
 //!
 //! ## Drivers
-//! [`RecordingDriver`] (the default) records requests and answers 200: nothing leaves
-//! the machine. [`HttpDriver`] posts for real with a small blocking HTTP/1.1 client on
-//! [`TcpStream`] (timeouts, `Connection: close`, ≤ 4 KB of the answer kept, names
-//! resolved within the connect timeout by [`crate::resolve`], every non-global address
-//! refused by [`crate::global_ip::is_global`] unless private addresses are allowed);
-//! `https` needs a [`TlsConnector`] supplied by the
-//! binary. The binary picks one with [`install_driver`] (used by
-//! `dunning_webhooks_test`) and passes it to [`tick`].
+//! A [`WebhookDriver`] posts one [`WebhookRequest`] and answers a [`WebhookResponse`];
+//! it is passed in, never looked up: [`tick`] and [`deliver`] take it as an argument, and
+//! `dunning_webhooks_test` posts through the one its [`Domain`] was given
+//! ([`Domain::set_webhook_driver`]; by default a [`RecordingDriver`] of its own, which
+//! records requests and answers 200: nothing leaves the machine).
+//!
+//! The driver that posts for real is not here: the domain opens no socket and reads no
+//! clock or RNG of its own (`domain/tests/no_sockets.rs` scans `domain/src` for them).
+//! The binary's `webhook_http` module (`transports/bin/src/webhook_http/`) is an HTTP
+//! client on `ureq`: redirects off, connect and total timeouts from `[webhooks]`, ≤ 4 KB
+//! of the answer kept ([`RESPONSE_BODY_MAX`], [`truncate_body`]), names resolved within
+//! the connect timeout and only globally routable addresses connected to (unless
+//! `allow_private_addresses`), `ssl_verification: false` honoured per request. The
+//! binary builds it from `[webhooks]` and hands the same driver to the jobs thread's
+//! [`tick`] and to its [`Domain`].
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, Hasher};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, OnceLock};
 
 use dunning_core::{Audience, Output, Principal, Scope, ToolCall, UnixTime};
 use hmac::{Hmac, Mac};

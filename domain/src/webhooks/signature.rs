@@ -62,15 +62,9 @@ pub(super) fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 pub(super) fn new_secret(op: &mut Op<'_>) -> String {
-    let mut os = [0u8; 32];
-    // The OS generator is the source; the operation's entropy is mixed in so a failing
-    // generator never yields a fixed secret.
-    let _ = getrandom::fill(&mut os);
-    let mut h = Sha256::new();
-    h.update(os);
-    h.update(op.new_id().as_bytes());
-    h.update(op.now.as_millis().to_be_bytes());
-    format!("whsec_{}", hex(&h.finalize()))
+    // The operation's entropy (32 fresh bytes from the OS per request, lent by the
+    // transport), drawn apart from the ids so that no id tells anything of a secret.
+    format!("whsec_{}", hex(&op.entropy()))
 }
 
 pub(super) fn last4(secret: &str) -> String {

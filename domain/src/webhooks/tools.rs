@@ -356,7 +356,7 @@ pub(super) fn post_test(
         let hook: Webhook = must(tx, Kind::Webhook, org, wid)?;
         Ok(request_for(&d, &hook, now))
     })?;
-    let response = installed_driver().post(&request);
+    let response = domain.webhook_driver().post(&request);
     // Ids made here must not repeat those of the committed transaction, which drew from
     // the same entropy: derive a second seed from it.
     let entropy: [u8; 32] = Sha256::new()

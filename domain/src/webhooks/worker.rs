@@ -317,10 +317,9 @@ pub fn tick(
 /// The actor of the workers' events.
 pub const ACTOR: &str = "system:webhooks";
 
-pub(super) static CALLS: AtomicU64 = AtomicU64::new(0);
-
 /// Runs `f` on an [`Op`] of the workers in a write transaction of `org`; `entropy`
-/// fixes the ids (demo seeding), else they are random.
+/// fixes the ids (demo seeding), else they come from the entropy the domain was lent
+/// ([`Domain::lend_entropy`]), fresh for every call.
 pub fn with_system_op<R>(
     domain: &Domain,
     org: &str,
@@ -337,17 +336,7 @@ pub fn with_system_op<R>(
         expires_at: now.plus_millis(3_600_000),
         audience: Audience::Api,
     };
-    let seed = entropy.unwrap_or_else(|| {
-        let random = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish();
-        let mut h = Sha256::new();
-        h.update(org.as_bytes());
-        h.update(now.as_millis().to_be_bytes());
-        h.update(CALLS.fetch_add(1, Ordering::Relaxed).to_be_bytes());
-        h.update(random.to_be_bytes());
-        h.finalize().into()
-    });
+    let seed = entropy.unwrap_or_else(|| domain.worker_seed(org, now, "worker"));
     let args = Map::new();
     store::write(domain.store(), |tx| {
         let settings = load::<Organization>(tx, Kind::Organization, org, org)?

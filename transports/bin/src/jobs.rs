@@ -25,6 +25,7 @@ use dunning_core::{RequestLog, Server};
 use dunning_domain::Domain;
 use dunning_domain::engine::{self, DeliveryDriver, DriverError, DriverReceipt, Rendered};
 use dunning_domain::ops::exports;
+use dunning_domain::webhooks::WebhookDriver;
 use dunning_runtime::{CloseReason, Observer};
 use serde_json::Value;
 
@@ -49,8 +50,14 @@ pub(crate) struct JobsThread {
 }
 
 impl JobsThread {
-    /// Starts the thread on `server`'s domain.
-    pub(crate) fn spawn(server: Arc<Server<Domain>>, s: &settings::Jobs, clock: Clock) -> Self {
+    /// Starts the thread on `server`'s domain; the webhook outbox posts through
+    /// `webhooks`.
+    pub(crate) fn spawn(
+        server: Arc<Server<Domain>>,
+        s: &settings::Jobs,
+        clock: Clock,
+        webhooks: Arc<dyn WebhookDriver>,
+    ) -> Self {
         let sweep_every = Duration::from_secs(s.sweep_interval_secs.max(1));
         let tick_every = Duration::from_secs(s.engine_interval_secs.max(1));
         let (signals, inbox) = mpsc::channel();
@@ -66,7 +73,7 @@ impl JobsThread {
                         next_tick = now + tick_every;
                         engine_tick(domain, clock);
                         build_exports(domain, clock);
-                        webhooks_tick(domain, clock);
+                        webhooks_tick(domain, clock, &*webhooks);
                     }
                     if now >= next_sweep {
                         next_sweep = now + sweep_every;
@@ -180,11 +187,10 @@ fn build_exports(domain: &Domain, clock: Clock) {
     }
 }
 
-/// Webhook deliveries, through the installed driver (by default one that records and
-/// never leaves the machine).
-fn webhooks_tick(domain: &Domain, clock: Clock) {
-    let hooks = dunning_domain::webhooks::installed_driver();
-    match dunning_domain::webhooks::tick(domain, clock.now(), &*hooks) {
+/// Webhook deliveries, through the driver `[webhooks]` chose (by default one that
+/// records and never leaves the machine).
+fn webhooks_tick(domain: &Domain, clock: Clock, driver: &dyn WebhookDriver) {
+    match dunning_domain::webhooks::tick(domain, clock.now(), driver) {
         Ok(r) if r.attempts > 0 => {
             tracing::info!(attempts = r.attempts, "webhook deliveries tick");
         }

@@ -11,7 +11,8 @@
 //! meet the core. Its own pieces: [`auth`] (JWT → cache → store), [`limiter`] (GCRA per
 //! organization and token), [`telemetry`] (request log line and `/metrics`),
 //! [`settings`] (TOML file and flags), [`datadir`] (database and keys on disk), [`clock`]
-//! (the one wall clock every command reads).
+//! (the one wall clock every command reads), [`webhook_http`] (the webhook driver that
+//! posts for real).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -26,8 +27,8 @@ mod limiter;
 mod serve;
 mod settings;
 mod telemetry;
-mod tls;
 mod token;
+mod webhook_http;
 
 use std::process::ExitCode;
 

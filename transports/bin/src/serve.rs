@@ -40,6 +40,7 @@ use crate::limiter::Gcra;
 use crate::settings::{JwksSource, Settings, WebhookDriver};
 use crate::telemetry::{self, MetricsView, Telemetry};
 use crate::token;
+use crate::webhook_http::HttpDriver;
 
 /// Pending connections the kernel queues before `accept`.
 const LISTEN_BACKLOG: i32 = 1024;
@@ -117,7 +118,12 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     };
     let state_keys = state_keys(&settings, init.state_key)?;
 
-    let domain = Domain::new(store.clone());
+    // The webhook driver `[webhooks]` asks for, passed to whoever posts: the domain
+    // (`dunning_webhooks_test`) and the jobs thread (the outbox).
+    let webhooks = webhook_driver(&settings.webhooks);
+    let mut domain = Domain::new(store.clone());
+    domain.set_webhook_driver(webhooks.clone());
+    domain.lend_entropy(worker_entropy(now));
     let telemetry = Arc::new(Telemetry::new(&domain.catalog()));
     let authenticator = Authenticator::new(
         keys.clone(),
@@ -177,8 +183,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("signal handler: {e}"))?;
     }
 
-    install_webhook_driver(&settings.webhooks);
-    let jobs = JobsThread::spawn(server.clone(), &settings.jobs, clock);
+    let jobs = JobsThread::spawn(server.clone(), &settings.jobs, clock, webhooks);
     let refresher = match &settings.auth.jwks {
         Some(JwksSource::Url(url)) => Some(spawn_refresher(
             keys.clone(),
@@ -378,28 +383,45 @@ fn spawn_refresher(
         .unwrap_or_else(|e| panic!("spawning the JWKS refresher: {e}"))
 }
 
-/// Installs the webhook driver `[webhooks]` asks for, before the jobs thread or any
-/// `dunning_webhooks_test` call can use one.
-fn install_webhook_driver(w: &crate::settings::Webhooks) {
+/// The webhook driver `[webhooks]` asks for: the recording one (nothing leaves the
+/// machine) or [`HttpDriver`] with TLS.
+fn webhook_driver(
+    w: &crate::settings::Webhooks,
+) -> Arc<dyn dunning_domain::webhooks::WebhookDriver> {
     match w.driver {
         WebhookDriver::Record => {
             tracing::info!("webhooks: recording driver (nothing leaves the machine)");
+            Arc::new(dunning_domain::webhooks::RecordingDriver::new())
         }
         WebhookDriver::Http => {
-            let driver = dunning_domain::webhooks::HttpDriver::new()
-                .timeouts(
-                    Duration::from_secs(w.connect_timeout_secs.max(1)),
-                    Duration::from_secs(w.timeout_secs.max(1)),
-                )
-                .allow_private_addresses(w.allow_private_addresses)
-                .with_tls(Arc::new(crate::tls::Rustls::new()));
-            dunning_domain::webhooks::install_driver(Arc::new(driver));
             tracing::info!(
                 allow_private_addresses = w.allow_private_addresses,
                 "webhooks: HTTP driver"
             );
+            Arc::new(
+                HttpDriver::new()
+                    .timeouts(
+                        Duration::from_secs(w.connect_timeout_secs.max(1)),
+                        Duration::from_secs(w.timeout_secs.max(1)),
+                    )
+                    .allow_private_addresses(w.allow_private_addresses)
+                    .with_tls(),
+            )
         }
     }
+}
+
+/// Fresh OS entropy for the ids of the workers' operations (the domain has no RNG of
+/// its own). Should the OS refuse it (it does not on any supported system), the clock
+/// and the process id still keep this process's ids apart from another's.
+fn worker_entropy(now: dunning_core::UnixTime) -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    if let Err(e) = getrandom::fill(&mut seed) {
+        tracing::warn!(error = %e, "no OS entropy for the workers; using the clock");
+        seed[..8].copy_from_slice(&now.as_millis().to_be_bytes());
+        seed[8..12].copy_from_slice(&std::process::id().to_be_bytes());
+    }
+    seed
 }
 
 /// The requestState keys: the configured ones (first seals), else the data dir's own.

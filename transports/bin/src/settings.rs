@@ -267,7 +267,7 @@ pub(crate) enum WebhookDriver {
     /// Record every request and answer 200 (development, demos, tests).
     #[default]
     Record,
-    /// POST for real (HTTP/1.1, `https` through rustls).
+    /// POST for real (`ureq`, `https` through rustls: `crate::webhook_http`).
     Http,
 }
 

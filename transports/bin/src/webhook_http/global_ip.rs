@@ -1,7 +1,8 @@
 //! Which addresses a webhook may reach: only globally routable ones (issue 10, item 5).
 //!
-//! A pure function, so it can move with the HTTP driver when that leaves the domain.
-//! The rule is an allow-list for IPv6 and a deny-list for IPv4, both from the IANA
+//! A pure function, moved out of the domain with the HTTP driver (issue 11): the driver
+//! is its only user, and the policy is read best beside the resolver that enforces it
+//! ([`super::resolve`]). The rule is an allow-list for IPv6 and a deny-list for IPv4, both from the IANA
 //! special-purpose registries (RFC 6890 and updates):
 //!
 //! * **IPv4**: refused are `0/8`, `10/8`, `100.64/10` (CGN), `127/8`, `169.254/16`,
@@ -64,7 +65,7 @@ fn in_v6(a: u128, (net, len): (u128, u8)) -> bool {
 }
 
 /// Whether `ip` is a globally routable address a webhook may be delivered to.
-pub fn is_global(ip: IpAddr) -> bool {
+pub(crate) fn is_global(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_global_v4(v4),
         IpAddr::V6(v6) => is_global_v6(v6),
