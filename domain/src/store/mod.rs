@@ -552,38 +552,58 @@ pub trait Store: Send + Sync {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
     ) -> Result<(), DomainError>;
+    /// Runs `f` in a write transaction that is always rolled back, whatever `f`
+    /// returns: a dry run sees and checks everything the real call would (the writer's
+    /// view, its own writes included) and leaves nothing behind.
+    fn rehearse(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError>;
     /// Whether the store answers (`/readyz`).
     fn ping(&self) -> bool;
 }
 
-/// Runs `f` in a read transaction and returns its value.
+/// Runs `f` once in a read transaction and returns what it returns.
 pub fn read<R>(
     store: &dyn Store,
     f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
 ) -> Result<R, DomainError> {
-    let mut f = Some(f);
-    let mut out = None;
-    store.read(&mut |tx| {
-        let f = f.take().ok_or_else(|| StoreError("read retried".into()))?;
-        out = Some(f(tx)?);
-        Ok(())
-    })?;
-    out.ok_or_else(|| StoreError("read produced nothing".into()).into())
+    once(f, |g| store.read(g))
 }
 
-/// Runs `f` in a write transaction and returns its value.
+/// Runs `f` once in a write transaction (committed when it returns `Ok`) and returns
+/// what it returns.
 pub fn write<R>(
     store: &dyn Store,
     f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
 ) -> Result<R, DomainError> {
+    once(f, |g| store.write(g))
+}
+
+/// Runs `f` once in a write transaction that is always rolled back
+/// ([`Store::rehearse`]) and returns what it returns.
+pub fn rehearse<R>(
+    store: &dyn Store,
+    f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
+) -> Result<R, DomainError> {
+    once(f, |g| store.rehearse(g))
+}
+
+/// Adapts a typed, run-once closure to the store's object-safe callback.
+fn once<R>(
+    f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
+    run: impl FnOnce(&mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>) -> Result<(), DomainError>,
+) -> Result<R, DomainError> {
     let mut f = Some(f);
     let mut out = None;
-    store.write(&mut |tx| {
-        let f = f.take().ok_or_else(|| StoreError("write retried".into()))?;
+    run(&mut |tx| {
+        let f = f
+            .take()
+            .ok_or_else(|| StoreError("transaction retried".into()))?;
         out = Some(f(tx)?);
         Ok(())
     })?;
-    out.ok_or_else(|| StoreError("write produced nothing".into()).into())
+    out.ok_or_else(|| StoreError("transaction produced nothing".into()).into())
 }
 
 /// Loads a typed document.

@@ -149,6 +149,19 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    fn rehearse(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError> {
+        let mut conn = lock(&self.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
+        let out = f(&mut SqlTx { tx: &tx });
+        tx.rollback().map_err(StoreError::from)?;
+        out
+    }
+
     fn ping(&self) -> bool {
         lock(&self.writer)
             .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))

@@ -1,0 +1,205 @@
+//! One tool call, in order (the steps of the crate's docs): the handler found by name,
+//! a transaction of the right kind scoped to the caller's organization, the
+//! idempotency keys looked up before anything runs and the result remembered under them,
+//! the [`Op`] the handler runs on, the answer ceiling for reads; and the two halves of a
+//! destructive call's confirmation: the rehearsal (a dry run in a transaction the store
+//! always rolls back, [`store::rehearse`]) and the record of a decline.
+
+use dunning_core::{Ctx, Output, ToolCall, ToolError, UnixTime};
+use serde_json::{Map, Value, json};
+
+use crate::op::Op;
+use crate::spec::ToolSpec;
+use crate::store::{self, Remembered, StoreError};
+use crate::{Domain, DomainError, IDEMPOTENCY_TTL_MS, ceiling, idempotency, org, rules};
+
+impl Domain {
+    pub(crate) fn spec(&self, name: &str) -> Result<&ToolSpec, ToolError> {
+        self.index
+            .get(name)
+            .map(|&i| &self.tools[i])
+            .ok_or_else(|| {
+                ToolError::new(
+                    dunning_core::ToolErrorCode::NotFound,
+                    format!("Unknown tool {name}"),
+                )
+            })
+    }
+
+    fn settings(tx: &mut dyn store::Tx, org: &str) -> Result<org::Settings, DomainError> {
+        Ok(
+            store::load::<org::Organization>(tx, store::Kind::Organization, org, org)?
+                .map(|o| o.settings)
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Runs a handler on a fresh [`Op`].
+    pub(crate) fn op_run<R>(
+        &self,
+        tx: &mut dyn store::Tx,
+        call: &ToolCall<'_>,
+        dry_run: bool,
+        f: impl FnOnce(&mut Op<'_>) -> Result<R, DomainError>,
+    ) -> Result<R, DomainError> {
+        let principal = call.ctx.principal;
+        if !call.tool.annotations.read_only {
+            // Before anything is read or written: what would be stored must be clean text.
+            rules::text::refuse_controls(call.args)?;
+        }
+        let settings = Self::settings(tx, &principal.organization)?;
+        let mut op = Op::new(
+            tx,
+            &principal.organization,
+            principal,
+            call.ctx.now,
+            call.args,
+            call.ctx.request_id,
+            *call.ctx.entropy,
+            settings,
+            &self.outbound,
+        );
+        op.dry_run = dry_run;
+        f(&mut op)
+    }
+
+    pub(crate) fn execute(&self, call: &ToolCall<'_>) -> Result<Output, DomainError> {
+        let spec = self
+            .spec(&call.tool.name)
+            .map_err(|e| StoreError(e.message))?;
+        if call.tool.annotations.read_only {
+            let out = store::read(&*self.store, |tx| self.op_run(tx, call, false, spec.run))?;
+            ceiling::check(&out, self.answer_limit)?;
+            return Ok(out);
+        }
+        let org = call.ctx.principal.organization.clone();
+        let ids = idempotency::Keys::of(call);
+        let keys = &ids.keys;
+        let (out, fresh) = store::write(&*self.store, |tx| {
+            if let Some(r) = ids.recall(tx, &org, &call.tool.name)? {
+                return Ok((output_from_json(&r), false));
+            }
+            let out = self.op_run(tx, call, false, spec.run)?;
+            let stored = Remembered {
+                tool: call.tool.name.clone(),
+                digest: ids.digest.clone(),
+                result: output_to_json(&out),
+                at_ms: call.ctx.now.as_millis(),
+            };
+            for key in keys {
+                tx.remember(&org, key, &stored)?;
+            }
+            Ok((out, true))
+        })?;
+        let Some(after) = spec.after.filter(|_| fresh) else {
+            return Ok(out);
+        };
+        // The handler committed (and was remembered): now the work that must not hold the
+        // writer, whose answer then replaces the remembered one.
+        let out = after(self, call, out)?;
+        if !keys.is_empty() {
+            let result = output_to_json(&out);
+            store::write(&*self.store, |tx| {
+                for key in keys {
+                    tx.rewrite_remembered(&org, key, &result)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// Runs a read-only tool for the caller in `ctx` (resources and prompts are views of
+    /// the same handlers). `None` when no such read tool is built.
+    pub fn read_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        ctx: Ctx<'_>,
+    ) -> Option<Result<Output, DomainError>> {
+        let spec = self.spec(tool).ok()?;
+        if !spec.def.annotations.read_only {
+            return None;
+        }
+        if !ctx.principal.may(&spec.def.access) {
+            return Some(Err(DomainError::Forbidden(format!(
+                "{tool} is not allowed"
+            ))));
+        }
+        let call = ToolCall {
+            tool: &spec.def,
+            args: &args,
+            ctx,
+            confirmation_key: None,
+        };
+        Some(
+            store::read(&*self.store, |tx| self.op_run(tx, &call, false, spec.run)).and_then(
+                |out| {
+                    ceiling::check(&out, self.answer_limit)?;
+                    Ok(out)
+                },
+            ),
+        )
+    }
+
+    /// The definition of a built tool.
+    pub fn tool_def(&self, tool: &str) -> Option<&dunning_core::ToolDef> {
+        self.spec(tool).ok().map(|s| &s.def)
+    }
+
+    /// Forgets idempotency records older than the retention (run by the worker).
+    pub fn sweep_idempotency(&self, now: UnixTime) -> Result<u64, DomainError> {
+        let before = now.as_millis().saturating_sub(IDEMPOTENCY_TTL_MS);
+        store::write(&*self.store, |tx| Ok(tx.forget_before(before)?))
+    }
+
+    /// The preflight of a destructive call: what the user will be asked, after every
+    /// check that needs no consent passed — an `idempotency_key` reused with other
+    /// arguments first (§13), then the handler itself, run dry. Nothing is kept.
+    pub(crate) fn rehearse(&self, call: &ToolCall<'_>) -> Result<String, DomainError> {
+        let spec = self
+            .spec(&call.tool.name)
+            .map_err(|e| StoreError(e.message))?;
+        let ids = idempotency::Keys::of(call);
+        let org = &call.ctx.principal.organization;
+        store::rehearse(&*self.store, |tx| {
+            ids.refuse_conflict(tx, org, &call.tool.name)?;
+            let described = match spec.describe {
+                Some(d) => self.op_run(tx, call, true, d)?,
+                None => format!("{}?", call.tool.title),
+            };
+            self.op_run(tx, call, true, spec.run)?;
+            Ok(described)
+        })
+    }
+
+    /// A declined confirmation: its nonce is recorded, so the same `requestState` never
+    /// executes later.
+    pub(crate) fn record_decline(&self, call: &ToolCall<'_>) -> Result<(), DomainError> {
+        let ids = idempotency::Keys::of(call);
+        let org = &call.ctx.principal.organization;
+        let now = call.ctx.now.as_millis();
+        store::write(&*self.store, |tx| {
+            ids.decline(tx, org, &call.tool.name, now)
+        })
+    }
+}
+
+fn output_to_json(out: &Output) -> Value {
+    match out {
+        Output::Json { status, body } => json!({ "status": status, "body": body }),
+        Output::NoContent => json!({ "status": 204 }),
+        Output::File(f) => json!({ "status": 200, "file": f.download_path }),
+    }
+}
+
+fn output_from_json(v: &Value) -> Output {
+    match (v.get("status").and_then(Value::as_u64), v.get("body")) {
+        (Some(204), None) => Output::NoContent,
+        (status, Some(body)) => Output::Json {
+            status: status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200),
+            body: body.clone(),
+        },
+        _ => Output::ok(v.clone()),
+    }
+}
