@@ -196,6 +196,7 @@ pub fn fit(text: &str, style: Style, width: f32) -> String {
 pub struct Writer {
     title: String,
     date: NaiveDate,
+    watermark: Option<&'static str>,
     pages: Vec<Content>,
     y: f32,
 }
@@ -212,12 +213,45 @@ impl std::fmt::Debug for Writer {
 impl Writer {
     /// A document titled `title`, dated `date` (its creation date in the metadata).
     pub fn new(title: &str, date: NaiveDate) -> Self {
-        Self {
+        Self::watermarked(title, date, None)
+    }
+
+    /// [`Writer::new`], with `watermark` (a draft's "MINUTA") drawn diagonally in light
+    /// grey under the text of every page, when there is one.
+    pub fn watermarked(title: &str, date: NaiveDate, watermark: Option<&'static str>) -> Self {
+        let mut w = Self {
             title: title.to_owned(),
             date,
-            pages: vec![Content::new()],
+            watermark,
+            pages: Vec::new(),
             y: PAGE_H - MARGIN,
+        };
+        w.new_page();
+        w
+    }
+
+    /// Starts a page: the watermark first, so the text is drawn over it.
+    fn new_page(&mut self) {
+        let mut c = Content::new();
+        if let Some(text) = self.watermark {
+            let style = Style::bold(54.0);
+            let bytes = encode(text);
+            let (sin, cos) = std::f32::consts::FRAC_PI_4.sin_cos();
+            let width = text_width(text, style);
+            let (cx, cy) = (PAGE_W / 2.0, PAGE_H / 2.0);
+            let x = cx - cos * width / 2.0;
+            let y = cy - sin * width / 2.0;
+            c.save_state();
+            c.set_fill_gray(0.82);
+            c.begin_text();
+            c.set_font(Name(b"F2"), style.size);
+            c.set_text_matrix([cos, sin, -sin, cos, x, y]);
+            c.show(Str(&bytes));
+            c.end_text();
+            c.restore_state();
         }
+        self.pages.push(c);
+        self.y = PAGE_H - MARGIN;
     }
 
     /// Usable width between the margins.
@@ -243,8 +277,7 @@ impl Writer {
     /// Makes room for `h` points, breaking the page when needed.
     pub fn reserve(&mut self, h: f32) {
         if self.y - h < BOTTOM {
-            self.pages.push(Content::new());
-            self.y = PAGE_H - MARGIN;
+            self.new_page();
         }
     }
 
