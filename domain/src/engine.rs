@@ -20,20 +20,20 @@
 //! Steps whose action is `negativate`, `protest` or `escalate` only produce a `task`
 //! delivery for a person: the engine never negativates, protests or escalates by itself.
 
+use crate::Worker;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use chrono::Duration;
-use dunning_core::{Audience, Principal, UnixTime};
+use dunning_core::UnixTime;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::Domain;
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::deliveries::{self, Delivery, Refusal};
 use crate::ops::rulers::{self, DUNNABLE, Ruler, Step};
-use crate::org::Organization;
 use crate::rules::calendar;
 use crate::store::{self, Cond, Kind, Order, Query, find, load, save};
 
@@ -243,18 +243,12 @@ pub fn tick_org(
     with_op(domain, org, now, "finish", |op| finish(op, results, report))
 }
 
-/// The engine's principal in `org`.
-fn system(org: &str, now: UnixTime) -> Principal {
-    Principal {
-        subject: ACTOR.into(),
-        organization: org.to_owned(),
-        scope: Some(dunning_core::Scope::Write),
-        scopes: Vec::new(),
-        permissions: Default::default(),
-        expires_at: now.plus_millis(3_600_000),
-        audience: Audience::Api,
-    }
-}
+/// The engine, as a worker.
+const ENGINE: Worker = Worker {
+    actor: ACTOR,
+    scope: dunning_core::Scope::Write,
+    request_id: "ruler-engine",
+};
 
 /// Runs `f` on an [`Op`] of the engine in a write transaction of `org`.
 fn with_op<R>(
@@ -264,25 +258,7 @@ fn with_op<R>(
     phase: &str,
     f: impl FnOnce(&mut Op<'_>) -> Result<R, DomainError>,
 ) -> Result<R, DomainError> {
-    let principal = system(org, now);
-    let args = Map::new();
-    store::write(domain.store(), |tx| {
-        let settings = load::<Organization>(tx, Kind::Organization, org, org)?
-            .map(|o| o.settings)
-            .unwrap_or_default();
-        let mut op = Op::new(
-            tx,
-            org,
-            &principal,
-            now,
-            &args,
-            "ruler-engine",
-            domain.worker_seed(org, now, phase),
-            settings,
-            domain.outbound(),
-        );
-        f(&mut op)
-    })
+    domain.with_worker_op(&ENGINE, org, now, domain.worker_seed(org, now, phase), f)
 }
 
 fn text<'v>(v: &'v Value, k: &str) -> Option<&'v str> {

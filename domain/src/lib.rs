@@ -57,6 +57,7 @@ use dunning_core::{
 use serde_json::{Map, Value};
 
 pub use error::DomainError;
+pub use run::Worker;
 use spec::ToolSpec;
 use store::Store;
 

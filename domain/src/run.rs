@@ -203,3 +203,54 @@ fn output_from_json(v: &Value) -> Output {
         _ => Output::ok(v.clone()),
     }
 }
+
+/// Who a worker acts as when it runs an [`Op`] outside any request.
+#[derive(Clone, Copy, Debug)]
+pub struct Worker {
+    /// The actor its events name (`system:...`).
+    pub actor: &'static str,
+    /// The scope it holds.
+    pub scope: dunning_core::Scope,
+    /// What stands for the request id in its ops.
+    pub request_id: &'static str,
+}
+
+impl Domain {
+    /// Runs `f` on an [`Op`] of `worker` in a write transaction of `org`, with ids drawn
+    /// from `seed` (the caller's: a fixed one for demo data, else one from
+    /// [`Domain::lend_entropy`]'s source).
+    pub fn with_worker_op<R>(
+        &self,
+        worker: &Worker,
+        org: &str,
+        now: UnixTime,
+        seed: [u8; 32],
+        f: impl FnOnce(&mut Op<'_>) -> Result<R, DomainError>,
+    ) -> Result<R, DomainError> {
+        let principal = dunning_core::Principal {
+            subject: worker.actor.into(),
+            organization: org.to_owned(),
+            scope: Some(worker.scope),
+            scopes: Vec::new(),
+            permissions: Default::default(),
+            expires_at: now.plus_millis(3_600_000),
+            audience: dunning_core::Audience::Api,
+        };
+        let args = Map::new();
+        store::write(&*self.store, |tx| {
+            let settings = Self::settings(tx, org)?;
+            let mut op = Op::new(
+                tx,
+                org,
+                &principal,
+                now,
+                &args,
+                worker.request_id,
+                seed,
+                settings,
+                &self.outbound,
+            );
+            f(&mut op)
+        })
+    }
+}

@@ -50,6 +50,34 @@ pub struct Column {
     pub ty: ColumnType,
 }
 
+const fn text(name: &'static str) -> Column {
+    Column {
+        name,
+        ty: ColumnType::Text,
+    }
+}
+
+const fn real(name: &'static str) -> Column {
+    Column {
+        name,
+        ty: ColumnType::Real,
+    }
+}
+
+const fn integer(name: &'static str) -> Column {
+    Column {
+        name,
+        ty: ColumnType::Integer,
+    }
+}
+
+const fn tags(name: &'static str) -> Column {
+    Column {
+        name,
+        ty: ColumnType::Tags,
+    }
+}
+
 /// The kinds of document the store keeps, one table each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -155,270 +183,101 @@ impl Kind {
     /// Indexed columns (besides `org`, `id`, `created_at`).
     pub fn columns(self) -> &'static [Column] {
         match self {
-            Self::Organization => &[Column {
-                name: "slug",
-                ty: ColumnType::Text,
-            }],
-            Self::Member => &[
-                Column {
-                    name: "email",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "role",
-                    ty: ColumnType::Text,
-                },
-            ],
-            Self::Debtor => &[
-                Column {
-                    name: "name",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "cnpj_cpf",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "external_code",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "ruler_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "overdue_amount",
-                    ty: ColumnType::Real,
-                },
-                Column {
-                    name: "tags",
-                    ty: ColumnType::Tags,
-                },
-            ],
-            Self::ContactPoint => &[
-                Column {
-                    name: "debtor_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "channel",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "consent",
-                    ty: ColumnType::Text,
-                },
-            ],
-            Self::Charge => &[
-                Column {
-                    name: "debtor_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "due_date",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "amount",
-                    ty: ColumnType::Real,
-                },
-                Column {
-                    name: "payment_method",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "paid_at",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "ruler_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "external_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "agreement_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "description",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "tags",
-                    ty: ColumnType::Tags,
-                },
-            ],
-            Self::Ruler => &[
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "name",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "is_default",
-                    ty: ColumnType::Integer,
-                },
-            ],
-            Self::Step => &[
-                Column {
-                    name: "ruler_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "position",
-                    ty: ColumnType::Integer,
-                },
-            ],
-            Self::Delivery => &[
-                Column {
-                    name: "charge_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "debtor_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "step_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "channel",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "scheduled_at",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "contact_point_id",
-                    ty: ColumnType::Text,
-                },
-            ],
-            Self::Event => &[
-                // Insertion order within the organization: events of one second (and of
-                // a clock that stepped back) still list in the order they happened.
-                Column {
-                    name: "sequence",
-                    ty: ColumnType::Integer,
-                },
-                Column {
-                    name: "code",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "resource_type",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "resource_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "occurred_at",
-                    ty: ColumnType::Text,
-                },
-            ],
-            Self::CreditBureauRecord => &[
-                Column {
-                    name: "charge_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "debtor_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "bureau",
-                    ty: ColumnType::Text,
-                },
-            ],
-            Self::Protest => &[
-                Column {
-                    name: "charge_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "debtor_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-            ],
-            Self::Agreement => &[
-                Column {
-                    name: "debtor_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-            ],
-            Self::Decision => &[Column {
-                name: "charge_id",
-                ty: ColumnType::Text,
-            }],
-            Self::Export => &[
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "resource",
-                    ty: ColumnType::Text,
-                },
-            ],
-            Self::Webhook => &[Column {
-                name: "active",
-                ty: ColumnType::Integer,
-            }],
-            Self::WebhookDelivery => &[
-                Column {
-                    name: "webhook_id",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "status",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "event_code",
-                    ty: ColumnType::Text,
-                },
-                Column {
-                    name: "next_retry_at",
-                    ty: ColumnType::Text,
-                },
-            ],
+            Self::Organization => const { &[text("slug")] },
+            Self::Member => const { &[text("email"), text("role")] },
+            Self::Debtor => {
+                const {
+                    &[
+                        text("name"),
+                        text("cnpj_cpf"),
+                        text("status"),
+                        text("external_code"),
+                        text("ruler_id"),
+                        real("overdue_amount"),
+                        tags("tags"),
+                    ]
+                }
+            }
+            Self::ContactPoint => {
+                const {
+                    &[
+                        text("debtor_id"),
+                        text("channel"),
+                        text("status"),
+                        text("consent"),
+                    ]
+                }
+            }
+            Self::Charge => {
+                const {
+                    &[
+                        text("debtor_id"),
+                        text("status"),
+                        text("due_date"),
+                        real("amount"),
+                        text("payment_method"),
+                        text("paid_at"),
+                        text("ruler_id"),
+                        text("external_id"),
+                        text("agreement_id"),
+                        text("description"),
+                        tags("tags"),
+                    ]
+                }
+            }
+            Self::Ruler => const { &[text("status"), text("name"), integer("is_default")] },
+            Self::Step => const { &[text("ruler_id"), integer("position")] },
+            Self::Delivery => {
+                const {
+                    &[
+                        text("charge_id"),
+                        text("debtor_id"),
+                        text("step_id"),
+                        text("channel"),
+                        text("status"),
+                        text("scheduled_at"),
+                        text("contact_point_id"),
+                    ]
+                }
+            }
+            Self::Event => {
+                const {
+                    &[
+                        // Insertion order within the organization: events of one second (and of
+                        // a clock that stepped back) still list in the order they happened.
+                        integer("sequence"),
+                        text("code"),
+                        text("resource_type"),
+                        text("resource_id"),
+                        text("occurred_at"),
+                    ]
+                }
+            }
+            Self::CreditBureauRecord => {
+                const {
+                    &[
+                        text("charge_id"),
+                        text("debtor_id"),
+                        text("status"),
+                        text("bureau"),
+                    ]
+                }
+            }
+            Self::Protest => const { &[text("charge_id"), text("debtor_id"), text("status")] },
+            Self::Agreement => const { &[text("debtor_id"), text("status")] },
+            Self::Decision => const { &[text("charge_id")] },
+            Self::Export => const { &[text("status"), text("resource")] },
+            Self::Webhook => const { &[integer("active")] },
+            Self::WebhookDelivery => {
+                const {
+                    &[
+                        text("webhook_id"),
+                        text("status"),
+                        text("event_code"),
+                        text("next_retry_at"),
+                    ]
+                }
+            }
         }
     }
 

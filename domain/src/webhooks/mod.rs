@@ -54,16 +54,15 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
-use dunning_core::{Audience, Output, Principal, Scope, ToolCall, UnixTime};
+use dunning_core::{Output, Scope, ToolCall, UnixTime};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::Domain;
 use crate::error::DomainError;
 use crate::op::{Op, created, ok};
-use crate::org::Organization;
 use crate::outbound::Budget;
 use crate::rules::calendar;
 use crate::schema as s;

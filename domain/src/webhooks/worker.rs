@@ -2,6 +2,7 @@
 //! finish.
 
 use super::*;
+use crate::Worker;
 
 /// Queues a `pending` delivery for every active webhook whose filter matches the event
 /// (published catalogue codes only; `webhook.ping` goes only through the test tool).
@@ -327,32 +328,11 @@ pub fn with_system_op<R>(
     entropy: Option<[u8; 32]>,
     f: impl FnOnce(&mut Op<'_>) -> Result<R, DomainError>,
 ) -> Result<R, DomainError> {
-    let principal = Principal {
-        subject: ACTOR.into(),
-        organization: org.to_owned(),
-        scope: Some(Scope::Admin),
-        scopes: Vec::new(),
-        permissions: Default::default(),
-        expires_at: now.plus_millis(3_600_000),
-        audience: Audience::Api,
+    const WORKERS: Worker = Worker {
+        actor: ACTOR,
+        scope: Scope::Admin,
+        request_id: "worker",
     };
     let seed = entropy.unwrap_or_else(|| domain.worker_seed(org, now, "worker"));
-    let args = Map::new();
-    store::write(domain.store(), |tx| {
-        let settings = load::<Organization>(tx, Kind::Organization, org, org)?
-            .map(|o| o.settings)
-            .unwrap_or_default();
-        let mut op = Op::new(
-            tx,
-            org,
-            &principal,
-            now,
-            &args,
-            "worker",
-            seed,
-            settings,
-            domain.outbound(),
-        );
-        f(&mut op)
-    })
+    domain.with_worker_op(&WORKERS, org, now, seed, f)
 }
