@@ -264,45 +264,22 @@ pub fn complete(
         (CompletionRef::Resource(_), "cp_id") => context
             .get("id")
             .map(|d| {
-                let mut args = Map::new();
-                args.insert("id".into(), json!(d));
-                args.insert("per_page".into(), json!(100));
-                match domain.read_tool(name::CONTACT_POINTS_LIST, args, ctx) {
-                    Some(Ok(Output::Json { body, .. })) => body
-                        .get("data")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|i| i.get("id").and_then(Value::as_str))
-                                .filter(|id| id.starts_with(value))
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    _ => Vec::new(),
-                }
+                let args = json!({ "id": d, "per_page": 100 });
+                ids_in(domain, name::CONTACT_POINTS_LIST, args, "data", value, ctx)
             })
             .unwrap_or_default()
             .into(),
         (CompletionRef::Resource(_), "step_id") => context
             .get("id")
             .map(|r| {
-                let mut args = Map::new();
-                args.insert("id".into(), json!(r));
-                match domain.read_tool(name::RULERS_GET, args, ctx) {
-                    Some(Ok(Output::Json { body, .. })) => body
-                        .get("steps")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|i| i.get("id").and_then(Value::as_str))
-                                .filter(|id| id.starts_with(value))
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    _ => Vec::new(),
-                }
+                ids_in(
+                    domain,
+                    name::RULERS_GET,
+                    json!({ "id": r }),
+                    "steps",
+                    value,
+                    ctx,
+                )
             })
             .unwrap_or_default()
             .into(),
@@ -317,5 +294,34 @@ pub fn complete(
             None => Completion::default(),
         },
         _ => Completion::default(),
+    }
+}
+
+/// The ids starting with `prefix` in the array `field` of what the read tool `tool`
+/// answers (a debtor's contact points, a ruler's steps: a handful each).
+fn ids_in(
+    domain: &Domain,
+    tool: &str,
+    args: Value,
+    field: &str,
+    prefix: &str,
+    ctx: Ctx<'_>,
+) -> Vec<String> {
+    let Value::Object(args) = args else {
+        return Vec::new();
+    };
+    match domain.read_tool(tool, args, ctx) {
+        Some(Ok(Output::Json { body, .. })) => body
+            .get(field)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|i| i.get("id").and_then(Value::as_str))
+                    .filter(|id| id.starts_with(prefix))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
     }
 }

@@ -42,15 +42,7 @@ pub(super) fn via_text(via: &str) -> &'static str {
 /// The settlement letter (carta de quitação, Código Civil arts. 319–320) as a PDF.
 pub fn settlement_letter(l: &SettlementLetter) -> Vec<u8> {
     let mut w = Writer::new("Carta de quitação", l.paid_on);
-    w.line(&l.creditor.name, Style::bold(12.0));
-    w.line(
-        &format!(
-            "{} {}",
-            l.creditor.document_kind(),
-            l.creditor.document_formatted()
-        ),
-        Style::regular(10.0),
-    );
+    w.party(&l.creditor, Style::bold(12.0));
     w.space(28.0);
     w.centered("CARTA DE QUITAÇÃO", Style::bold(16.0));
     w.space(20.0);
@@ -111,14 +103,6 @@ pub fn settlement_letter(l: &SettlementLetter) -> Vec<u8> {
     );
     w.space(56.0);
     w.line("________________________________________", body);
-    w.line(&l.creditor.name, Style::bold(11.0));
-    w.line(
-        &format!(
-            "{} {}",
-            l.creditor.document_kind(),
-            l.creditor.document_formatted()
-        ),
-        Style::regular(10.0),
-    );
+    w.party(&l.creditor, Style::bold(11.0));
     w.finish()
 }

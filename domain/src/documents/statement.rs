@@ -65,15 +65,7 @@ pub(super) fn status_text(s: &str) -> &str {
 /// The debtor statement (extrato) as a PDF.
 pub fn debtor_statement(s: &StatementDoc) -> Vec<u8> {
     let mut w = Writer::new("Extrato de débitos", s.as_of);
-    w.line(&s.creditor.name, Style::bold(12.0));
-    w.line(
-        &format!(
-            "{} {}",
-            s.creditor.document_kind(),
-            s.creditor.document_formatted()
-        ),
-        Style::regular(10.0),
-    );
+    w.party(&s.creditor, Style::bold(12.0));
     w.space(16.0);
     w.centered("EXTRATO DE DÉBITOS", Style::bold(15.0));
     w.space(10.0);

@@ -307,6 +307,14 @@ impl Writer {
         self.y -= h - style.size;
     }
 
+    /// A party as letterheads and signatures show it: the name in `name`, then its
+    /// document (`CNPJ 00.000.000/0000-00`) in 10 pt.
+    pub fn party(&mut self, party: &Party, name: Style) {
+        self.line(&party.name, name);
+        let document = format!("{} {}", party.document_kind(), party.document_formatted());
+        self.line(&document, Style::regular(10.0));
+    }
+
     /// One centered line.
     pub fn centered(&mut self, text: &str, style: Style) {
         let h = style.size * 1.45;

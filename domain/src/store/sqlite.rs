@@ -117,6 +117,28 @@ fn lock(m: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+impl SqliteStore {
+    /// Runs `f` in an immediate transaction of the writer; commits when `f` succeeded
+    /// and `keep` says so, rolls back otherwise.
+    fn on_writer(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+        keep: bool,
+    ) -> Result<(), DomainError> {
+        let mut conn = lock(&self.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
+        let out = f(&mut SqlTx { tx: &tx });
+        if keep && out.is_ok() {
+            tx.commit().map_err(StoreError::from)?;
+        } else {
+            tx.rollback().map_err(StoreError::from)?;
+        }
+        out
+    }
+}
+
 impl Store for SqliteStore {
     fn read(
         &self,
@@ -139,27 +161,14 @@ impl Store for SqliteStore {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
     ) -> Result<(), DomainError> {
-        let mut conn = lock(&self.writer);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        let mut t = SqlTx { tx: &tx };
-        f(&mut t)?;
-        tx.commit().map_err(StoreError::from)?;
-        Ok(())
+        self.on_writer(f, true)
     }
 
     fn rehearse(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
     ) -> Result<(), DomainError> {
-        let mut conn = lock(&self.writer);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        let out = f(&mut SqlTx { tx: &tx });
-        tx.rollback().map_err(StoreError::from)?;
-        out
+        self.on_writer(f, false)
     }
 
     fn ping(&self) -> bool {

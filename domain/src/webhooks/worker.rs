@@ -269,14 +269,18 @@ pub fn deliver(op: &mut Op<'_>, driver: &dyn WebhookDriver) -> Result<u32, Domai
     if op.dry_run {
         return Ok(0);
     }
-    let results: Vec<(Claimed, WebhookResponse)> = claimed
+    finish(op, post_all(driver, claimed))
+}
+
+/// Posts every claimed delivery, one after the other, outside any transaction.
+fn post_all(driver: &dyn WebhookDriver, claimed: Vec<Claimed>) -> Vec<(Claimed, WebhookResponse)> {
+    claimed
         .into_iter()
         .map(|c| {
             let r = driver.post(&c.request);
             (c, r)
         })
-        .collect();
-    finish(op, results)
+        .collect()
 }
 
 /// What one [`tick`] did.
@@ -303,13 +307,7 @@ pub fn tick(
         if claimed.is_empty() {
             continue;
         }
-        let results: Vec<(Claimed, WebhookResponse)> = claimed
-            .into_iter()
-            .map(|c| {
-                let r = driver.post(&c.request);
-                (c, r)
-            })
-            .collect();
+        let results = post_all(driver, claimed);
         report.attempts += with_system_op(domain, &org, now, None, |op| finish(op, results))?;
     }
     Ok(report)

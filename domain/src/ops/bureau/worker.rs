@@ -73,15 +73,10 @@ pub(super) fn stop_reason(
 /// which should run often (removals are due within 5 business days of payment, STJ
 /// Súmula 548). Returns how many transitions it made.
 pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
-    let live = [
-        "pending_notice",
-        "notice_sent",
-        "awaiting_window",
-        "requested",
-        "included",
-        "removal_requested",
-    ];
-    let q = Query::all().with(Cond::In("status", live.iter().map(|s| json!(s)).collect()));
+    let q = Query::all().with(Cond::In(
+        "status",
+        ACTIVE.iter().map(|s| json!(s)).collect(),
+    ));
     let records: Vec<BureauRecord> = find(op.tx, Kind::CreditBureauRecord, op.org, &q)?;
     let mut n = 0;
     for mut r in records {
