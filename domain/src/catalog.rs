@@ -11,7 +11,7 @@
 use dunning_core::ScopeNames;
 
 use crate::ops;
-use crate::spec::ToolSpec;
+use crate::tool::ToolSpec;
 
 /// The OAuth scopes of this resource server (domain.md §10): `dunning.read` for reads,
 /// previews, simulations and documents; `dunning.write` for debtors, contact points,

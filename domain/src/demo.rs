@@ -11,7 +11,7 @@ use crate::op::Op;
 use crate::org::{Member, Organization, Settings};
 use crate::rules::{calendar, document};
 use crate::store::{self, Kind, save};
-use crate::{Domain, spec::Run};
+use crate::{Domain, tool::Run};
 
 /// A small deterministic generator (SplitMix64).
 #[derive(Clone, Debug)]

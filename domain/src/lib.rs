@@ -2,7 +2,7 @@
 //!
 //! Debtors, charges, rulers, agreements, credit bureau, protest, exports and webhooks on
 //! a transactional [`store::Store`] (SQLite by default). [`Domain`] implements the core's
-//! [`Dispatch`]: every tool runs the same handler ([`spec::ToolSpec::run`]) whether it
+//! [`Dispatch`]: every tool runs the same handler ([`tool::ToolSpec::run`]) whether it
 //! comes through MCP `tools/call` or its `/v1` REST route.
 //!
 //! ## One call, in order
@@ -41,10 +41,10 @@ pub mod outbound;
 pub mod rules;
 mod run;
 pub mod schema;
-pub mod spec;
 pub mod store;
 #[doc(hidden)]
 pub mod testing;
+pub mod tool;
 pub mod webhooks;
 
 use std::collections::{BTreeMap, HashMap};
@@ -58,8 +58,8 @@ use serde_json::{Map, Value};
 
 pub use error::DomainError;
 pub use run::Worker;
-use spec::ToolSpec;
 use store::Store;
+use tool::ToolSpec;
 
 /// How long idempotency keys are kept (at least 24 h, spec).
 pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;

@@ -10,8 +10,8 @@ use serde_json::json;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
 use crate::schema;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{Cond, Kind, Query, Tx, find, load};
+use crate::tool::{ToolSpec, tool};
 
 /// Every dashboard permission.
 pub const PERMISSIONS: [&str; 21] = [

@@ -9,8 +9,8 @@ use dunning_core::{Ctx, Output, ToolCall, ToolError, UnixTime};
 use serde_json::{Map, Value, json};
 
 use crate::op::Op;
-use crate::spec::ToolSpec;
 use crate::store::{self, Remembered, StoreError};
+use crate::tool::ToolSpec;
 use crate::{Domain, DomainError, IDEMPOTENCY_TTL_MS, ceiling, idempotency, org, rules};
 
 impl Domain {

@@ -18,8 +18,8 @@ use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
 use crate::ops::debtors::{self, Debtor, load_debtor};
 use crate::schema as s;
-use crate::spec::{ToolBuilder, ToolSpec, tool};
 use crate::store::{Cond, Kind, Order, Query, find, must, save};
+use crate::tool::{ToolBuilder, ToolSpec, tool};
 
 /// Channels.
 pub const CHANNELS: &[&str] = &["email", "sms", "whatsapp", "phone", "postal"];
@@ -233,12 +233,12 @@ pub fn tools() -> Vec<ToolSpec> {
 }
 
 /// The create handler (demo seeding drives it directly).
-pub fn create_run() -> crate::spec::Run {
+pub fn create_run() -> crate::tool::Run {
     create_cp
 }
 
 /// The update handler (demo seeding drives it directly).
-pub fn update_run() -> crate::spec::Run {
+pub fn update_run() -> crate::tool::Run {
     update_cp
 }
 

@@ -16,8 +16,8 @@ use crate::error::DomainError;
 use crate::op::{Op, created, ok};
 use crate::rules::{document, money};
 use crate::schema as s;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{Cond, Kind, Order, Query, find, must, save};
+use crate::tool::{ToolSpec, tool};
 
 /// Postal address.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -127,7 +127,7 @@ fn address_schema() -> Value {
     )
 }
 
-fn debtor_fields(b: crate::spec::ToolBuilder, create: bool) -> crate::spec::ToolBuilder {
+fn debtor_fields(b: crate::tool::ToolBuilder, create: bool) -> crate::tool::ToolBuilder {
     let b = if create {
         b.req("cnpj_cpf", s::string("CPF (11 digits) or CNPJ (14 characters), with or without punctuation; check digits are validated"))
             .req("name", s::text("Full name or company name", 1, 200))
@@ -222,7 +222,7 @@ pub fn tools() -> Vec<ToolSpec> {
 }
 
 /// The create handler (demo seeding drives it directly).
-pub fn create_run() -> crate::spec::Run {
+pub fn create_run() -> crate::tool::Run {
     create_debtor
 }
 

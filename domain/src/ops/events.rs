@@ -9,8 +9,8 @@ use serde_json::json;
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::schema as s;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{Cond, Kind, Order};
+use crate::tool::{ToolSpec, tool};
 
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {

@@ -39,8 +39,8 @@ use crate::ops::charges::{self, Charge};
 use crate::ops::debtors::{self, Debtor};
 use crate::rules::{calendar, money};
 use crate::schema as s;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
+use crate::tool::{ToolSpec, tool};
 
 /// Protestable titles.
 pub const TITLE_TYPES: &[&str] = &[

@@ -10,8 +10,8 @@ use crate::error::DomainError;
 use crate::op::{Op, ok};
 use crate::rules::{calendar, money};
 use crate::schema as s;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{Cond, Kind, Query};
+use crate::tool::{ToolSpec, tool};
 
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {

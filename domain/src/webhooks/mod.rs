@@ -66,8 +66,8 @@ use crate::op::{Op, created, ok};
 use crate::outbound::Budget;
 use crate::rules::calendar;
 use crate::schema as s;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{self, Cond, Kind, Order, Query, find, load, must, save};
+use crate::tool::{ToolSpec, tool};
 
 mod drivers;
 mod filters;

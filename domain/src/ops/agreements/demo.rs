@@ -16,7 +16,7 @@ pub(super) fn demo_run(
     principal: &dunning_core::Principal,
     now: UnixTime,
     entropy: [u8; 32],
-    run: crate::spec::Run,
+    run: crate::tool::Run,
     args: Value,
 ) -> Result<Output, DomainError> {
     let args = match args {
@@ -90,7 +90,7 @@ pub fn seed_demo(
     let mut used: BTreeSet<String> = BTreeSet::new();
     let try_run = |rng: &mut Rng,
                    days: i64,
-                   run: crate::spec::Run,
+                   run: crate::tool::Run,
                    args: Value|
      -> Result<Option<Value>, DomainError> {
         match demo_run(domain, who, at(now, days), rng.entropy(), run, args) {

@@ -56,8 +56,8 @@ use crate::ops::deliveries::{self, Delivery};
 use crate::outbound::Budget;
 use crate::rules::{calendar, money};
 use crate::schema as s;
-use crate::spec::{ToolBuilder, ToolSpec, tool};
 use crate::store::{self, Cond, Kind, Order, Query, find, load, must, save};
+use crate::tool::{ToolBuilder, ToolSpec, tool};
 
 mod accept;
 mod demo;

@@ -48,8 +48,8 @@ use crate::ops::deliveries::{self, Delivery};
 use crate::outbound::Budget;
 use crate::rules::{calendar, money};
 use crate::schema as s;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
+use crate::tool::{ToolSpec, tool};
 
 mod demo;
 mod negativate;

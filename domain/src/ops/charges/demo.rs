@@ -92,7 +92,7 @@ impl Seeder<'_> {
         &self,
         rng: &mut Rng,
         days: i64,
-        run: crate::spec::Run,
+        run: crate::tool::Run,
         args: Value,
     ) -> Result<Value, DomainError> {
         match run_as(

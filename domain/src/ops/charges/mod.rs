@@ -49,8 +49,8 @@ use crate::ops::aggregates;
 use crate::ops::debtors::{self, Debtor};
 use crate::rules::{calendar, money};
 use crate::schema as s;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{Cond, Kind, Query, find, must, save};
+use crate::tool::{ToolSpec, tool};
 
 /// Every charge status (domain.md §1.1).
 pub const STATUSES: &[&str] = &[
@@ -701,13 +701,13 @@ fn discount_schema() -> Value {
     )
 }
 
-fn id_arg(b: crate::spec::ToolBuilder) -> crate::spec::ToolBuilder {
+fn id_arg(b: crate::tool::ToolBuilder) -> crate::tool::ToolBuilder {
     b.req("id", s::id("Charge id"))
 }
 
 /// The tools of this module.
 pub fn tools() -> Vec<ToolSpec> {
-    let manage = |b: crate::spec::ToolBuilder| b.access(Scope::Write, Some("charges.manage"));
+    let manage = |b: crate::tool::ToolBuilder| b.access(Scope::Write, Some("charges.manage"));
     vec![
         tool(name::CHARGES_LIST, "List charges", "GET", "/v1/charges")
             .describe("Lists charges with their server-computed `days_overdue` and `updated_amount` (fine + pro-rata interest, or discount, as of today). Filters combine: `status` (CSV, e.g. `pending,overdue`), `debtor_id`, due and payment date ranges, `payment_method`, amount range, `ruler_id`, `tag`, free-text `q` (description, external id, debtor name or document).")

@@ -28,8 +28,8 @@ use crate::org::Organization;
 use crate::outbound::Budget;
 use crate::rules::{calendar, money};
 use crate::schema as s;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{Cond, Kind, Order, Query, Tx, find, load, must, save};
+use crate::tool::{ToolSpec, tool};
 
 mod conduct;
 mod demo;

@@ -58,7 +58,7 @@ pub fn seed_demo(
         .find(|t| t.def.name == name::WEBHOOKS_CREATE)
         .map(|t| t.run)
         .ok_or_else(|| store::StoreError("no webhook create tool".into()))?;
-    let run = |at: UnixTime, entropy: [u8; 32], f: crate::spec::Run, args: Value| {
+    let run = |at: UnixTime, entropy: [u8; 32], f: crate::tool::Run, args: Value| {
         crate::demo::run_as(domain, who, at, entropy, f, args).map(body)
     };
     run(

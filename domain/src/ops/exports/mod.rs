@@ -37,8 +37,8 @@ use crate::error::DomainError;
 use crate::op::{Op, ok};
 use crate::rules::calendar;
 use crate::schema as s;
-use crate::spec::{ToolSpec, tool};
 use crate::store::{self, Cond, Kind, Order, Query, find, must, save};
+use crate::tool::{ToolSpec, tool};
 
 /// How long a processed file can be downloaded.
 pub const DOWNLOAD_TTL_MS: u64 = 24 * 3600 * 1000;

@@ -29,8 +29,8 @@ use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
 use crate::rules::{calendar, money};
 use crate::schema as s;
-use crate::spec::{ToolBuilder, ToolSpec, tool};
 use crate::store::{Cond, Kind, Order, Query, Tx, find, load, must, save};
+use crate::tool::{ToolBuilder, ToolSpec, tool};
 
 mod args;
 mod demo;
