@@ -41,8 +41,8 @@ use std::time::{Duration, Instant};
 use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
-    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, MAX_REFUSING,
-    Observer, Options, Service, TICK, Ticket,
+    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
+    MAX_REFUSING, Observer, Options, Service, TICK, Ticket,
 };
 
 /// What the accept thread hands a worker.
@@ -279,11 +279,13 @@ fn serve_connection<D: Dispatch>(
     // The lingering close (up to LINGER) happens off the worker when a thread can be had:
     // a flood of requests refused at their head (401, then close) would otherwise hold
     // every worker for LINGER each.
+    // Past that many, the socket is closed at once: lingering on the worker would let
+    // ~64 refused clients a second hold every worker, and everyone get 503.
     if pool.lingering.fetch_add(1, Ordering::AcqRel) < MAX_REFUSING {
         linger_aside(stream, &pool.lingering);
     } else {
         pool.lingering.fetch_sub(1, Ordering::AcqRel);
-        linger(&mut stream, &mut buf);
+        let _ = stream.shutdown(Shutdown::Write);
     }
     reason
 }
@@ -311,17 +313,22 @@ fn flush(stream: &mut TcpStream, conn: &mut Connection) -> Result<(), CloseReaso
 }
 
 /// `FIN`, then discard what the peer still sends until it closes (at most [`LINGER`] and
-/// [`LINGER_BYTES`]), so it reads our last response rather than a reset.
+/// [`LINGER_BYTES`], or until it is silent for [`LINGER_QUIET`]), so it reads our last
+/// response rather than a reset.
 fn linger(stream: &mut TcpStream, buf: &mut [u8]) {
     if stream.shutdown(Shutdown::Write).is_err() {
         return;
     }
     let deadline = Instant::now() + LINGER;
+    let mut quiet = Instant::now() + LINGER_QUIET;
     let mut discarded = 0;
-    while discarded < LINGER_BYTES && Instant::now() < deadline {
+    while discarded < LINGER_BYTES && Instant::now() < deadline.min(quiet) {
         match stream.read(buf) {
             Ok(0) => return,
-            Ok(n) => discarded += n,
+            Ok(n) => {
+                discarded += n;
+                quiet = Instant::now() + LINGER_QUIET;
+            }
             Err(e) if timed_out(&e) => {}
             Err(_) => return,
         }

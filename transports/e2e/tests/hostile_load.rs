@@ -172,6 +172,59 @@ fn trickling_tokenless_bodies_hold_no_slot() {
 }
 
 #[test]
+fn refused_tricklers_give_their_slots_back_before_lingering() {
+    // Item 1, at the close: a token-less client refused at its head keeps trickling, so
+    // the lingering close would last its full 2 s. Before, the connection kept its place
+    // under the cap (tokio, mio) or lingered on a worker once 64 lingered aside
+    // (blocking) for all that time: a few dozen such clients a second and everyone got
+    // 503. Now the place goes back before the linger, and past the lingering budget the
+    // socket is closed at once.
+    const TRICKLERS: usize = 70;
+    each(|a| {
+        let opts = Options {
+            max_connections: 8,
+            workers: 2,
+            ..Options::default()
+        };
+        let (running, _counts) = serve(a, opts);
+        let mut writers = Vec::new();
+        let mut refused = 0;
+        for _ in 0..TRICKLERS {
+            let mut s = connect_within(running.addr(), Duration::from_secs(3));
+            s.write_all(post_head("", 1000, "").as_bytes()).unwrap();
+            let raw = read_response(&mut s);
+            if raw.ok().as_deref().and_then(status) == Some(401) {
+                refused += 1;
+            }
+            // Keeps sending after the 401, as an attacker would (one byte every 100 ms
+            // keeps a lingering close alive for all of its 2 s).
+            let mut w = s.try_clone().unwrap();
+            writers.push(thread::spawn(move || {
+                for _ in 0..15 {
+                    if w.write_all(b"x").is_err() {
+                        return;
+                    }
+                    thread::sleep(Duration::from_millis(100));
+                }
+                drop(s);
+            }));
+        }
+        assert_eq!(
+            refused,
+            TRICKLERS,
+            "{}: every trickler got its 401",
+            a.name()
+        );
+        // While they still trickle, an authenticated client is served.
+        answers_normally(running.addr(), a);
+        for w in writers {
+            w.join().unwrap();
+        }
+        running.stop().unwrap();
+    });
+}
+
+#[test]
 fn a_trickled_body_is_cut_at_its_total_deadline() {
     // Item 1: one byte every 200 ms keeps the idle timeout (2 s) at bay, not the body's
     // total deadline (1 s).

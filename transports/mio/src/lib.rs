@@ -46,8 +46,8 @@ use std::time::{Duration, Instant};
 use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
-    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, MAX_REFUSING,
-    Next, Observer, Options, Service, TICK,
+    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
+    MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service, TICK,
 };
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -71,15 +71,38 @@ struct Entry {
     slot: Option<ConnectionSlot>,
     /// Interest currently registered.
     interest: Interest,
-    /// Set once closing: our `FIN` is sent; input is discarded until this deadline, at
-    /// most [`LINGER_BYTES`] (the count so far).
-    linger: Option<(Instant, usize)>,
+    /// Set once closing: our `FIN` is sent and input is discarded.
+    linger: Option<Linger>,
     /// Whether it is on the ready list.
     queued: bool,
     /// Unique for the life of the loop (slab keys are reused).
     id: u64,
     /// A request or head of it is with a worker: nothing more is read or answered.
     busy: bool,
+}
+
+/// A lingering close's bounds: until `until` ([`LINGER`]), while the peer is not silent
+/// past `quiet` ([`LINGER_QUIET`]), at most [`LINGER_BYTES`] (`discarded` so far).
+#[derive(Clone, Copy, Debug)]
+struct Linger {
+    until: Instant,
+    quiet: Instant,
+    discarded: usize,
+}
+
+impl Linger {
+    fn starting(now: Instant) -> Self {
+        Self {
+            until: now + LINGER,
+            quiet: now + LINGER_QUIET,
+            discarded: 0,
+        }
+    }
+
+    /// When it ends unless the peer sends more.
+    fn deadline(&self) -> Instant {
+        self.until.min(self.quiet)
+    }
 }
 
 /// What became of a connection after it was driven.
@@ -166,11 +189,13 @@ pub fn serve<D: Dispatch + 'static>(
         }
         for _ in 0..ready.len() {
             let Some(key) = ready.pop_front() else { break };
+            // Every counted connection is in the slab: the rest linger.
+            let may_linger = conns.len().saturating_sub(service.connections()) < MAX_LINGERING;
             let Some(entry) = conns.get_mut(key) else {
                 continue;
             };
             entry.queued = false;
-            match drive(key, entry, &service, pool.as_ref(), &mut buf) {
+            match drive(key, entry, &service, pool.as_ref(), &mut buf, may_linger) {
                 Outcome::Wait => reregister(&poll, key, entry),
                 Outcome::More => {
                     entry.queued = true;
@@ -232,7 +257,7 @@ fn accept<D: Dispatch>(
             if refusing >= MAX_REFUSING {
                 continue;
             }
-            linger = Some((Instant::now() + LINGER, 0));
+            linger = Some(Linger::starting(Instant::now()));
         } else {
             let _ = stream.set_nodelay(true);
         }
@@ -268,6 +293,7 @@ fn drive<D: Dispatch>(
     service: &Service<D>,
     pool: Option<&Pool>,
     buf: &mut [u8],
+    may_linger: bool,
 ) -> Outcome {
     if entry.linger.is_some() {
         return discard(entry, buf);
@@ -293,13 +319,16 @@ fn drive<D: Dispatch>(
         }
         if close {
             let reason = entry.conn.close_reason();
-            if let Some(slot) = &mut entry.slot {
+            // The connection is over: its place under the cap and its per-address ticket
+            // go back before the lingering close, which is bounded on its own.
+            if let Some(mut slot) = entry.slot.take() {
                 slot.set_reason(reason);
             }
-            if entry.stream.shutdown(Shutdown::Write).is_err() {
+            entry.conn.set_ticket(None);
+            if !may_linger || entry.stream.shutdown(Shutdown::Write).is_err() {
                 return Outcome::End(reason);
             }
-            entry.linger = Some((Instant::now() + LINGER, 0));
+            entry.linger = Some(Linger::starting(Instant::now()));
             return discard(entry, buf);
         }
         if entry.conn.held() {
@@ -370,26 +399,29 @@ fn flush(entry: &mut Entry) -> Result<bool, CloseReason> {
 
 /// Lingering close: discards input until the peer closes or the linger bounds are hit.
 fn discard(entry: &mut Entry, buf: &mut [u8]) -> Outcome {
-    let Some((deadline, mut discarded)) = entry.linger else {
+    let Some(mut linger) = entry.linger else {
         return Outcome::Wait;
     };
     let done = entry.conn.close_reason();
     for _ in 0..READS_PER_TURN {
-        if discarded >= LINGER_BYTES || Instant::now() >= deadline {
+        if linger.discarded >= LINGER_BYTES || Instant::now() >= linger.deadline() {
             return Outcome::End(done);
         }
         match entry.stream.read(buf) {
             Ok(0) => return Outcome::End(done),
-            Ok(n) => discarded += n,
+            Ok(n) => {
+                linger.discarded += n;
+                linger.quiet = Instant::now() + LINGER_QUIET;
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                entry.linger = Some((deadline, discarded));
+                entry.linger = Some(linger);
                 return Outcome::Wait;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return Outcome::End(done),
         }
     }
-    entry.linger = Some((deadline, discarded));
+    entry.linger = Some(linger);
     Outcome::More
 }
 
@@ -420,7 +452,7 @@ fn sweep<D: Dispatch>(poll: &Poll, service: &Service<D>, conns: &mut Slab<Entry>
             let reason = match e.linger {
                 // A worker has its request: deadlines wait for the answer.
                 None if e.busy => None,
-                Some((deadline, _)) => (now >= deadline).then(|| e.conn.close_reason()),
+                Some(linger) => (now >= linger.deadline()).then(|| e.conn.close_reason()),
                 None if draining && e.conn.is_idle() => Some(CloseReason::Drain),
                 None => e.conn.expired(now),
             };

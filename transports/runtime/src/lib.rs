@@ -105,6 +105,19 @@ pub const TICK: std::time::Duration = std::time::Duration::from_millis(50);
 /// reset ("lingering close"). Bounded by [`LINGER_BYTES`] too.
 pub const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// A lingering close also ends once the peer has been silent this long. The linger is
+/// for bytes already in flight (the rest of a body sent at full speed, whose arrival
+/// after our `FIN` would reset the connection and destroy our response): a client that
+/// sends them keeps sending, a client that trickles one byte every few seconds is not
+/// owed the wait, and without this bound would hold the socket for all of [`LINGER`].
+pub const LINGER_QUIET: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Connections that may linger at once, per adapter, once they no longer count against
+/// the connection cap (a closing connection gives its place back before it lingers, so
+/// a flood of refused clients never keeps an authenticated one out); beyond, a closing
+/// connection is closed at once.
+pub const MAX_LINGERING: usize = 1024;
+
 /// Most bytes a lingering close discards before giving up.
 pub const LINGER_BYTES: usize = 8 * 1024 * 1024;
 

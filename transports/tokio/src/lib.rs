@@ -53,8 +53,8 @@ use std::time::{Duration, Instant};
 use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
-    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, MAX_REFUSING,
-    Next, Observer, Options, Service,
+    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
+    MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -80,6 +80,7 @@ pub async fn serve<D: Dispatch + 'static>(
     let service = Arc::new(Service::new(server, opts, observer));
     let (drain_tx, drain_rx) = watch::channel(false);
     let refusing = Arc::new(AtomicUsize::new(0));
+    let lingering = Arc::new(AtomicUsize::new(0));
     let mut tasks = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -93,7 +94,8 @@ pub async fn serve<D: Dispatch + 'static>(
                 match service.open_connection_from(peer.ip()) {
                     Some(slot) => {
                         let svc = Arc::clone(&service);
-                        tasks.spawn(connection(svc, stream, slot, drain_rx.clone()));
+                        let closing = Arc::clone(&lingering);
+                        tasks.spawn(connection(svc, stream, slot, drain_rx.clone(), closing));
                     }
                     None => {
                         service.refused();
@@ -139,15 +141,23 @@ async fn connection<D: Dispatch + 'static>(
     mut stream: TcpStream,
     mut slot: ConnectionSlot,
     mut drain: watch::Receiver<bool>,
+    lingering: Arc<AtomicUsize>,
 ) {
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::new(service.options());
     conn.set_ticket(slot.take_ticket());
     let reason = drive(&service, &mut stream, &mut conn, &mut drain).await;
-    if matches!(reason, CloseReason::Done | CloseReason::Codec) {
-        linger(&mut stream).await;
-    }
     slot.set_reason(reason);
+    // The connection is over: its place under the cap and its per-address ticket go back
+    // before the lingering close, which is bounded on its own (MAX_LINGERING).
+    drop(conn);
+    drop(slot);
+    if matches!(reason, CloseReason::Done | CloseReason::Codec) {
+        if lingering.fetch_add(1, Ordering::AcqRel) < MAX_LINGERING {
+            linger(&mut stream).await;
+        }
+        lingering.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The loop of the crate docs; returns why the connection ends.
@@ -266,21 +276,29 @@ async fn flush(stream: &mut TcpStream, conn: &mut Connection) -> Result<(), Clos
 }
 
 /// Sends `FIN`, then reads and discards what the peer still sends, until it closes, for at
-/// most [`LINGER`] and [`LINGER_BYTES`]: our last response is read, not reset away.
+/// most [`LINGER`] and [`LINGER_BYTES`], or until it is silent for [`LINGER_QUIET`]: our
+/// last response is read, not reset away.
 async fn linger(stream: &mut TcpStream) {
     let deadline = tokio::time::Instant::now() + LINGER;
     if timeout_at(deadline, stream.shutdown()).await.is_err() {
         return;
     }
     let mut discarded = 0;
+    let mut quiet = tokio::time::Instant::now() + LINGER_QUIET;
     while discarded < LINGER_BYTES {
-        if !matches!(timeout_at(deadline, stream.readable()).await, Ok(Ok(()))) {
+        if !matches!(
+            timeout_at(deadline.min(quiet), stream.readable()).await,
+            Ok(Ok(()))
+        ) {
             return;
         }
         let mut buf = [0u8; READ_BUF];
         match stream.try_read(&mut buf) {
             Ok(0) => return,
-            Ok(n) => discarded += n,
+            Ok(n) => {
+                discarded += n;
+                quiet = tokio::time::Instant::now() + LINGER_QUIET;
+            }
             Err(e) if retry(&e) => {}
             Err(_) => return,
         }
