@@ -21,6 +21,7 @@ mod auth;
 mod cli;
 mod clock;
 mod datadir;
+mod fdlimit;
 mod instructions;
 mod jobs;
 mod limiter;

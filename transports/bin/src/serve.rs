@@ -34,6 +34,7 @@ use crate::auth::{self, Authenticator};
 use crate::cli::{AudienceArg, ServeArgs, Transport};
 use crate::clock::{Clock, ShiftedEnv};
 use crate::datadir::{DataDir, Endpoint};
+use crate::fdlimit;
 use crate::instructions::INSTRUCTIONS;
 use crate::jobs::JobsThread;
 use crate::limiter::Gcra;
@@ -60,6 +61,16 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         tracing::warn!(now = %dunning_domain::rules::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");
     }
     let now = clock.now();
+    match fdlimit::raise(settings.limits.max_connections) {
+        (Some(limit), false) => tracing::warn!(
+            limit,
+            max_connections = settings.limits.max_connections,
+            "the descriptor limit (ulimit -n) is below max_connections plus {}: connections past it will wait unanswered; raise LimitNOFILE",
+            fdlimit::SPARE
+        ),
+        (limit, true) => tracing::debug!(?limit, "descriptor limit"),
+        (None, false) => {}
+    }
 
     // Everything a client or `token` needs exists before the port opens: the data dir
     // (database, demo data, keys), then the socket is bound (its port is known, nothing
