@@ -16,7 +16,7 @@ use http::header::{ALLOW, CACHE_CONTROL, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderName, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
-use crate::auth::{self, Authenticate};
+use crate::auth::{self, AuthError, Authenticate};
 use crate::config::{Config, Keys};
 use crate::dispatch::Dispatch;
 use crate::env::{Env, Load};
@@ -415,14 +415,16 @@ impl<D: Dispatch> Server<D> {
         self.check_origin(req)?;
         let values: Vec<&[u8]> = req.header_values("authorization").collect();
         let token = auth::bearer(&values)
-            .map_err(|()| ProtocolError::Unauthorized { token_sent: true })?
-            .ok_or(ProtocolError::Unauthorized { token_sent: false })?;
+            .map_err(|()| ProtocolError::Unauthorized(AuthError::NotBearer))?
+            .ok_or(ProtocolError::Unauthorized(AuthError::NoToken))?;
         let principal = self
             .auth
             .authenticate(&token, audience, env.now)
-            .map_err(|_| ProtocolError::Unauthorized { token_sent: true })?;
+            .map_err(ProtocolError::Unauthorized)?;
         if env.load != Load::Normal {
-            return Err(ProtocolError::Unavailable);
+            return Err(ProtocolError::Unavailable {
+                draining: env.load == Load::Draining,
+            });
         }
         Ok(principal)
     }
@@ -472,6 +474,7 @@ impl<D: Dispatch> Server<D> {
     ) -> Response {
         let (status, code) = err.wire(version.map(Version::era));
         log.rpc_code = Some(code.0);
+        log.reason = Some(err.reason());
         if let ProtocolError::BodyTooLarge { .. } = err {
             return self.too_large(log);
         }
@@ -485,13 +488,16 @@ impl<D: Dispatch> Server<D> {
             ProtocolError::MethodNotAllowed { allow } => {
                 set_header(&mut r, ALLOW, allow);
             }
-            ProtocolError::Unauthorized { token_sent } => {
+            ProtocolError::Unauthorized(why) => {
                 let mut challenge = format!(
                     "Bearer resource_metadata=\"{}\"",
                     self.config.resource_metadata_url()
                 );
-                if *token_sent {
-                    challenge.push_str(", error=\"invalid_token\"");
+                // RFC 6750 §3.1: a request without credentials gets no error information.
+                if why.token_sent() {
+                    challenge.push_str(", error=\"invalid_token\", error_description=\"");
+                    push_quotable(&mut challenge, &why.to_string());
+                    challenge.push('"');
                 }
                 set_header(&mut r, WWW_AUTHENTICATE, &challenge);
             }
@@ -505,7 +511,7 @@ impl<D: Dispatch> Server<D> {
                 set_header(&mut r, HeaderName::from_static("ratelimit-policy"), policy);
                 set_header(&mut r, HeaderName::from_static("ratelimit"), state);
             }
-            ProtocolError::Unavailable => set_header(&mut r, RETRY_AFTER, "1"),
+            ProtocolError::Unavailable { .. } => set_header(&mut r, RETRY_AFTER, "1"),
             _ => {}
         }
         match version {
@@ -515,7 +521,9 @@ impl<D: Dispatch> Server<D> {
     }
 
     fn too_large(&self, log: &mut RequestLog) -> Response {
+        let limit = self.config.max_body;
         log.rpc_code = Some(crate::error::ErrorCode::INVALID_REQUEST.0);
+        log.reason = Some(ProtocolError::BodyTooLarge { limit }.reason());
         let body = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32600,\"message\":\"Request body too large (limit {} bytes)\"}}}}",
             self.config.max_body
@@ -599,8 +607,8 @@ pub(crate) fn decided_by_head(e: &ProtocolError) -> bool {
         e,
         ProtocolError::MethodNotAllowed { .. }
             | ProtocolError::OriginNotAllowed
-            | ProtocolError::Unauthorized { .. }
-            | ProtocolError::Unavailable
+            | ProtocolError::Unauthorized(_)
+            | ProtocolError::Unavailable { .. }
     )
 }
 
@@ -681,6 +689,18 @@ fn with_version(mut r: Response, v: Version) -> Response {
         HeaderValue::from_static(v.as_str()),
     ));
     r
+}
+
+/// Appends `text` as the inside of an RFC 6750 quoted `error_description`: only
+/// `%x20-21 / %x23-5B / %x5D-7E` may appear, so `"` becomes `'`, `\` becomes `/`, and
+/// anything else outside printable ASCII is left out.
+pub(crate) fn push_quotable(out: &mut String, text: &str) {
+    out.extend(text.chars().filter_map(|c| match c {
+        '"' => Some('\''),
+        '\\' => Some('/'),
+        ' '..='~' => Some(c),
+        _ => None,
+    }));
 }
 
 /// Sets a header whose value we built; values that cannot be header text are dropped.

@@ -121,7 +121,7 @@ impl From<DomainError> for ToolError {
                 retry_after_ms: Some(retry_after_ms),
                 ..Self::new(ToolErrorCode::RateLimited, message)
             },
-            DomainError::Store(_) => Self::new(ToolErrorCode::Internal, "internal error"),
+            DomainError::Store(e) => Self::new(ToolErrorCode::Internal, format!("store: {e}")),
         }
     }
 }

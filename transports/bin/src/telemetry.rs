@@ -261,6 +261,7 @@ impl Observer for Telemetry {
             rpc_code = log.rpc_code,
             tool_error = log.tool_error,
             org = log.organization.as_deref(),
+            reason = log.reason.as_deref(),
             "request"
         );
     }

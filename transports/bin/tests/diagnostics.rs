@@ -1,0 +1,87 @@
+//! Diagnostics (issue 15), end to end on the binary over a real socket: a refusal's log
+//! line says why, and so does its `WWW-Authenticate`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Srv, V2025};
+use serde_json::{Value, json};
+
+/// Waits (at most 5 s) for a log line that `matches`, and returns it.
+fn log_line(srv: &Srv, matches: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = srv.log();
+        if let Some(l) = log.lines().find(|l| matches(l)) {
+            return l.to_owned();
+        }
+        assert!(Instant::now() < deadline, "no such line in: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_401_log_line_and_challenge_say_why() {
+    let srv = Srv::start(&[], None);
+    let expired = srv.mint(&[
+        "--org",
+        "demo",
+        "--person",
+        "ana@demo.example",
+        "--ttl",
+        "-600",
+    ]);
+    let r = srv.rpc(Some(&expired), V2025, "ping", json!({}));
+    assert_eq!(r.status, 401);
+    let challenge = r.header("www-authenticate").unwrap_or_default().to_owned();
+    assert!(
+        challenge.contains(r#"error="invalid_token""#),
+        "{challenge}"
+    );
+    assert!(
+        challenge.contains(r#"error_description="token expired"#),
+        "{challenge}"
+    );
+    let line = log_line(&srv, |l| l.contains("status=401") && l.contains("expired"));
+    assert!(line.contains("rpc_code=-31401"), "{line}");
+    assert!(line.contains(r#"reason="token expired"#), "{line}");
+    assert!(!line.contains(&expired), "never the token: {line}");
+
+    // A token for the REST API on the MCP endpoint: the audience.
+    let api = srv.mint_api("demo", "ana@demo.example");
+    let r = srv.rpc(Some(&api), V2025, "ping", json!({}));
+    assert_eq!(r.status, 401);
+    log_line(&srv, |l| {
+        l.contains("status=401") && l.contains(r#"reason="wrong audience"#)
+    });
+
+    // No token at all.
+    let r = srv.rpc(None, V2025, "ping", json!({}));
+    assert_eq!(r.status, 401);
+    log_line(&srv, |l| {
+        l.contains("status=401") && l.contains(r#"reason="no token"#)
+    });
+}
+
+#[test]
+fn the_json_log_line_has_a_reason_field() {
+    let srv = Srv::start(&["--log-format", "json"], None);
+    let r = srv.request(
+        "POST",
+        "/",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", "Bearer not-a-jwt"),
+        ],
+        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(r.status, 401);
+    let line = log_line(&srv, |l| l.contains("\"status\":401"));
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        v["reason"], "malformed token: not a well-formed JWT",
+        "{line}"
+    );
+    assert_eq!(v["rpc_code"], -31401);
+}
