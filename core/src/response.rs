@@ -29,6 +29,9 @@ pub struct RequestLog {
     /// internal error. `None` for a success (and for tool errors whose message may hold
     /// argument values). The server's own words only, never text the client wrote.
     pub reason: Option<Cow<'static, str>>,
+    /// The request id the response carries in `X-Request-Id`, when it is not the
+    /// adapter's [`crate::Env::request_id`] (a trusted proxy's id): log this one.
+    pub request_id: Option<String>,
 }
 
 /// One HTTP response. `#[must_use]`: dropping it would leave a client hanging.

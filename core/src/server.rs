@@ -162,7 +162,22 @@ impl<D: Dispatch> Server<D> {
     }
 
     /// Answers one request. Total: any input gives a response, never a panic.
+    ///
+    /// Every response carries `X-Request-Id`: [`Env::request_id`], or the request's own
+    /// when [`Config::trust_request_id`] says so and it is valid.
     pub fn handle(&self, req: &Request<'_>, env: &Env) -> Response {
+        let incoming = self.incoming_request_id(req);
+        let swapped;
+        let env = match incoming {
+            Some(id) => {
+                swapped = Env {
+                    request_id: id.to_owned(),
+                    ..env.clone()
+                };
+                &swapped
+            }
+            None => env,
+        };
         let mut log = RequestLog::default();
         let mut resp = match self.route(req.path()) {
             None => close_if_body(req, Response::empty(StatusCode::NOT_FOUND)),
@@ -173,10 +188,24 @@ impl<D: Dispatch> Server<D> {
             Some(Endpoint::Ready) => Self::probe(req, self.dispatch.ready()),
             Some(Endpoint::Metrics) => self.metrics(req),
         };
-        resp.headers
-            .push((CACHE_CONTROL, HeaderValue::from_static("no-store")));
-        resp.log = log;
+        finish(&mut resp, log, env, incoming.is_some());
         resp
+    }
+
+    /// The request's `X-Request-Id`, when trusted and valid: one header, 1 to
+    /// [`MAX_REQUEST_ID`] bytes of visible ASCII. Anything else is ignored.
+    fn incoming_request_id<'r>(&self, req: &Request<'r>) -> Option<&'r str> {
+        if !self.config.trust_request_id {
+            return None;
+        }
+        let id = req.single_header("x-request-id").ok()??;
+        let ok =
+            !id.is_empty() && id.len() <= MAX_REQUEST_ID && id.iter().all(u8::is_ascii_graphic);
+        if ok {
+            std::str::from_utf8(id).ok()
+        } else {
+            None
+        }
     }
 
     /// Decides from a request head alone, before any byte of its body is read, the
@@ -192,6 +221,18 @@ impl<D: Dispatch> Server<D> {
     pub fn check_head(&self, req: &Request<'_>, env: &Env) -> Option<Response> {
         let head = Request { body: &[], ..*req };
         let req = &head;
+        let incoming = self.incoming_request_id(req);
+        let swapped;
+        let env = match incoming {
+            Some(id) => {
+                swapped = Env {
+                    request_id: id.to_owned(),
+                    ..env.clone()
+                };
+                &swapped
+            }
+            None => env,
+        };
         let mut log = RequestLog::default();
         let mut resp = match self.route(req.path()) {
             None => Response::empty(StatusCode::NOT_FOUND),
@@ -211,9 +252,7 @@ impl<D: Dispatch> Server<D> {
                 r
             }
         };
-        resp.headers
-            .push((CACHE_CONTROL, HeaderValue::from_static("no-store")));
-        resp.log = log;
+        finish(&mut resp, log, env, incoming.is_some());
         Some(resp)
     }
 
@@ -587,6 +626,24 @@ impl<D: Dispatch> Server<D> {
         r.body = text.into_bytes();
         r
     }
+}
+
+/// Longest `X-Request-Id` taken from a request (bytes).
+pub const MAX_REQUEST_ID: usize = 128;
+
+/// What every response gets last: `Cache-Control: no-store`, `X-Request-Id`, the log.
+fn finish(resp: &mut Response, mut log: RequestLog, env: &Env, incoming: bool) {
+    resp.headers
+        .push((CACHE_CONTROL, HeaderValue::from_static("no-store")));
+    // The adapter's id is hex and a trusted one was checked: both are header text.
+    if let Ok(v) = HeaderValue::from_str(&env.request_id) {
+        resp.headers
+            .push((HeaderName::from_static("x-request-id"), v));
+    }
+    if incoming {
+        log.request_id = Some(env.request_id.clone());
+    }
+    resp.log = log;
 }
 
 /// A refusal [`Server::check_head`] gives from the head closes the connection when the

@@ -106,6 +106,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         public_url: public_url.clone(),
         allowed_origins: settings.allowed_origins.clone(),
         loopback: bound.ip().is_loopback(),
+        trust_request_id: settings.trust_request_id,
         max_body: settings.limits.max_body_bytes,
         authorization_servers: settings
             .auth

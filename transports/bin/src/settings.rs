@@ -11,6 +11,7 @@
 //! transport = "tokio"          # tokio | blocking | mio
 //! log_format = "json"          # text | json
 //! allowed_origins = ["https://app.example.com"]
+//! trust_request_id = false     # true: echo a proxy's X-Request-Id (visible ASCII, <= 128 bytes)
 //!
 //! [limits]
 //! max_body_bytes = 2097152
@@ -82,6 +83,7 @@ pub(crate) struct File {
     transport: Option<Transport>,
     log_format: Option<LogFormat>,
     allowed_origins: Vec<String>,
+    trust_request_id: bool,
     limits: Limits,
     rate_limit: RateLimits,
     auth: AuthFile,
@@ -345,6 +347,8 @@ pub(crate) struct Settings {
     pub(crate) log_format: LogFormat,
     /// Extra allowed origins.
     pub(crate) allowed_origins: Vec<String>,
+    /// Echo a trusted proxy's `X-Request-Id`.
+    pub(crate) trust_request_id: bool,
     /// Caps and timeouts.
     pub(crate) limits: Limits,
     /// Rate limits.
@@ -456,6 +460,7 @@ impl Settings {
                 .or(file.log_format)
                 .unwrap_or(LogFormat::Text),
             allowed_origins: file.allowed_origins,
+            trust_request_id: file.trust_request_id,
             limits: file.limits,
             rate_limit: file.rate_limit,
             auth: Auth {

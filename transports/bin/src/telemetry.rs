@@ -250,6 +250,8 @@ impl Observer for Telemetry {
             h.count += 1;
             h.sum += secs;
         }
+        // A trusted proxy's id, when the response carried that one.
+        let request_id = log.request_id.as_deref().unwrap_or(request_id);
         tracing::info!(
             target: "kobana_dunning::request",
             request_id,

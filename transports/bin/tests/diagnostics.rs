@@ -85,3 +85,37 @@ fn the_json_log_line_has_a_reason_field() {
     );
     assert_eq!(v["rpc_code"], -31401);
 }
+
+#[test]
+fn the_response_and_the_log_line_name_the_same_request_id() {
+    let srv = Srv::start(&[], None);
+    let r = srv.request(
+        "GET",
+        "/healthz",
+        &[("X-Request-Id", "ignored-by-default")],
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    let id = r.header("x-request-id").expect("an id").to_owned();
+    assert_eq!(id.len(), 16, "the adapter's own: {id}");
+    log_line(&srv, |l| l.contains(&format!("request_id=\"{id}\"")));
+    assert!(!srv.log().contains("ignored-by-default"));
+}
+
+#[test]
+fn a_trusted_proxys_request_id_is_echoed_and_logged() {
+    let srv = Srv::start(&[], Some("trust_request_id = true\n"));
+    let r = srv.request(
+        "POST",
+        "/",
+        &[
+            ("Content-Type", "application/json"),
+            ("X-Request-Id", "edge-4f2c9a"),
+        ],
+        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("x-request-id"), Some("edge-4f2c9a"));
+    let line = log_line(&srv, |l| l.contains("status=401"));
+    assert!(line.contains(r#"request_id="edge-4f2c9a""#), "{line}");
+}
