@@ -54,7 +54,23 @@ const DEV_TOKEN_TTL_SECS: i64 = 24 * 3600;
 /// Runs `serve`; `Err` is a startup failure (printed, exit code 1).
 pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     let settings = Settings::load(args)?;
-    telemetry::init_logging(settings.log_format);
+    let filter = telemetry::log_filter(
+        settings.log_level.as_deref(),
+        std::env::var("RUST_LOG").ok().as_deref(),
+        settings.file_log_level.as_deref(),
+    )?;
+    telemetry::init_logging(settings.log_format, filter);
+    tracing::debug!(
+        listen = %settings.listen,
+        transport = ?settings.transport,
+        public_url = settings.public_url.as_deref(),
+        dev_key = settings.auth.dev_key,
+        require_at_jwt = settings.auth.require_at_jwt,
+        trust_request_id = settings.trust_request_id,
+        rate_limit = settings.rate_limit.enabled,
+        max_in_flight = settings.limits.max_in_flight,
+        "effective settings"
+    );
     let clock = Clock::from_flag(args.clock);
     if clock.is_shifted() {
         tracing::warn!(now = %dunning_domain::rules::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");

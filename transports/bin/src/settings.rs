@@ -10,6 +10,7 @@
 //! mcp_path = "/"
 //! transport = "tokio"          # tokio | blocking | mio
 //! log_format = "json"          # text | json
+//! log_level = "info"           # or directives; --log-level and then RUST_LOG win over it
 //! allowed_origins = ["https://app.example.com"]
 //! trust_request_id = false     # true: echo a proxy's X-Request-Id (visible ASCII, <= 128 bytes)
 //!
@@ -82,6 +83,7 @@ pub(crate) struct File {
     mcp_path: Option<String>,
     transport: Option<Transport>,
     log_format: Option<LogFormat>,
+    log_level: Option<String>,
     allowed_origins: Vec<String>,
     trust_request_id: bool,
     limits: Limits,
@@ -345,6 +347,10 @@ pub(crate) struct Settings {
     pub(crate) transport: Transport,
     /// Log format.
     pub(crate) log_format: LogFormat,
+    /// `--log-level`, which wins over `RUST_LOG`.
+    pub(crate) log_level: Option<String>,
+    /// The file's `log_level`, under `RUST_LOG`.
+    pub(crate) file_log_level: Option<String>,
     /// Extra allowed origins.
     pub(crate) allowed_origins: Vec<String>,
     /// Echo a trusted proxy's `X-Request-Id`.
@@ -459,6 +465,8 @@ impl Settings {
                 .log_format
                 .or(file.log_format)
                 .unwrap_or(LogFormat::Text),
+            log_level: args.log_level.clone(),
+            file_log_level: file.log_level,
             allowed_origins: file.allowed_origins,
             trust_request_id: file.trust_request_id,
             limits: file.limits,
@@ -499,6 +507,7 @@ mod tests {
             transport: None,
             config: None,
             log_format: None,
+            log_level: None,
             clock: None,
         }
     }

@@ -16,6 +16,8 @@ use std::time::Duration;
 use dunning_core::{Catalog, Era, Metrics, RequestLog};
 use dunning_runtime::{CloseReason, Observer};
 
+use tracing_subscriber::EnvFilter;
+
 use crate::cli::LogFormat;
 
 /// Upper bounds of the latency histogram, in seconds.
@@ -279,12 +281,30 @@ impl Metrics for MetricsView {
     }
 }
 
-/// Installs the global `tracing` subscriber: text or JSON lines on stderr, `info` and up
-/// (`RUST_LOG`-style filtering is not needed: the binary logs little besides requests).
-pub(crate) fn init_logging(format: LogFormat) {
+/// The log filter: `--log-level` if given, else `RUST_LOG` if set and not empty, else
+/// the file's `log_level`, else `info`. Each is a level or `RUST_LOG`-style directives;
+/// an invalid one given by the flag or the file is a startup error, an invalid `RUST_LOG`
+/// too (a typo must not silently fall back).
+pub(crate) fn log_filter(
+    flag: Option<&str>,
+    env: Option<&str>,
+    file: Option<&str>,
+) -> Result<EnvFilter, String> {
+    let (source, text) = match (flag, env.filter(|e| !e.trim().is_empty()), file) {
+        (Some(f), _, _) => ("--log-level", f),
+        (None, Some(e), _) => ("RUST_LOG", e),
+        (None, None, Some(f)) => ("log_level", f),
+        (None, None, None) => ("default", "info"),
+    };
+    EnvFilter::try_new(text).map_err(|e| format!("{source} {text:?}: {e}"))
+}
+
+/// Installs the global `tracing` subscriber: text or JSON lines on stderr, filtered by
+/// `filter` ([`log_filter`]).
+pub(crate) fn init_logging(format: LogFormat, filter: EnvFilter) {
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::INFO)
+        .with_env_filter(filter)
         .with_target(false);
     let _ = match format {
         LogFormat::Text => builder.with_ansi(false).try_init(),
@@ -310,6 +330,27 @@ mod tests {
             prompts: Vec::new(),
             scopes: dunning_core::ScopeNames::default(),
         }
+    }
+
+    #[test]
+    fn the_flag_wins_over_rust_log_which_wins_over_the_file() {
+        let show = |f: EnvFilter| f.to_string();
+        assert_eq!(show(log_filter(None, None, None).unwrap()), "info");
+        assert_eq!(show(log_filter(None, None, Some("warn")).unwrap()), "warn");
+        assert_eq!(
+            show(log_filter(None, Some("debug"), Some("warn")).unwrap()),
+            "debug"
+        );
+        assert_eq!(
+            show(log_filter(None, Some(" "), Some("warn")).unwrap()),
+            "warn"
+        );
+        assert_eq!(
+            show(log_filter(Some("trace"), Some("debug"), Some("warn")).unwrap()),
+            "trace"
+        );
+        let e = log_filter(Some("verbose=loud=yes"), None, None).unwrap_err();
+        assert!(e.starts_with("--log-level"), "{e}");
     }
 
     #[test]

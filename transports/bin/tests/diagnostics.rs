@@ -119,3 +119,34 @@ fn a_trusted_proxys_request_id_is_echoed_and_logged() {
     let line = log_line(&srv, |l| l.contains("status=401"));
     assert!(line.contains(r#"request_id="edge-4f2c9a""#), "{line}");
 }
+
+/// Whether the startup's debug line ("effective settings") was logged.
+fn debug_logged(srv: &Srv) -> bool {
+    // It is logged before the port opens: by now it is there or it never will be.
+    srv.log().contains("effective settings")
+}
+
+#[test]
+fn debug_lines_appear_only_when_asked() {
+    let quiet = Srv::start(&[], None);
+    assert!(!debug_logged(&quiet), "default info: {}", quiet.log());
+    assert!(quiet.log().contains("INFO"), "{}", quiet.log());
+
+    let flag = Srv::start(&["--log-level", "debug"], None);
+    assert!(debug_logged(&flag), "{}", flag.log());
+
+    let env = Srv::start_env(&[], None, &[("RUST_LOG", "debug")]);
+    assert!(debug_logged(&env), "{}", env.log());
+
+    // The flag wins over RUST_LOG; RUST_LOG over the file.
+    let both = Srv::start_env(&["--log-level", "info"], None, &[("RUST_LOG", "debug")]);
+    assert!(!debug_logged(&both), "{}", both.log());
+    let file = Srv::start_env(
+        &[],
+        Some("log_level = \"debug\"\n"),
+        &[("RUST_LOG", "warn")],
+    );
+    assert!(!debug_logged(&file), "{}", file.log());
+    let file = Srv::start(&[], Some("log_level = \"debug\"\n"));
+    assert!(debug_logged(&file), "{}", file.log());
+}

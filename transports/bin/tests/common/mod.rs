@@ -155,7 +155,22 @@ impl Srv {
 
     /// Like [`Srv::start`], on the given data dir.
     pub fn start_in(dir: PathBuf, extra: &[&str], config: Option<&str>) -> Self {
+        Self::start_full(dir, extra, config, &[])
+    }
+
+    /// Like [`Srv::start`], with environment variables (`RUST_LOG` is unset unless given).
+    pub fn start_env(extra: &[&str], config: Option<&str>, env: &[(&str, &str)]) -> Self {
+        Self::start_full(seeded_dir("srv"), extra, config, env)
+    }
+
+    fn start_full(
+        dir: PathBuf,
+        extra: &[&str],
+        config: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut cmd = Command::new(BIN);
+        cmd.env_remove("RUST_LOG").envs(env.iter().copied());
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(&dir)
             .args(clock_args())
