@@ -36,9 +36,11 @@ pub enum AuthError {
     /// The signature does not verify with the key.
     #[error("bad signature: the signature does not verify with the key")]
     Signature,
-    /// The header's `typ` is not `at+jwt` (RFC 9068 §4).
+    /// The header's `typ` is `JWT` or absent, not `at+jwt` (RFC 9068 §4), while
+    /// `require_at_jwt` is on. Keycloak and Entra ID write `JWT`, an Okta custom
+    /// authorization server writes none.
     #[error(
-        "typ is not 'at+jwt': set [auth] require_at_jwt = false to accept 'typ: JWT' access tokens (Keycloak, Entra ID, Okta)"
+        "typ is not 'at+jwt': set [auth] require_at_jwt = false to accept access tokens with typ 'JWT' or none (Keycloak, Entra ID, Okta)"
     )]
     Typ,
     /// The header's `typ` is neither `at+jwt` nor `JWT` (an ID token, say): refused

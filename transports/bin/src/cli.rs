@@ -84,6 +84,10 @@ pub(crate) struct ServeArgs {
     /// configuration file's `log_level` [default: info].
     #[arg(long, value_name = "FILTER")]
     pub(crate) log_level: Option<String>,
+    /// Put the development token in the JSON startup event too (text logs always show
+    /// it; JSON logs leave it out, since they are usually shipped somewhere).
+    #[arg(long)]
+    pub(crate) print_token: bool,
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
     /// in real time (send windows, business days, token times). Give `serve`, `token`
     /// and `demo` the same instant.

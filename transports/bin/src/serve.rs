@@ -161,14 +161,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         .listen(LISTEN_BACKLOG)
         .map_err(|e| format!("listen on {bound}: {e}"))?;
     let listener = TcpListener::from(socket);
-    println!(
-        "kobana-dunning {} listening on {bound}",
-        env!("CARGO_PKG_VERSION")
-    );
-    println!("MCP endpoint: {}", endpoint.mcp_audience_url());
-    println!("REST API: {}", endpoint.api_audience);
-    if let Some(seed) = dev_seed.as_deref() {
-        let token = token::mint(
+    let dev_token = dev_seed.as_deref().map(|seed| {
+        token::mint(
             seed,
             &endpoint,
             &token::Request {
@@ -179,11 +173,24 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
                 audience: AudienceArg::Mcp,
             },
             now,
+        )
+    });
+    if settings.auth.dev_key && !bound.ip().is_loopback() {
+        tracing::warn!(
+            listen = %bound,
+            "the development key is trusted on a non-loopback address: anyone who can read the data dir can mint tokens this server accepts; set [auth] dev_key = false and configure jwks_file or jwks_url"
         );
-        println!("Development token (ana@demo.example, organization demo, MCP audience, 24 h):");
-        println!("{token}");
     }
-    println!("Ready: stop with Ctrl-C (SIGINT) or SIGTERM.");
+    telemetry::banner(
+        settings.log_format,
+        &telemetry::Banner {
+            listen: bound,
+            mcp_endpoint: endpoint.mcp_audience_url(),
+            rest_api: &endpoint.api_audience,
+            dev_token: dev_token.as_deref(),
+            print_token: settings.print_token,
+        },
+    );
     tracing::info!(
         listen = %bound,
         public_url = %public_url,

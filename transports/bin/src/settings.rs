@@ -11,6 +11,7 @@
 //! transport = "tokio"          # tokio | blocking | mio
 //! log_format = "json"          # text | json
 //! log_level = "info"           # or directives; --log-level and then RUST_LOG win over it
+//! print_token = false          # JSON logs: put the development token in the startup event
 //! allowed_origins = ["https://app.example.com"]
 //! trust_request_id = false     # true: echo a proxy's X-Request-Id (visible ASCII, <= 128 bytes)
 //!
@@ -84,6 +85,7 @@ pub(crate) struct File {
     transport: Option<Transport>,
     log_format: Option<LogFormat>,
     log_level: Option<String>,
+    print_token: bool,
     allowed_origins: Vec<String>,
     trust_request_id: bool,
     limits: Limits,
@@ -351,6 +353,8 @@ pub(crate) struct Settings {
     pub(crate) log_level: Option<String>,
     /// The file's `log_level`, under `RUST_LOG`.
     pub(crate) file_log_level: Option<String>,
+    /// Whether the JSON startup event carries the development token.
+    pub(crate) print_token: bool,
     /// Extra allowed origins.
     pub(crate) allowed_origins: Vec<String>,
     /// Echo a trusted proxy's `X-Request-Id`.
@@ -467,6 +471,7 @@ impl Settings {
                 .unwrap_or(LogFormat::Text),
             log_level: args.log_level.clone(),
             file_log_level: file.log_level,
+            print_token: args.print_token || file.print_token,
             allowed_origins: file.allowed_origins,
             trust_request_id: file.trust_request_id,
             limits: file.limits,
@@ -508,6 +513,7 @@ mod tests {
             config: None,
             log_format: None,
             log_level: None,
+            print_token: false,
             clock: None,
         }
     }

@@ -150,3 +150,65 @@ fn debug_lines_appear_only_when_asked() {
     let file = Srv::start(&[], Some("log_level = \"debug\"\n"));
     assert!(debug_logged(&file), "{}", file.log());
 }
+
+#[test]
+fn the_text_banner_is_on_stderr_and_stdout_stays_empty() {
+    let srv = Srv::start(&[], None);
+    assert!(srv.banner.contains("Ready:"), "{}", srv.banner);
+    assert!(srv.banner.contains("Development token"), "{}", srv.banner);
+    assert!(srv.log().contains(&srv.token), "text mode shows the token");
+    let r = srv.rpc(Some(&srv.token), V2025, "ping", json!({}));
+    assert_eq!(r.status, 200);
+    assert!(srv.stdout.lock().unwrap().is_empty());
+}
+
+#[test]
+fn the_json_banner_is_one_event_without_the_token() {
+    let srv = Srv::start(&["--log-format", "json"], None);
+    let event: Value = serde_json::from_str(&srv.banner).unwrap();
+    assert_eq!(event["message"], "ready");
+    assert_eq!(event["level"], "INFO");
+    assert_eq!(event["mcp_endpoint"], format!("{}/", srv.url));
+    assert_eq!(event["dev_key"], true);
+    assert!(event.get("dev_token").is_none(), "{event}");
+    assert!(
+        event["mint_a_token"]
+            .as_str()
+            .unwrap()
+            .contains("--print-token")
+    );
+    assert!(srv.token.is_empty());
+    // No token anywhere: a JWT starts with base64url of `{"`, `eyJ`.
+    assert!(!srv.log().contains("eyJ"), "{}", srv.log());
+    assert!(srv.stdout.lock().unwrap().is_empty());
+    // Every stderr line is JSON: no text banner mixed in.
+    for line in srv.log().lines() {
+        assert!(serde_json::from_str::<Value>(line).is_ok(), "{line}");
+    }
+}
+
+#[test]
+fn print_token_puts_a_working_token_in_the_json_event() {
+    let srv = Srv::start(&["--log-format", "json", "--print-token"], None);
+    let event: Value = serde_json::from_str(&srv.banner).unwrap();
+    assert_eq!(event["dev_token"], srv.token.as_str());
+    assert_eq!(srv.token.split('.').count(), 3);
+    let r = srv.rpc(Some(&srv.token), V2025, "ping", json!({}));
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn a_trusted_development_key_off_loopback_is_warned_about_once() {
+    let open = Srv::start_on("0.0.0.0:0", &[], None);
+    let warnings: Vec<_> = open
+        .log()
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("development key"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", open.log());
+    assert!(warnings[0].contains("dev_key = false"), "{}", warnings[0]);
+
+    let local = Srv::start(&[], None);
+    assert!(!local.log().contains("non-loopback"), "{}", local.log());
+}
