@@ -125,3 +125,19 @@ impl From<DomainError> for ToolError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_failure_keeps_its_cause_for_the_log() {
+        let e = ToolError::from(DomainError::Store(StoreError("database is locked".into())));
+        assert_eq!(e.code, ToolErrorCode::Internal);
+        assert_eq!(e.message, "store: database is locked");
+        assert_eq!(
+            e.reason().as_deref(),
+            Some("internal error: store: database is locked")
+        );
+    }
+}
