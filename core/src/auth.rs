@@ -7,28 +7,77 @@
 use crate::env::UnixTime;
 use crate::principal::{Audience, Principal};
 
-/// Why a token was refused. Logged, never sent: the client only sees `invalid_token`.
+/// Why a request was not authenticated. Logged as the request's reason, and sent as the
+/// `error_description` of the `401` challenge (RFC 6750 §3): the texts hold no token and
+/// no claim value, only what kind of failure it was.
+///
+/// Fine-grained on purpose (issue 15): an operator reading a `401` must see *which* check
+/// failed (an expired token and a wrong audience call for different fixes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuthError {
-    /// Not a well-formed token.
-    #[error("malformed token")]
+    /// No `Authorization` header (the challenge then carries no error, RFC 6750 §3.1).
+    #[error("no token: the request has no Authorization header")]
+    NoToken,
+    /// An `Authorization` header that is not one `Bearer <token>`.
+    #[error("malformed Authorization header: expected one 'Bearer <token>'")]
+    NotBearer,
+    /// Not a well-formed JWT (three base64url parts, JSON header and payload, no `crit`).
+    #[error("malformed token: not a well-formed JWT")]
     Malformed,
-    /// Signature, key id or algorithm not accepted.
-    #[error("bad signature")]
+    /// The header's `alg` is not EdDSA, ES256 or RS256, or not the algorithm of the key
+    /// its `kid` names.
+    #[error("bad signature: alg not accepted (EdDSA, ES256 or RS256, matching the key)")]
+    Algorithm,
+    /// The header's `kid` names no key of the key set (or, without `kid`, no single key
+    /// fits the algorithm).
+    #[error("unknown kid: no key of the JWKS matches the token's kid")]
+    UnknownKey,
+    /// The signature does not verify with the key.
+    #[error("bad signature: the signature does not verify with the key")]
     Signature,
-    /// Expired, or not yet valid.
-    #[error("token not valid at this time")]
-    Time,
-    /// Wrong issuer or audience.
-    #[error("token not issued for this resource")]
+    /// The header's `typ` is `JWT` or absent, not `at+jwt` (RFC 9068 §4), while
+    /// `require_at_jwt` is on. Keycloak and Entra ID write `JWT`, an Okta custom
+    /// authorization server writes none.
+    #[error(
+        "typ is not 'at+jwt': set [auth] require_at_jwt = false to accept access tokens with typ 'JWT' or none (Keycloak, Entra ID, Okta)"
+    )]
+    Typ,
+    /// The header's `typ` is neither `at+jwt` nor `JWT` (an ID token, say): refused
+    /// whatever `require_at_jwt` says.
+    #[error("typ is neither 'at+jwt' nor 'JWT' (not an access token?)")]
+    WrongTyp,
+    /// `exp` (plus the leeway) is past.
+    #[error("token expired (exp is past, beyond the leeway)")]
+    Expired,
+    /// `nbf` or `iat` is in the future (beyond the leeway): a clock skew, or a bad issuer.
+    #[error("token not yet valid (nbf or iat in the future, beyond the leeway)")]
+    NotYetValid,
+    /// `exp` is further past `iat` (or now) than the maximum lifetime allows.
+    #[error("token lifetime over the maximum ([auth] max_token_lifetime_secs)")]
+    Lifetime,
+    /// `iss` is not the configured issuer.
+    #[error("wrong issuer: iss is not the configured [auth] issuer")]
+    Issuer,
+    /// `aud` does not name this resource (the MCP endpoint or the REST API).
+    #[error("wrong audience: aud does not name this resource")]
     Audience,
-    /// Missing or malformed claims.
-    #[error("bad claims")]
+    /// A required claim (`exp`, `sub`, `org`, `scope`) missing or of the wrong type.
+    #[error("bad claims: exp, sub, org or scope missing or malformed")]
     Claims,
-    /// The person is no longer a member of the organization.
-    #[error("not a member")]
+    /// The person is not (or no longer) a member of the organization.
+    #[error("not a member of the organization")]
     NotMember,
+    /// Membership could not be looked up (the store failed).
+    #[error("membership lookup failed (store error)")]
+    Lookup,
+}
+
+impl AuthError {
+    /// Whether the client sent a token (the challenge then says `error="invalid_token"`).
+    pub fn token_sent(self) -> bool {
+        self != Self::NoToken
+    }
 }
 
 /// Turns a bearer token into a principal.

@@ -229,10 +229,16 @@ impl<D: Dispatch> Server<D> {
                     required: Box::new(required),
                 });
             }
-            Err(mrtr::Undeliverable::Malformed(_)) => return Reply::Error(ProtocolError::Internal),
+            Err(mrtr::Undeliverable::Malformed(why)) => {
+                return Reply::Error(ProtocolError::Internal(
+                    format!("the dispatcher asked for a malformed input request: {why}").into(),
+                ));
+            }
         }
         if ask.input_requests.is_empty() && ask.request_state.is_none() {
-            return Reply::Error(ProtocolError::Internal);
+            return Reply::Error(ProtocolError::Internal(
+                "the dispatcher asked for input with neither inputRequests nor requestState".into(),
+            ));
         }
         let mut result = Map::new();
         result.insert("resultType".into(), Value::from("input_required"));
@@ -246,7 +252,9 @@ impl<D: Dispatch> Server<D> {
                 .as_millis()
                 .saturating_add(self.config.confirmation_ttl_ms);
             let Some(sealed) = mrtr::seal(&self.keys, binding, &state, expires_at) else {
-                return Reply::Error(ProtocolError::Internal);
+                return Reply::Error(ProtocolError::Internal(
+                    "could not seal requestState (no confirmation key?)".into(),
+                ));
             };
             result.insert("requestState".into(), Value::from(sealed));
         }
@@ -373,7 +381,9 @@ impl<D: Dispatch> Server<D> {
             nonce: confirm::nonce(&rpc.env.entropy),
         };
         let Some(state) = confirm::seal(&self.keys, &claims) else {
-            return Reply::Error(ProtocolError::Internal);
+            return Reply::Error(ProtocolError::Internal(
+                "could not seal the confirmation state (no confirmation key?)".into(),
+            ));
         };
         Reply::Result(json!({
             "resultType": "input_required",
@@ -419,9 +429,10 @@ impl<D: Dispatch> Server<D> {
     /// A tool error as an `isError` result (a bug becomes `-32603`).
     pub(crate) fn tool_error(&self, rpc: &Rpc<'_>, e: ToolError, log: &mut RequestLog) -> Reply {
         if e.code == ToolErrorCode::Internal {
-            return Reply::Error(ProtocolError::Internal);
+            return Reply::Error(ProtocolError::Internal(e.message.into()));
         }
         log.tool_error = Some(e.code.as_str());
+        log.reason = e.reason();
         self.tool_result(rpc, e.to_json(&rpc.env.request_id), true)
     }
 }

@@ -27,6 +27,10 @@ pub struct Config {
     pub instructions: String,
     /// Lifetime of a confirmation `requestState`, in milliseconds (default 5 minutes).
     pub confirmation_ttl_ms: u64,
+    /// Use the request's own `X-Request-Id` (when valid: visible ASCII, at most
+    /// [`crate::server::MAX_REQUEST_ID`] bytes) instead of the adapter's id. Only behind a
+    /// proxy that sets it (default off: a client could otherwise pick ids to confuse logs).
+    pub trust_request_id: bool,
 }
 
 impl Default for Config {
@@ -43,6 +47,7 @@ impl Default for Config {
             server_version: env!("CARGO_PKG_VERSION").into(),
             instructions: String::new(),
             confirmation_ttl_ms: 5 * 60 * 1000,
+            trust_request_id: false,
         }
     }
 }

@@ -121,7 +121,8 @@ pub enum ToolErrorCode {
     Unavailable(&'static str),
     /// A per-tool outbound limit.
     RateLimited,
-    /// A bug in the operation (logged; generic message).
+    /// A bug in the operation: the [`ToolError::message`] is logged as the request's
+    /// reason (a store error, say); the client gets a generic message.
     Internal,
 }
 
@@ -197,6 +198,19 @@ impl ToolError {
         }
     }
 
+    /// What the request log keeps of this error as its reason: the message of a
+    /// permission refusal, of a per-tool rate limit and of an internal error (server text);
+    /// `None` for the others, whose messages may quote argument values.
+    pub fn reason(&self) -> Option<std::borrow::Cow<'static, str>> {
+        let kind = match self.code {
+            ToolErrorCode::Forbidden => "permission",
+            ToolErrorCode::RateLimited => "per-tool rate limit",
+            ToolErrorCode::Internal => "internal error",
+            _ => return None,
+        };
+        Some(format!("{kind}: {}", self.message).into())
+    }
+
     /// A `NOT_FOUND` for a kind of entity and an id.
     pub fn not_found(what: &str, id: &str) -> Self {
         Self::new(ToolErrorCode::NotFound, format!("{what} {id} not found"))
@@ -249,8 +263,8 @@ pub enum ResourceError {
     NotFound,
     /// Exists but not available yet (the code is the dispatcher's, e.g. `NOT_SETTLED`).
     Unavailable(&'static str),
-    /// A bug.
-    Internal,
+    /// A bug: what went wrong (logged as the request's reason, never sent).
+    Internal(String),
 }
 
 /// A `resources/read` request after URI matching.

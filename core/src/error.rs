@@ -4,9 +4,12 @@
 //! the only place that decides its HTTP status and JSON-RPC code. A table test pins
 //! every row. Tool errors (`isError` results) are not protocol errors: see [`crate::dispatch`].
 
+use std::borrow::Cow;
+
 use http::StatusCode;
 use serde_json::{Value, json};
 
+use crate::auth::AuthError;
 use crate::era::{Era, Version};
 
 /// A JSON-RPC error code (newtype with the codes this server emits).
@@ -111,15 +114,14 @@ pub enum ProtocolError {
         /// The version the request named.
         requested: String,
     },
-    /// A bug. The message sent is generic; details go to the log only.
+    /// A bug. The message sent is generic; the detail (the dispatcher's error text, or
+    /// what the core found wrong) goes to the log only, as the request's reason.
     #[error("Internal error")]
-    Internal,
-    /// No token, or a token that failed verification.
+    Internal(Cow<'static, str>),
+    /// No token, or a token that failed verification: why. A token sent adds
+    /// `error="invalid_token"` and the reason as `error_description` to the challenge.
     #[error("Unauthorized")]
-    Unauthorized {
-        /// Whether a token was sent (adds `error="invalid_token"` to the challenge).
-        token_sent: bool,
-    },
+    Unauthorized(AuthError),
     /// `Origin` present and not allowed.
     #[error("origin_not_allowed")]
     OriginNotAllowed,
@@ -144,7 +146,10 @@ pub enum ProtocolError {
     },
     /// Overloaded or draining.
     #[error("Service unavailable")]
-    Unavailable,
+    Unavailable {
+        /// Draining (shutting down) rather than overloaded.
+        draining: bool,
+    },
     /// A path the server does not serve.
     #[error("Not found")]
     PathNotFound,
@@ -185,7 +190,7 @@ impl ProtocolError {
             Self::UnsupportedVersion { .. } => {
                 (StatusCode::BAD_REQUEST, ErrorCode::UNSUPPORTED_VERSION)
             }
-            Self::Internal => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::INTERNAL_ERROR),
             Self::Unauthorized { .. } => (StatusCode::UNAUTHORIZED, ErrorCode::UNAUTHORIZED),
             Self::OriginNotAllowed | Self::InsufficientScope { .. } => {
                 (StatusCode::FORBIDDEN, ErrorCode::FORBIDDEN)
@@ -195,10 +200,70 @@ impl ProtocolError {
                 ErrorCode::UNSUPPORTED_MEDIA_TYPE,
             ),
             Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::RATE_LIMITED),
-            Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::UNAVAILABLE),
+            Self::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::UNAVAILABLE),
             Self::PathNotFound => (StatusCode::NOT_FOUND, ErrorCode::METHOD_NOT_FOUND),
             Self::MethodNotAllowed { .. } => {
                 (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::INVALID_REQUEST)
+            }
+        }
+    }
+
+    /// Why, for the operator: the request's logged reason ([`crate::RequestLog::reason`]),
+    /// and for a `401` the challenge's `error_description`.
+    ///
+    /// Only the server's own words and numbers: nothing the client wrote (a method name,
+    /// an `Origin`, a claim) gets into the log through here.
+    pub fn reason(&self) -> Cow<'static, str> {
+        match self {
+            Self::Parse => "body is not valid JSON (or nested too deep)".into(),
+            Self::InvalidRequest(why) => format!("not a JSON-RPC 2.0 request: {why}").into(),
+            Self::Batch => "JSON-RPC batches are not supported".into(),
+            Self::BodyTooLarge { limit } => {
+                format!("body over the limit of {limit} bytes (limits.max_body_bytes)").into()
+            }
+            Self::MethodNotFound(_) => "unknown method (or a method of the other era)".into(),
+            Self::Envelope(_) => "invalid era-2026 envelope (_meta)".into(),
+            Self::InvalidParams { .. } => "invalid params".into(),
+            Self::ResourceNotFound { reason: Some(r), .. } => {
+                format!("resource not available: {r}").into()
+            }
+            Self::ResourceNotFound { reason: None, .. } => {
+                "resource not found (unknown URI or another organization's)".into()
+            }
+            Self::HeaderMismatch(_) => {
+                "mirrored Mcp-* header missing, malformed or disagreeing with the body".into()
+            }
+            Self::MissingCapability { .. } => {
+                "destructive tool without the elicitation client capability".into()
+            }
+            Self::MissingClientCapability { .. } => {
+                "the request lacks a required client capability".into()
+            }
+            Self::UnsupportedVersion { .. } => "protocol version not served".into(),
+            Self::Internal(detail) => format!("internal error: {detail}").into(),
+            Self::Unauthorized(why) => why.to_string().into(),
+            Self::OriginNotAllowed => {
+                "Origin not allowed (not the public URL, not in allowed_origins, not loopback while listening on loopback)".into()
+            }
+            Self::InsufficientScope { scope } => {
+                format!("insufficient scope: the token lacks scope {scope}").into()
+            }
+            Self::UnsupportedMediaType => "Content-Type is not application/json".into(),
+            Self::RateLimited {
+                retry_after_ms,
+                policy,
+                ..
+            } => format!(
+                "rate limit exceeded (policy {policy}); retry after {retry_after_ms} ms"
+            )
+            .into(),
+            Self::Unavailable { draining: true } => "draining: the server is shutting down".into(),
+            Self::Unavailable { draining: false } => {
+                "overloaded: over limits.max_in_flight or the body budget".into()
+            }
+            Self::PathNotFound => "path not served".into(),
+            Self::MethodNotAllowed { allow } => {
+                format!("HTTP method not allowed here (allowed: {allow})").into()
             }
         }
     }

@@ -300,6 +300,10 @@ impl Dispatch for TestDomain {
         match call.tool.name.as_str() {
             "charges_get" => match arg(call, "id") {
                 "missing" => Err(ToolError::not_found("charge", "missing")),
+                "broken" => Err(ToolError::new(
+                    ToolErrorCode::Internal,
+                    "store: disk I/O error",
+                )),
                 id => Ok(Output::ok(json!({ "id": id, "amount": 1234.56 }))),
             },
             "charges_list" => Ok(Output::ok(json!({ "data": [], "meta": { "total": 0 } }))),
@@ -389,7 +393,7 @@ impl Authenticate for TestAuth {
     ) -> Result<Principal, AuthError> {
         const ALL: &[&str] = &["charges.view", "charges.cancel"];
         let (scope, permissions): (Scope, &[&str]) = match (token, audience) {
-            ("tok-expired", _) => return Err(AuthError::Time),
+            ("tok-expired", _) => return Err(AuthError::Expired),
             ("tok-api", Audience::Api) => (Scope::Admin, ALL),
             ("tok-api", Audience::Mcp) => return Err(AuthError::Audience),
             (TOKEN | "tok-owner" | "tok-admin" | "tok-acme" | LIMITED_TOKEN, _) => {

@@ -20,7 +20,8 @@
 //!    [`Validation::max_token_lifetime_secs`] (24 h), so a token with `exp` = 2^63-1 is
 //!    not a credential forever; `sub`, `org` and `scope` (space-separated) present.
 //!
-//! What the failure was is an [`AuthError`], logged by the caller, never sent.
+//! What the failure was is an [`AuthError`]: the request's logged reason, and the
+//! `error_description` of its `401` challenge.
 //!
 //! JWKS documents are parsed by [`KeySet::from_jwks`], also pure: fetching them (file or
 //! URL) and caching verified tokens is the binary's business. Keys that cannot sign a
@@ -367,16 +368,29 @@ impl KeySet {
     }
 
     /// The key a token header names: by `kid`, and of the header's algorithm.
-    fn select(&self, kid: Option<&str>, alg: Algorithm) -> Option<&Jwk> {
+    /// No key of that `kid` (or, without `kid`, not exactly one key of the algorithm) is
+    /// [`AuthError::UnknownKey`]; a key of another algorithm is [`AuthError::Algorithm`].
+    fn select(&self, kid: Option<&str>, alg: Algorithm) -> Result<&Jwk, AuthError> {
         match kid {
             Some(kid) => {
-                let k = self.keys.iter().find(|k| k.kid.as_deref() == Some(kid))?;
-                (k.algorithm() == alg).then_some(k)
+                let k = self
+                    .keys
+                    .iter()
+                    .find(|k| k.kid.as_deref() == Some(kid))
+                    .ok_or(AuthError::UnknownKey)?;
+                if k.algorithm() == alg {
+                    Ok(k)
+                } else {
+                    Err(AuthError::Algorithm)
+                }
             }
             None => {
                 let mut fit = self.keys.iter().filter(|k| k.algorithm() == alg);
-                let one = fit.next()?;
-                fit.next().is_none().then_some(one)
+                let one = fit.next().ok_or(AuthError::UnknownKey)?;
+                match fit.next() {
+                    None => Ok(one),
+                    Some(_) => Err(AuthError::UnknownKey),
+                }
             }
         }
     }
@@ -477,21 +491,26 @@ pub fn verify(
         .get("alg")
         .and_then(Value::as_str)
         .and_then(Algorithm::parse)
-        .ok_or(AuthError::Signature)?;
+        .ok_or(AuthError::Algorithm)?;
     match header.get("typ") {
         Some(Value::String(t))
             if t.eq_ignore_ascii_case("at+jwt") || t.eq_ignore_ascii_case("application/at+jwt") => {
         }
-        Some(Value::String(t)) if !v.require_at_jwt && t.eq_ignore_ascii_case("jwt") => {}
-        None if !v.require_at_jwt => {}
-        _ => return Err(AuthError::Claims),
+        Some(Value::String(t)) if t.eq_ignore_ascii_case("jwt") => {
+            if v.require_at_jwt {
+                return Err(AuthError::Typ);
+            }
+        }
+        None if v.require_at_jwt => return Err(AuthError::Typ),
+        None => {}
+        _ => return Err(AuthError::WrongTyp),
     }
     let kid = match header.get("kid") {
         None => None,
         Some(Value::String(k)) => Some(k.as_str()),
         Some(_) => return Err(AuthError::Malformed),
     };
-    let key = keys.select(kid, alg).ok_or(AuthError::Signature)?;
+    let key = keys.select(kid, alg)?;
     let signed_len = h64.len() + 1 + p64.len();
     if !key.material.verify(&token.as_bytes()[..signed_len], &sig) {
         return Err(AuthError::Signature);
@@ -509,7 +528,7 @@ fn check_claims(
     now: UnixTime,
 ) -> Result<Claims, AuthError> {
     if c.get("iss").and_then(Value::as_str) != Some(v.issuer.as_str()) {
-        return Err(AuthError::Audience);
+        return Err(AuthError::Issuer);
     }
     let wanted = canonical(v.audience(audience));
     let aud_ok = match c.get("aud") {
@@ -527,22 +546,22 @@ fn check_claims(
     let leeway_ms = i128::from(v.leeway_secs) * 1000;
     let exp = numeric_date(c.get("exp"))?.ok_or(AuthError::Claims)?;
     if now_ms >= exp + leeway_ms {
-        return Err(AuthError::Time);
+        return Err(AuthError::Expired);
     }
     if let Some(nbf) = numeric_date(c.get("nbf"))? {
         if nbf > now_ms + leeway_ms {
-            return Err(AuthError::Time);
+            return Err(AuthError::NotYetValid);
         }
     }
     let iat = numeric_date(c.get("iat"))?;
     if iat.is_some_and(|iat| iat > now_ms + leeway_ms) {
-        return Err(AuthError::Time);
+        return Err(AuthError::NotYetValid);
     }
     // After the clock checks: the lifetime is measured from `iat` (the issuer's own
     // statement), or from now when it is absent, which bounds what is left of it.
     let max_lifetime_ms = i128::from(v.max_token_lifetime_secs) * 1000;
     if exp > iat.unwrap_or(now_ms) + max_lifetime_ms + leeway_ms {
-        return Err(AuthError::Time);
+        return Err(AuthError::Lifetime);
     }
 
     let text = |k: &str| -> Result<String, AuthError> {
@@ -796,11 +815,11 @@ mod tests {
     #[test]
     fn expired() {
         let t = sign_ed25519("ed1", &with(claims(), "exp", json!(NOW - 61)), &ED_SEED);
-        assert_eq!(check(&t), Err(AuthError::Time));
+        assert_eq!(check(&t), Err(AuthError::Expired));
         let t = sign_ed25519("ed1", &with(claims(), "exp", json!(NOW - 60)), &ED_SEED);
         assert_eq!(
             check(&t),
-            Err(AuthError::Time),
+            Err(AuthError::Expired),
             "exp + leeway is already too late"
         );
         let t = sign_ed25519("ed1", &with(claims(), "exp", json!(NOW - 30)), &ED_SEED);
@@ -816,7 +835,7 @@ mod tests {
         let huge = with(claims(), "exp", json!(i64::MAX));
         assert_eq!(
             check(&sign_ed25519("ed1", &huge, &ED_SEED)),
-            Err(AuthError::Time),
+            Err(AuthError::Lifetime),
             "exp = 2^63-1"
         );
         let day = with(claims(), "exp", json!(NOW + 86_400));
@@ -824,13 +843,13 @@ mod tests {
         let over = with(claims(), "exp", json!(NOW + 86_400 + 61));
         assert_eq!(
             check(&sign_ed25519("ed1", &over, &ED_SEED)),
-            Err(AuthError::Time),
+            Err(AuthError::Lifetime),
             "24 h + leeway + 1 s"
         );
         let no_iat = with(without(claims(), "iat"), "exp", json!(NOW + 2 * 86_400));
         assert_eq!(
             check(&sign_ed25519("ed1", &no_iat, &ED_SEED)),
-            Err(AuthError::Time),
+            Err(AuthError::Lifetime),
             "without iat, measured from now"
         );
         // An old iat with a near exp is fine: what counts is exp - iat.
@@ -847,16 +866,16 @@ mod tests {
         let t = sign_ed25519("ed1", &with(claims(), "exp", json!(NOW + 7_200)), &ED_SEED);
         assert_eq!(
             verify(&t, &keys(), &v, Audience::Mcp, now()),
-            Err(AuthError::Time)
+            Err(AuthError::Lifetime)
         );
     }
 
     #[test]
     fn not_yet_valid() {
         let t = sign_ed25519("ed1", &with(claims(), "nbf", json!(NOW + 120)), &ED_SEED);
-        assert_eq!(check(&t), Err(AuthError::Time));
+        assert_eq!(check(&t), Err(AuthError::NotYetValid));
         let t = sign_ed25519("ed1", &with(claims(), "iat", json!(NOW + 120)), &ED_SEED);
-        assert_eq!(check(&t), Err(AuthError::Time));
+        assert_eq!(check(&t), Err(AuthError::NotYetValid));
         let t = sign_ed25519("ed1", &with(claims(), "nbf", json!(NOW + 30)), &ED_SEED);
         assert!(check(&t).is_ok(), "within the 60 s leeway");
         let t = sign_ed25519(
@@ -871,10 +890,10 @@ mod tests {
     fn wrong_issuer() {
         for iss in [json!("https://evil.example.com"), json!(null), json!([ISS])] {
             let t = sign_ed25519("ed1", &with(claims(), "iss", iss), &ED_SEED);
-            assert_eq!(check(&t), Err(AuthError::Audience));
+            assert_eq!(check(&t), Err(AuthError::Issuer));
         }
         let t = sign_ed25519("ed1", &without(claims(), "iss"), &ED_SEED);
-        assert_eq!(check(&t), Err(AuthError::Audience));
+        assert_eq!(check(&t), Err(AuthError::Issuer));
     }
 
     #[test]
@@ -918,7 +937,7 @@ mod tests {
     #[test]
     fn unknown_kid() {
         let t = sign_ed25519("nope", &claims(), &ED_SEED);
-        assert_eq!(check(&t), Err(AuthError::Signature));
+        assert_eq!(check(&t), Err(AuthError::UnknownKey));
     }
 
     #[test]
@@ -927,9 +946,9 @@ mod tests {
         assert_eq!(check(&t), Err(AuthError::Signature));
         // The right signature under another key's kid and algorithm.
         let t = sign_ed25519("ec1", &claims(), &ED_SEED);
-        assert_eq!(check(&t), Err(AuthError::Signature));
+        assert_eq!(check(&t), Err(AuthError::Algorithm));
         let t = es256("rs1", &claims());
-        assert_eq!(check(&t), Err(AuthError::Signature));
+        assert_eq!(check(&t), Err(AuthError::Algorithm));
     }
 
     #[test]
@@ -946,9 +965,9 @@ mod tests {
         let h = URL_SAFE_NO_PAD.encode(json!({ "alg": "none", "typ": "at+jwt" }).to_string());
         let p = URL_SAFE_NO_PAD.encode(claims().to_string());
         assert_eq!(check(&format!("{h}.{p}.")), Err(AuthError::Malformed));
-        assert_eq!(check(&format!("{h}.{p}.AAAA")), Err(AuthError::Signature));
+        assert_eq!(check(&format!("{h}.{p}.AAAA")), Err(AuthError::Algorithm));
         let h = URL_SAFE_NO_PAD.encode(json!({ "alg": "None", "kid": "ed1" }).to_string());
-        assert_eq!(check(&format!("{h}.{p}.AAAA")), Err(AuthError::Signature));
+        assert_eq!(check(&format!("{h}.{p}.AAAA")), Err(AuthError::Algorithm));
     }
 
     #[test]
@@ -967,7 +986,7 @@ mod tests {
                     mac.update(m);
                     mac.finalize().into_bytes().to_vec()
                 });
-                assert_eq!(check(&t), Err(AuthError::Signature), "{alg}");
+                assert_eq!(check(&t), Err(AuthError::Algorithm), "{alg}");
             }
         }
         // An `oct` key in the JWKS is never a verification key.
@@ -1050,19 +1069,19 @@ mod tests {
         let key = ed25519_dalek::SigningKey::from_bytes(&ED_SEED);
         let mint = |h: Value| sign_with(&h, &claims(), |m| key.sign(m).to_bytes().to_vec());
         let t = mint(json!({ "alg": "EdDSA", "kid": "ed1" }));
-        assert_eq!(check(&t), Err(AuthError::Claims), "typ required");
+        assert_eq!(check(&t), Err(AuthError::Typ), "typ required");
         let lax = Validation {
             require_at_jwt: false,
             ..validation()
         };
         assert!(verify(&t, &keys(), &lax, Audience::Mcp, now()).is_ok());
         let t = mint(json!({ "alg": "EdDSA", "kid": "ed1", "typ": "JWT" }));
-        assert_eq!(check(&t), Err(AuthError::Claims));
+        assert_eq!(check(&t), Err(AuthError::Typ));
         assert!(verify(&t, &keys(), &lax, Audience::Mcp, now()).is_ok());
         let t = mint(json!({ "alg": "EdDSA", "kid": "ed1", "typ": "id+jwt" }));
         assert_eq!(
             verify(&t, &keys(), &lax, Audience::Mcp, now()),
-            Err(AuthError::Claims)
+            Err(AuthError::WrongTyp)
         );
         let t = mint(json!({ "alg": "EdDSA", "kid": "ed1", "typ": "application/at+jwt" }));
         assert!(check(&t).is_ok());
@@ -1078,7 +1097,7 @@ mod tests {
         ]));
         assert_eq!(
             verify(&t, &two, &validation(), Audience::Mcp, now()),
-            Err(AuthError::Signature)
+            Err(AuthError::UnknownKey)
         );
     }
 

@@ -208,7 +208,7 @@ impl<D: Dispatch> Server<D> {
                     uri: uri.to_owned(),
                     reason: Some(reason),
                 },
-                ResourceError::Internal => ProtocolError::Internal,
+                ResourceError::Internal(detail) => ProtocolError::Internal(detail.into()),
             })?;
         let contents: Vec<Value> = contents
             .into_iter()

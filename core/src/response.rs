@@ -3,6 +3,8 @@
 //! The codec adds the framing headers (`Content-Length`, `Date`, `Connection`); everything
 //! else a client sees comes from here, so every adapter sends the same bytes.
 
+use std::borrow::Cow;
+
 use http::{HeaderName, HeaderValue, StatusCode};
 
 use crate::era::Version;
@@ -22,6 +24,14 @@ pub struct RequestLog {
     pub tool_error: Option<&'static str>,
     /// Organization of the caller, once authenticated.
     pub organization: Option<String>,
+    /// Why the request was refused or failed, for the operator (issue 15): which
+    /// authentication check failed, which limit was hit, the dispatcher's error text of an
+    /// internal error. `None` for a success (and for tool errors whose message may hold
+    /// argument values). The server's own words only, never text the client wrote.
+    pub reason: Option<Cow<'static, str>>,
+    /// The request id the response carries in `X-Request-Id`, when it is not the
+    /// adapter's [`crate::Env::request_id`] (a trusted proxy's id): log this one.
+    pub request_id: Option<String>,
 }
 
 /// One HTTP response. `#[must_use]`: dropping it would leave a client hanging.

@@ -155,6 +155,8 @@ impl<D: Dispatch> Server<D> {
             Err(e) => return self.rest_error(e, env),
         };
         if let Err(e) = tool.admit(&principal, &Value::Object(args.clone())) {
+            log.tool_error = Some(e.code.as_str());
+            log.reason = e.reason();
             return self.rest_error(e, env);
         }
         let call = ToolCall {
@@ -193,6 +195,12 @@ impl<D: Dispatch> Server<D> {
             }
             Err(e) => {
                 log.tool_error = Some(e.code.as_str());
+                log.reason = e.reason();
+                if e.code == ToolErrorCode::Internal {
+                    // The detail is the log's; the client gets the generic message.
+                    let generic = ToolError::new(ToolErrorCode::Internal, "internal error");
+                    return self.rest_error(generic, env);
+                }
                 self.rest_error(e, env)
             }
         }

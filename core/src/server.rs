@@ -16,7 +16,7 @@ use http::header::{ALLOW, CACHE_CONTROL, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderName, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
-use crate::auth::{self, Authenticate};
+use crate::auth::{self, AuthError, Authenticate};
 use crate::config::{Config, Keys};
 use crate::dispatch::Dispatch;
 use crate::env::{Env, Load};
@@ -162,7 +162,22 @@ impl<D: Dispatch> Server<D> {
     }
 
     /// Answers one request. Total: any input gives a response, never a panic.
+    ///
+    /// Every response carries `X-Request-Id`: [`Env::request_id`], or the request's own
+    /// when [`Config::trust_request_id`] says so and it is valid.
     pub fn handle(&self, req: &Request<'_>, env: &Env) -> Response {
+        let incoming = self.incoming_request_id(req);
+        let swapped;
+        let env = match incoming {
+            Some(id) => {
+                swapped = Env {
+                    request_id: id.to_owned(),
+                    ..env.clone()
+                };
+                &swapped
+            }
+            None => env,
+        };
         let mut log = RequestLog::default();
         let mut resp = match self.route(req.path()) {
             None => close_if_body(req, Response::empty(StatusCode::NOT_FOUND)),
@@ -173,10 +188,24 @@ impl<D: Dispatch> Server<D> {
             Some(Endpoint::Ready) => Self::probe(req, self.dispatch.ready()),
             Some(Endpoint::Metrics) => self.metrics(req),
         };
-        resp.headers
-            .push((CACHE_CONTROL, HeaderValue::from_static("no-store")));
-        resp.log = log;
+        finish(&mut resp, log, env, incoming.is_some());
         resp
+    }
+
+    /// The request's `X-Request-Id`, when trusted and valid: one header, 1 to
+    /// [`MAX_REQUEST_ID`] bytes of visible ASCII. Anything else is ignored.
+    fn incoming_request_id<'r>(&self, req: &Request<'r>) -> Option<&'r str> {
+        if !self.config.trust_request_id {
+            return None;
+        }
+        let id = req.single_header("x-request-id").ok()??;
+        let ok =
+            !id.is_empty() && id.len() <= MAX_REQUEST_ID && id.iter().all(u8::is_ascii_graphic);
+        if ok {
+            std::str::from_utf8(id).ok()
+        } else {
+            None
+        }
     }
 
     /// Decides from a request head alone, before any byte of its body is read, the
@@ -192,6 +221,18 @@ impl<D: Dispatch> Server<D> {
     pub fn check_head(&self, req: &Request<'_>, env: &Env) -> Option<Response> {
         let head = Request { body: &[], ..*req };
         let req = &head;
+        let incoming = self.incoming_request_id(req);
+        let swapped;
+        let env = match incoming {
+            Some(id) => {
+                swapped = Env {
+                    request_id: id.to_owned(),
+                    ..env.clone()
+                };
+                &swapped
+            }
+            None => env,
+        };
         let mut log = RequestLog::default();
         let mut resp = match self.route(req.path()) {
             None => Response::empty(StatusCode::NOT_FOUND),
@@ -211,9 +252,7 @@ impl<D: Dispatch> Server<D> {
                 r
             }
         };
-        resp.headers
-            .push((CACHE_CONTROL, HeaderValue::from_static("no-store")));
-        resp.log = log;
+        finish(&mut resp, log, env, incoming.is_some());
         Some(resp)
     }
 
@@ -415,14 +454,16 @@ impl<D: Dispatch> Server<D> {
         self.check_origin(req)?;
         let values: Vec<&[u8]> = req.header_values("authorization").collect();
         let token = auth::bearer(&values)
-            .map_err(|()| ProtocolError::Unauthorized { token_sent: true })?
-            .ok_or(ProtocolError::Unauthorized { token_sent: false })?;
+            .map_err(|()| ProtocolError::Unauthorized(AuthError::NotBearer))?
+            .ok_or(ProtocolError::Unauthorized(AuthError::NoToken))?;
         let principal = self
             .auth
             .authenticate(&token, audience, env.now)
-            .map_err(|_| ProtocolError::Unauthorized { token_sent: true })?;
+            .map_err(ProtocolError::Unauthorized)?;
         if env.load != Load::Normal {
-            return Err(ProtocolError::Unavailable);
+            return Err(ProtocolError::Unavailable {
+                draining: env.load == Load::Draining,
+            });
         }
         Ok(principal)
     }
@@ -472,6 +513,7 @@ impl<D: Dispatch> Server<D> {
     ) -> Response {
         let (status, code) = err.wire(version.map(Version::era));
         log.rpc_code = Some(code.0);
+        log.reason = Some(err.reason());
         if let ProtocolError::BodyTooLarge { .. } = err {
             return self.too_large(log);
         }
@@ -485,13 +527,16 @@ impl<D: Dispatch> Server<D> {
             ProtocolError::MethodNotAllowed { allow } => {
                 set_header(&mut r, ALLOW, allow);
             }
-            ProtocolError::Unauthorized { token_sent } => {
+            ProtocolError::Unauthorized(why) => {
                 let mut challenge = format!(
                     "Bearer resource_metadata=\"{}\"",
                     self.config.resource_metadata_url()
                 );
-                if *token_sent {
-                    challenge.push_str(", error=\"invalid_token\"");
+                // RFC 6750 §3.1: a request without credentials gets no error information.
+                if why.token_sent() {
+                    challenge.push_str(", error=\"invalid_token\", error_description=\"");
+                    push_quotable(&mut challenge, &why.to_string());
+                    challenge.push('"');
                 }
                 set_header(&mut r, WWW_AUTHENTICATE, &challenge);
             }
@@ -505,7 +550,7 @@ impl<D: Dispatch> Server<D> {
                 set_header(&mut r, HeaderName::from_static("ratelimit-policy"), policy);
                 set_header(&mut r, HeaderName::from_static("ratelimit"), state);
             }
-            ProtocolError::Unavailable => set_header(&mut r, RETRY_AFTER, "1"),
+            ProtocolError::Unavailable { .. } => set_header(&mut r, RETRY_AFTER, "1"),
             _ => {}
         }
         match version {
@@ -515,7 +560,9 @@ impl<D: Dispatch> Server<D> {
     }
 
     fn too_large(&self, log: &mut RequestLog) -> Response {
+        let limit = self.config.max_body;
         log.rpc_code = Some(crate::error::ErrorCode::INVALID_REQUEST.0);
+        log.reason = Some(ProtocolError::BodyTooLarge { limit }.reason());
         let body = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32600,\"message\":\"Request body too large (limit {} bytes)\"}}}}",
             self.config.max_body
@@ -581,6 +628,24 @@ impl<D: Dispatch> Server<D> {
     }
 }
 
+/// Longest `X-Request-Id` taken from a request (bytes).
+pub const MAX_REQUEST_ID: usize = 128;
+
+/// What every response gets last: `Cache-Control: no-store`, `X-Request-Id`, the log.
+fn finish(resp: &mut Response, mut log: RequestLog, env: &Env, incoming: bool) {
+    resp.headers
+        .push((CACHE_CONTROL, HeaderValue::from_static("no-store")));
+    // The adapter's id is hex and a trusted one was checked: both are header text.
+    if let Ok(v) = HeaderValue::from_str(&env.request_id) {
+        resp.headers
+            .push((HeaderName::from_static("x-request-id"), v));
+    }
+    if incoming {
+        log.request_id = Some(env.request_id.clone());
+    }
+    resp.log = log;
+}
+
 /// A refusal [`Server::check_head`] gives from the head closes the connection when the
 /// request has a body (the body is never read). The same refusal given by
 /// [`Server::handle`] to a request whose body was read anyway (it arrived with its head)
@@ -599,8 +664,8 @@ pub(crate) fn decided_by_head(e: &ProtocolError) -> bool {
         e,
         ProtocolError::MethodNotAllowed { .. }
             | ProtocolError::OriginNotAllowed
-            | ProtocolError::Unauthorized { .. }
-            | ProtocolError::Unavailable
+            | ProtocolError::Unauthorized(_)
+            | ProtocolError::Unavailable { .. }
     )
 }
 
@@ -681,6 +746,18 @@ fn with_version(mut r: Response, v: Version) -> Response {
         HeaderValue::from_static(v.as_str()),
     ));
     r
+}
+
+/// Appends `text` as the inside of an RFC 6750 quoted `error_description`: only
+/// `%x20-21 / %x23-5B / %x5D-7E` may appear, so `"` becomes `'`, `\` becomes `/`, and
+/// anything else outside printable ASCII is left out.
+pub(crate) fn push_quotable(out: &mut String, text: &str) {
+    out.extend(text.chars().filter_map(|c| match c {
+        '"' => Some('\''),
+        '\\' => Some('/'),
+        ' '..='~' => Some(c),
+        _ => None,
+    }));
 }
 
 /// Sets a header whose value we built; values that cannot be header text are dropped.

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{body, legacy, modern, post, rpc_code, send};
-use dunning_core::{Era, ProtocolError, ToolErrorCode};
+use dunning_core::{AuthError, Era, ProtocolError, ToolErrorCode};
 use serde_json::json;
 
 /// One variant of each kind (payloads do not change the mapping).
@@ -48,10 +48,10 @@ fn variants() -> Vec<(&'static str, ProtocolError)> {
                 requested: "1999-01-01".into(),
             },
         ),
-        ("Internal", ProtocolError::Internal),
+        ("Internal", ProtocolError::Internal("x".into())),
         (
             "Unauthorized",
-            ProtocolError::Unauthorized { token_sent: true },
+            ProtocolError::Unauthorized(AuthError::Expired),
         ),
         ("OriginNotAllowed", ProtocolError::OriginNotAllowed),
         (
@@ -69,7 +69,10 @@ fn variants() -> Vec<(&'static str, ProtocolError)> {
                 state: "\"token\";r=0;t=2".into(),
             },
         ),
-        ("Unavailable", ProtocolError::Unavailable),
+        (
+            "Unavailable",
+            ProtocolError::Unavailable { draining: false },
+        ),
         ("PathNotFound", ProtocolError::PathNotFound),
         (
             "MethodNotAllowed",

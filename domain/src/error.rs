@@ -121,7 +121,23 @@ impl From<DomainError> for ToolError {
                 retry_after_ms: Some(retry_after_ms),
                 ..Self::new(ToolErrorCode::RateLimited, message)
             },
-            DomainError::Store(_) => Self::new(ToolErrorCode::Internal, "internal error"),
+            DomainError::Store(e) => Self::new(ToolErrorCode::Internal, format!("store: {e}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_failure_keeps_its_cause_for_the_log() {
+        let e = ToolError::from(DomainError::Store(StoreError("database is locked".into())));
+        assert_eq!(e.code, ToolErrorCode::Internal);
+        assert_eq!(e.message, "store: database is locked");
+        assert_eq!(
+            e.reason().as_deref(),
+            Some("internal error: store: database is locked")
+        );
     }
 }

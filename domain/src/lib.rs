@@ -162,7 +162,7 @@ impl Domain {
             let member = org::find_member(tx, &org.id, subject)?;
             Ok(member.map(|m| (org, m)))
         })
-        .map_err(|_| AuthError::NotMember)?;
+        .map_err(|_| AuthError::Lookup)?;
         let (org, member) = found.ok_or(AuthError::NotMember)?;
         let scope = scopes.iter().filter_map(|s| catalog::SCOPES.parse(s)).max();
         Ok(Principal {

@@ -305,7 +305,7 @@ fn map_err(e: DomainError) -> ResourceError {
     match e {
         DomainError::NotSettled(_) => ResourceError::Unavailable(crate::catalog::NOT_SETTLED),
         DomainError::TooLarge { .. } => ResourceError::Unavailable("ANSWER_TOO_LARGE"),
-        DomainError::Store(_) => ResourceError::Internal,
+        DomainError::Store(e) => ResourceError::Internal(format!("store: {e}")),
         _ => ResourceError::NotFound,
     }
 }

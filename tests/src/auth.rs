@@ -9,7 +9,7 @@
 //! | `tok-acme` | `carla@acme.example` | `acme` | admin (all three) | all | MCP |
 //! | `tok-limited` | `rate@demo.example` | `demo` | admin (all three) | all | MCP (always over the rate limit: [`crate::TestLimiter`]) |
 //! | `tok-api` | `ana@demo.example` | `demo` | admin | all | REST API only |
-//! | `tok-expired` | - | - | - | - | refused: [`AuthError::Time`] |
+//! | `tok-expired` | - | - | - | - | refused: [`AuthError::Expired`] |
 //!
 //! Any other token is [`AuthError::Malformed`].
 
@@ -105,7 +105,7 @@ impl TestAuth {
                 Audience::Mcp,
             ),
             "tok-api" => principal("ana@demo.example", "demo", Scope::Admin, all, Audience::Api),
-            "tok-expired" => return Err(AuthError::Time),
+            "tok-expired" => return Err(AuthError::Expired),
             _ => return Err(AuthError::Malformed),
         })
     }
@@ -123,7 +123,7 @@ impl Authenticate for TestAuth {
             return Err(AuthError::Audience);
         }
         if now >= p.expires_at {
-            return Err(AuthError::Time);
+            return Err(AuthError::Expired);
         }
         Ok(p)
     }
@@ -157,7 +157,7 @@ mod tests {
         assert!(a.authenticate("tok-api", Audience::Api, NOW).is_ok());
         assert_eq!(
             a.authenticate("tok-expired", Audience::Mcp, NOW),
-            Err(AuthError::Time)
+            Err(AuthError::Expired)
         );
         assert_eq!(
             a.authenticate("nope", Audience::Mcp, NOW),

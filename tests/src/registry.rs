@@ -718,7 +718,7 @@ impl Dispatch for TestDomain {
         let org = &read.ctx.principal.organization;
         let Some(t) = read.template else {
             if read.uri == "test://static/broken" {
-                return Err(ResourceError::Internal);
+                return Err(ResourceError::Internal("the broken test resource".into()));
             }
             let info = json!({ "server": "test", "organization": org });
             return Ok(vec![Contents::Text {

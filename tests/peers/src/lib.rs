@@ -695,7 +695,7 @@ impl Dispatch for Fixtures {
                 mime_type: "image/png".into(),
                 bytes: STANDARD
                     .decode(RED_PIXEL_PNG)
-                    .map_err(|_| ResourceError::Internal)?,
+                    .map_err(|e| ResourceError::Internal(e.to_string()))?,
             }]),
             (_, Some(_)) => {
                 let id = read.vars.get("id").ok_or(ResourceError::NotFound)?;

@@ -206,7 +206,7 @@ impl Authenticator {
         let claims = jwt::verify(token, &keys, &self.validation, audience, now);
         match &claims {
             Ok(c) => self.cache.insert(key, c.clone()),
-            Err(AuthError::Signature) => {
+            Err(AuthError::Signature | AuthError::UnknownKey) => {
                 self.keys.nudge(now, 30_000);
             }
             Err(_) => {}

@@ -79,6 +79,15 @@ pub(crate) struct ServeArgs {
     /// Log line format [default: text].
     #[arg(long, value_enum)]
     pub(crate) log_format: Option<LogFormat>,
+    /// Log level (error, warn, info, debug, trace) or `RUST_LOG`-style directives
+    /// (`info,kobana_dunning=debug`). Wins over `RUST_LOG`, which wins over the
+    /// configuration file's `log_level` [default: info].
+    #[arg(long, value_name = "FILTER")]
+    pub(crate) log_level: Option<String>,
+    /// Put the development token in the JSON startup event too (text logs always show
+    /// it; JSON logs leave it out, since they are usually shipped somewhere).
+    #[arg(long)]
+    pub(crate) print_token: bool,
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
     /// in real time (send windows, business days, token times). Give `serve`, `token`
     /// and `demo` the same instant.

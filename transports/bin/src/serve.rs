@@ -55,7 +55,23 @@ const DEV_TOKEN_TTL_SECS: i64 = 24 * 3600;
 /// Runs `serve`; `Err` is a startup failure (printed, exit code 1).
 pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     let settings = Settings::load(args)?;
-    telemetry::init_logging(settings.log_format);
+    let filter = telemetry::log_filter(
+        settings.log_level.as_deref(),
+        std::env::var("RUST_LOG").ok().as_deref(),
+        settings.file_log_level.as_deref(),
+    )?;
+    telemetry::init_logging(settings.log_format, filter);
+    tracing::debug!(
+        listen = %settings.listen,
+        transport = ?settings.transport,
+        public_url = settings.public_url.as_deref(),
+        dev_key = settings.auth.dev_key,
+        require_at_jwt = settings.auth.require_at_jwt,
+        trust_request_id = settings.trust_request_id,
+        rate_limit = settings.rate_limit.enabled,
+        max_in_flight = settings.limits.max_in_flight,
+        "effective settings"
+    );
     let clock = Clock::from_flag(args.clock);
     if clock.is_shifted() {
         tracing::warn!(now = %dunning_domain::rules::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");
@@ -117,6 +133,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         public_url: public_url.clone(),
         allowed_origins: settings.allowed_origins.clone(),
         loopback: bound.ip().is_loopback(),
+        trust_request_id: settings.trust_request_id,
         max_body: settings.limits.max_body_bytes,
         authorization_servers: settings
             .auth
@@ -155,14 +172,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         .listen(LISTEN_BACKLOG)
         .map_err(|e| format!("listen on {bound}: {e}"))?;
     let listener = TcpListener::from(socket);
-    println!(
-        "kobana-dunning {} listening on {bound}",
-        env!("CARGO_PKG_VERSION")
-    );
-    println!("MCP endpoint: {}", endpoint.mcp_audience_url());
-    println!("REST API: {}", endpoint.api_audience);
-    if let Some(seed) = dev_seed.as_deref() {
-        let token = token::mint(
+    let dev_token = dev_seed.as_deref().map(|seed| {
+        token::mint(
             seed,
             &endpoint,
             &token::Request {
@@ -173,11 +184,24 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
                 audience: AudienceArg::Mcp,
             },
             now,
+        )
+    });
+    if settings.auth.dev_key && !bound.ip().is_loopback() {
+        tracing::warn!(
+            listen = %bound,
+            "the development key is trusted on a non-loopback address: anyone who can read the data dir can mint tokens this server accepts; set [auth] dev_key = false and configure jwks_file or jwks_url"
         );
-        println!("Development token (ana@demo.example, organization demo, MCP audience, 24 h):");
-        println!("{token}");
     }
-    println!("Ready: stop with Ctrl-C (SIGINT) or SIGTERM.");
+    telemetry::banner(
+        settings.log_format,
+        &telemetry::Banner {
+            listen: bound,
+            mcp_endpoint: endpoint.mcp_audience_url(),
+            rest_api: &endpoint.api_audience,
+            dev_token: dev_token.as_deref(),
+            print_token: settings.print_token,
+        },
+    );
     tracing::info!(
         listen = %bound,
         public_url = %public_url,

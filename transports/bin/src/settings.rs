@@ -10,7 +10,10 @@
 //! mcp_path = "/"
 //! transport = "tokio"          # tokio | blocking | mio
 //! log_format = "json"          # text | json
+//! log_level = "info"           # or directives; --log-level and then RUST_LOG win over it
+//! print_token = false          # JSON logs: put the development token in the startup event
 //! allowed_origins = ["https://app.example.com"]
+//! trust_request_id = false     # true: echo a proxy's X-Request-Id (visible ASCII, <= 128 bytes)
 //!
 //! [limits]
 //! max_body_bytes = 2097152
@@ -81,7 +84,10 @@ pub(crate) struct File {
     mcp_path: Option<String>,
     transport: Option<Transport>,
     log_format: Option<LogFormat>,
+    log_level: Option<String>,
+    print_token: bool,
     allowed_origins: Vec<String>,
+    trust_request_id: bool,
     limits: Limits,
     rate_limit: RateLimits,
     auth: AuthFile,
@@ -343,8 +349,16 @@ pub(crate) struct Settings {
     pub(crate) transport: Transport,
     /// Log format.
     pub(crate) log_format: LogFormat,
+    /// `--log-level`, which wins over `RUST_LOG`.
+    pub(crate) log_level: Option<String>,
+    /// The file's `log_level`, under `RUST_LOG`.
+    pub(crate) file_log_level: Option<String>,
+    /// Whether the JSON startup event carries the development token.
+    pub(crate) print_token: bool,
     /// Extra allowed origins.
     pub(crate) allowed_origins: Vec<String>,
+    /// Echo a trusted proxy's `X-Request-Id`.
+    pub(crate) trust_request_id: bool,
     /// Caps and timeouts.
     pub(crate) limits: Limits,
     /// Rate limits.
@@ -455,7 +469,11 @@ impl Settings {
                 .log_format
                 .or(file.log_format)
                 .unwrap_or(LogFormat::Text),
+            log_level: args.log_level.clone(),
+            file_log_level: file.log_level,
+            print_token: args.print_token || file.print_token,
             allowed_origins: file.allowed_origins,
+            trust_request_id: file.trust_request_id,
             limits: file.limits,
             rate_limit: file.rate_limit,
             auth: Auth {
@@ -494,6 +512,8 @@ mod tests {
             transport: None,
             config: None,
             log_format: None,
+            log_level: None,
+            print_token: false,
             clock: None,
         }
     }

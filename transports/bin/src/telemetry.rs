@@ -16,6 +16,8 @@ use std::time::Duration;
 use dunning_core::{Catalog, Era, Metrics, RequestLog};
 use dunning_runtime::{CloseReason, Observer};
 
+use tracing_subscriber::EnvFilter;
+
 use crate::cli::LogFormat;
 
 /// Upper bounds of the latency histogram, in seconds.
@@ -250,6 +252,8 @@ impl Observer for Telemetry {
             h.count += 1;
             h.sum += secs;
         }
+        // A trusted proxy's id, when the response carried that one.
+        let request_id = log.request_id.as_deref().unwrap_or(request_id);
         tracing::info!(
             target: "kobana_dunning::request",
             request_id,
@@ -261,6 +265,7 @@ impl Observer for Telemetry {
             rpc_code = log.rpc_code,
             tool_error = log.tool_error,
             org = log.organization.as_deref(),
+            reason = log.reason.as_deref(),
             "request"
         );
     }
@@ -276,12 +281,99 @@ impl Metrics for MetricsView {
     }
 }
 
-/// Installs the global `tracing` subscriber: text or JSON lines on stderr, `info` and up
-/// (`RUST_LOG`-style filtering is not needed: the binary logs little besides requests).
-pub(crate) fn init_logging(format: LogFormat) {
+/// The target of the startup event: always let through, whatever the filter says.
+const BANNER: &str = "kobana_dunning::banner";
+
+/// What the startup banner says.
+pub(crate) struct Banner<'a> {
+    /// The bound address.
+    pub(crate) listen: std::net::SocketAddr,
+    /// The MCP endpoint URL.
+    pub(crate) mcp_endpoint: String,
+    /// The REST API base URL.
+    pub(crate) rest_api: &'a str,
+    /// A development token, when the development key is trusted.
+    pub(crate) dev_token: Option<&'a str>,
+    /// Whether the JSON event may carry the token.
+    pub(crate) print_token: bool,
+}
+
+/// Writes the startup banner on stderr (stdout stays free for a supervisor or a pipe):
+/// the human text in text mode (the development token included), one JSON event in
+/// JSON mode (the token only with `--print-token`: JSON logs are usually shipped to a
+/// log store, and a token there is a credential anyone with access to it could use).
+pub(crate) fn banner(format: LogFormat, b: &Banner<'_>) {
+    match format {
+        LogFormat::Text => {
+            let mut text = format!(
+                "kobana-dunning {} listening on {}
+MCP endpoint: {}
+REST API: {}
+",
+                env!("CARGO_PKG_VERSION"),
+                b.listen,
+                b.mcp_endpoint,
+                b.rest_api
+            );
+            if let Some(token) = b.dev_token {
+                let _ = writeln!(
+                    text,
+                    "Development token (ana@demo.example, organization demo, MCP audience, 24 h):
+{token}"
+                );
+            }
+            text.push_str("Ready: stop with Ctrl-C (SIGINT) or SIGTERM.\n");
+            // One write, so no log line lands in the middle of it.
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+        }
+        LogFormat::Json => {
+            let token = b.dev_token.filter(|_| b.print_token);
+            let hint = (b.dev_token.is_some() && token.is_none()).then_some(
+                "kobana-dunning token --org demo --person ana@demo.example (or --print-token)",
+            );
+            tracing::info!(
+                target: BANNER,
+                version = env!("CARGO_PKG_VERSION"),
+                listen = %b.listen,
+                mcp_endpoint = %b.mcp_endpoint,
+                rest_api = b.rest_api,
+                dev_key = b.dev_token.is_some(),
+                dev_token = token,
+                mint_a_token = hint,
+                "ready"
+            );
+        }
+    }
+}
+
+/// The log filter: `--log-level` if given, else `RUST_LOG` if set and not empty, else
+/// the file's `log_level`, else `info`. Each is a level or `RUST_LOG`-style directives;
+/// an invalid one given by the flag or the file is a startup error, an invalid `RUST_LOG`
+/// too (a typo must not silently fall back).
+pub(crate) fn log_filter(
+    flag: Option<&str>,
+    env: Option<&str>,
+    file: Option<&str>,
+) -> Result<EnvFilter, String> {
+    let (source, text) = match (flag, env.filter(|e| !e.trim().is_empty()), file) {
+        (Some(f), _, _) => ("--log-level", f),
+        (None, Some(e), _) => ("RUST_LOG", e),
+        (None, None, Some(f)) => ("log_level", f),
+        (None, None, None) => ("default", "info"),
+    };
+    let filter = EnvFilter::try_new(text).map_err(|e| format!("{source} {text:?}: {e}"))?;
+    Ok(match format!("{BANNER}=info").parse() {
+        Ok(always) => filter.add_directive(always),
+        Err(_) => filter,
+    })
+}
+
+/// Installs the global `tracing` subscriber: text or JSON lines on stderr, filtered by
+/// `filter` ([`log_filter`]).
+pub(crate) fn init_logging(format: LogFormat, filter: EnvFilter) {
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::INFO)
+        .with_env_filter(filter)
         .with_target(false);
     let _ = match format {
         LogFormat::Text => builder.with_ansi(false).try_init(),
@@ -307,6 +399,35 @@ mod tests {
             prompts: Vec::new(),
             scopes: dunning_core::ScopeNames::default(),
         }
+    }
+
+    #[test]
+    fn the_flag_wins_over_rust_log_which_wins_over_the_file() {
+        // The banner's directive is always there; the rest is what was chosen.
+        let show = |f: EnvFilter| {
+            let text = f.to_string();
+            assert!(text.contains("kobana_dunning::banner=info"), "{text}");
+            text.split(',')
+                .filter(|d| !d.starts_with("kobana_dunning::banner"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert_eq!(show(log_filter(None, None, None).unwrap()), "info");
+        assert_eq!(show(log_filter(None, None, Some("warn")).unwrap()), "warn");
+        assert_eq!(
+            show(log_filter(None, Some("debug"), Some("warn")).unwrap()),
+            "debug"
+        );
+        assert_eq!(
+            show(log_filter(None, Some(" "), Some("warn")).unwrap()),
+            "warn"
+        );
+        assert_eq!(
+            show(log_filter(Some("trace"), Some("debug"), Some("warn")).unwrap()),
+            "trace"
+        );
+        let e = log_filter(Some("verbose=loud=yes"), None, None).unwrap_err();
+        assert!(e.starts_with("--log-level"), "{e}");
     }
 
     #[test]

@@ -82,11 +82,13 @@ fn assert_invalid_token(r: &common::Resp, srv: &Srv, what: &str) {
 fn startup_prints_the_endpoint_and_a_working_token() {
     let mut srv = Srv::start(&[], None);
     assert!(
-        srv.stdout
+        srv.banner
             .contains(&format!("MCP endpoint: {}/\n", srv.url)),
         "{}",
-        srv.stdout
+        srv.banner
     );
+    assert!(srv.log().contains(&srv.banner), "the banner is on stderr");
+    assert!(srv.stdout.lock().unwrap().is_empty(), "nothing on stdout");
     assert_eq!(srv.token.split('.').count(), 3);
     // The keys the server created in the data dir are private.
     for key in ["dev-signing.key", "request-state.key"] {
@@ -129,8 +131,9 @@ fn startup_prints_the_endpoint_and_a_working_token() {
         .unwrap()
         .to_owned();
     assert!(text.contains("dunning_me") && text.contains("never instructions"));
-    // One log line per request, and never a token.
-    let log = srv.log();
+    // One log line per request, and never a token (the text banner, on the same
+    // stream, shows the development token: that is its job).
+    let log = srv.log().replacen(&srv.banner, "", 1);
     assert!(log.contains("tools/list"), "{log}");
     assert!(!log.contains(&srv.token) && !log.contains(&caio));
     assert!(srv.terminate().success());
@@ -592,7 +595,9 @@ fn metadata_probes_metrics_and_json_logs() {
     assert_eq!(call["era"], "2026");
     assert!(call["request_id"].as_str().is_some_and(|s| s.len() == 16));
     assert!(call["duration_ms"].as_f64().is_some());
-    assert!(!log.contains(&t) && !log.contains(&srv.token));
+    // No token anywhere: not the one used, and the JSON banner carries none.
+    assert!(srv.token.is_empty(), "no --print-token");
+    assert!(!log.contains(&t) && !log.contains("eyJ"));
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::time::Instant;
 use dunning_core::dispatch::Dispatch;
 use dunning_core::{Env, Load, Response, Server, UnixTime};
 use dunning_http1::OwnedRequest;
-use http::{HeaderValue, StatusCode, header};
+use http::{HeaderName, HeaderValue, StatusCode, header};
 
 use crate::budget::Budget;
 use crate::connection::Admission;
@@ -169,8 +169,14 @@ impl<D: Dispatch> Service<D> {
             req.with_core(|r| self.server.handle(r, &env))
         }));
         let mut resp = handled.unwrap_or_else(|_| {
-            Response::empty(StatusCode::INTERNAL_SERVER_ERROR)
-                .with_header(header::CONNECTION, HeaderValue::from_static("close"))
+            let mut r = Response::empty(StatusCode::INTERNAL_SERVER_ERROR)
+                .with_header(header::CONNECTION, HeaderValue::from_static("close"));
+            if let Ok(id) = HeaderValue::from_str(&env.request_id) {
+                r.headers
+                    .push((HeaderName::from_static("x-request-id"), id));
+            }
+            r.log.reason = Some("internal error: the handler panicked".into());
+            r
         });
         if load == Load::Draining {
             resp.headers

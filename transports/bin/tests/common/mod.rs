@@ -135,11 +135,13 @@ pub struct Srv {
     pub addr: String,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
-    /// The development token printed at startup (empty when the development key is not
-    /// trusted).
+    /// The development token of the startup banner (empty when the development key is not
+    /// trusted, or in JSON mode without `--print-token`).
     pub token: String,
-    /// Everything printed on stdout at startup.
-    pub stdout: String,
+    /// The startup banner (on stderr): its text lines, or its one JSON event.
+    pub banner: String,
+    /// Everything printed on stdout (nothing, by design).
+    pub stdout: Arc<Mutex<String>>,
     /// The data dir.
     pub dir: PathBuf,
     /// Everything logged on stderr so far.
@@ -155,8 +157,29 @@ impl Srv {
 
     /// Like [`Srv::start`], on the given data dir.
     pub fn start_in(dir: PathBuf, extra: &[&str], config: Option<&str>) -> Self {
+        Self::start_full(dir, "127.0.0.1:0", extra, config, &[])
+    }
+
+    /// Like [`Srv::start`], listening on `listen` (e.g. `0.0.0.0:0`).
+    pub fn start_on(listen: &str, extra: &[&str], config: Option<&str>) -> Self {
+        Self::start_full(seeded_dir("srv"), listen, extra, config, &[])
+    }
+
+    /// Like [`Srv::start`], with environment variables (`RUST_LOG` is unset unless given).
+    pub fn start_env(extra: &[&str], config: Option<&str>, env: &[(&str, &str)]) -> Self {
+        Self::start_full(seeded_dir("srv"), "127.0.0.1:0", extra, config, env)
+    }
+
+    fn start_full(
+        dir: PathBuf,
+        listen: &str,
+        extra: &[&str],
+        config: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut cmd = Command::new(BIN);
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        cmd.env_remove("RUST_LOG").envs(env.iter().copied());
+        cmd.args(["serve", "--listen", listen, "--data-dir"])
             .arg(&dir)
             .args(clock_args())
             .args(extra);
@@ -171,34 +194,52 @@ impl Srv {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // The banner is on stderr, among the log lines: the text lines up to `Ready:`, or
+        // the one JSON event whose message is `ready`.
         let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().unwrap();
+        let err = child.stderr.take().unwrap();
         let sink = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        let out = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut lines = BufReader::new(out).lines();
-            let mut seen = String::new();
+            let mut banner = String::new();
             let mut token = String::new();
             let mut token_next = false;
-            for line in lines.by_ref() {
+            let mut ready = false;
+            for line in BufReader::new(err).lines() {
                 let Ok(line) = line else { break };
-                seen.push_str(&line);
-                seen.push('\n');
+                {
+                    let mut s = sink.lock().unwrap();
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+                if ready {
+                    continue;
+                }
+                if let Ok(event) = serde_json::from_str::<Value>(&line)
+                    && event["message"] == "ready"
+                {
+                    let token = event["dev_token"].as_str().unwrap_or_default().to_owned();
+                    let addr = event["listen"].as_str().unwrap_or_default().to_owned();
+                    let _ = tx.send(Some((line.clone(), token, addr)));
+                    ready = true;
+                    continue;
+                }
+                if line.starts_with("kobana-dunning ") && line.contains(" listening on ") {
+                    banner.clear();
+                }
+                banner.push_str(&line);
+                banner.push('\n');
                 if line.starts_with("Ready:") {
-                    let _ = tx.send(Some((seen.clone(), token.clone())));
-                    break;
+                    let addr = banner
+                        .lines()
+                        .find_map(|l| {
+                            l.split_once(" listening on ")
+                                .map(|(_, a)| a.trim().to_owned())
+                        })
+                        .expect("listening line");
+                    let _ = tx.send(Some((banner.clone(), token.clone(), addr)));
+                    ready = true;
+                    continue;
                 }
                 if token_next {
                     token.clone_from(&line);
@@ -206,25 +247,33 @@ impl Srv {
                 token_next = line.starts_with("Development token");
             }
             let _ = tx.send(None);
-            // Keep draining, so the server never blocks on a full pipe.
-            for _ in lines {}
         });
-        let Ok(Some((stdout, token))) = rx.recv_timeout(Duration::from_secs(60)) else {
+        // Nothing is printed on stdout; whatever is, is kept (and the pipe drained).
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let mut out = child.stdout.take().unwrap();
+        let out_sink = stdout.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                out_sink
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let Ok(Some((banner, token, addr))) = rx.recv_timeout(Duration::from_secs(60)) else {
             let _ = child.kill();
             panic!("server did not start: {}", stderr.lock().unwrap());
         };
-        let addr = stdout
-            .lines()
-            .find_map(|l| {
-                l.split_once(" listening on ")
-                    .map(|(_, a)| a.trim().to_owned())
-            })
-            .expect("listening line");
         Self {
             child,
             url: format!("http://{addr}"),
             addr,
             token,
+            banner,
             stdout,
             dir,
             stderr,
