@@ -207,6 +207,27 @@ impl PostgresStore {
         })
     }
 
+    /// Runs `f` while holding a session-level advisory lock of this schema, on a
+    /// connection of its own: what processes starting together must do once (seeding
+    /// the demo data when the database has no organization) is done by the first, and
+    /// the others find it done. `f` uses the store as usual (other connections).
+    pub fn exclusively<R>(&self, f: impl FnOnce() -> R) -> Result<R, StoreError> {
+        let mut conn = self.conn()?;
+        conn.client.batch_execute(
+            "SELECT pg_advisory_lock(hashtextextended('dunning-init:' || current_schema(), 0))",
+        )?;
+        let out = f();
+        conn.client.batch_execute(
+            "SELECT pg_advisory_unlock(hashtextextended('dunning-init:' || current_schema(), 0))",
+        )?;
+        Ok(out)
+    }
+
+    /// The scratch schema this store drops when dropped ([`PostgresStore::scratch`]).
+    pub fn scratch_schema(&self) -> Option<&str> {
+        self.scratch.as_deref()
+    }
+
     fn conn(&self) -> Result<r2d2::PooledConnection<Manager>, StoreError> {
         Ok(self.pool.get()?)
     }

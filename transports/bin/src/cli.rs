@@ -67,6 +67,10 @@ pub(crate) struct ServeArgs {
     /// Data directory (database, development keys) [default: ./data].
     #[arg(long, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
+    /// The store: `postgres://user@host:port/db` for PostgreSQL [default: SQLite in the
+    /// data directory].
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: Option<String>,
     /// Public base URL [default: http://<listen address>].
     #[arg(long, value_name = "URL")]
     pub(crate) public_url: Option<String>,

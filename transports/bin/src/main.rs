@@ -106,7 +106,7 @@ fn demo_command(args: &DemoArgs) -> Result<(), String> {
     let now = Clock::from_flag(args.clock).now();
     let dir = DataDir::create(&args.data_dir)?;
     // The whole directory, keys included, so that `token` works on it at once.
-    let init = dir.initialize(0, now, true)?;
+    let init = dir.initialize(None, 0, now, true)?;
     if !init.fresh {
         datadir::reseed(&Domain::new(init.store), now)?;
     }

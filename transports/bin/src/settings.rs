@@ -6,6 +6,7 @@
 //! ```toml
 //! listen = "0.0.0.0:8080"
 //! data_dir = "/var/lib/kobana-dunning"
+//! store = "postgres://dunning@db.internal:5432/dunning"   # default: SQLite in data_dir
 //! public_url = "https://mcp.example.com"
 //! mcp_path = "/"
 //! transport = "tokio"          # tokio | blocking | mio
@@ -77,6 +78,7 @@ use crate::cli::{LogFormat, ServeArgs, Transport};
 pub(crate) struct File {
     listen: Option<SocketAddr>,
     data_dir: Option<PathBuf>,
+    store: Option<String>,
     public_url: Option<String>,
     mcp_path: Option<String>,
     transport: Option<Transport>,
@@ -335,6 +337,8 @@ pub(crate) struct Settings {
     pub(crate) listen: SocketAddr,
     /// Data directory.
     pub(crate) data_dir: PathBuf,
+    /// PostgreSQL URL of the store (`None`: SQLite in the data directory).
+    pub(crate) store: Option<String>,
     /// Public base URL (`None`: `http://<bound address>`).
     pub(crate) public_url: Option<String>,
     /// MCP endpoint path.
@@ -382,6 +386,14 @@ impl Settings {
         if let Some(u) = &public_url {
             if !(u.starts_with("http://") || u.starts_with("https://")) {
                 return Err(format!("public_url {u:?}: must be an http(s) URL"));
+            }
+        }
+        let store = args.store.clone().or(file.store);
+        if let Some(u) = &store {
+            if !(u.starts_with("postgres://") || u.starts_with("postgresql://")) {
+                return Err(format!(
+                    "store: must be a postgres:// URL (or absent, for SQLite in the data dir)"
+                ));
             }
         }
         let a = file.auth;
@@ -445,6 +457,7 @@ impl Settings {
                 .clone()
                 .or(file.data_dir)
                 .unwrap_or_else(|| PathBuf::from("./data")),
+            store,
             public_url,
             mcp_path,
             transport: args
@@ -490,6 +503,7 @@ mod tests {
         ServeArgs {
             listen: None,
             data_dir: None,
+            store: None,
             public_url: None,
             transport: None,
             config: None,
