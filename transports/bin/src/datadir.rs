@@ -77,7 +77,7 @@ pub(crate) struct Opened {
     /// The directory.
     pub(crate) dir: DataDir,
     /// Its store.
-    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) store: Arc<dyn Store>,
     /// Its development signing key.
     pub(crate) dev_key: Zeroizing<[u8; 32]>,
 }
@@ -223,14 +223,23 @@ impl DataDir {
     }
 
     /// Opens a directory that `serve` or `demo` initialized, creating nothing: its store
-    /// and its development key.
-    pub(crate) fn open_initialized(path: &Path) -> Result<Opened, DirError> {
+    /// and its development key. With `postgres` (the URL `serve --store` was given) the
+    /// store is that database, and the directory needs only the key.
+    pub(crate) fn open_initialized(
+        path: &Path,
+        postgres: Option<&str>,
+    ) -> Result<Opened, DirError> {
         let dir = Self {
             path: path.to_owned(),
         };
         let db = path.join(DB_FILE);
         let key = path.join(DEV_KEY_FILE);
-        for needed in [&db, &key] {
+        let needs: &[&PathBuf] = if postgres.is_some() {
+            &[&key]
+        } else {
+            &[&db, &key]
+        };
+        for &needed in needs {
             if !needed.is_file() {
                 return Err(DirError::NotInitialized(format!(
                     "{} is not an initialized data dir (no {}); start the server on it first: \
@@ -241,11 +250,16 @@ impl DataDir {
                 )));
             }
         }
-        let store = SqliteStore::open(&db, 0).map_err(|e| format!("{}: {e}", db.display()))?;
+        let store: Arc<dyn Store> = match postgres {
+            Some(url) => Arc::new(PostgresStore::open(url, 1).map_err(|e| format!("store: {e}"))?),
+            None => {
+                Arc::new(SqliteStore::open(&db, 0).map_err(|e| format!("{}: {e}", db.display()))?)
+            }
+        };
         let seed = dir.read_secret(&key)?;
         Ok(Opened {
             dir,
-            store: Arc::new(store),
+            store,
             dev_key: seed,
         })
     }

@@ -65,7 +65,7 @@ fn main() -> ExitCode {
 /// it refuses (exit code 2) instead of making a key the running server does not trust.
 fn token_command(args: &TokenArgs) -> Result<(), DirError> {
     let now = Clock::from_flag(args.clock).now();
-    let opened = DataDir::open_initialized(&args.data_dir)?;
+    let opened = DataDir::open_initialized(&args.data_dir, args.store.as_deref())?;
     let (org_id, member) = token::lookup(&*opened.store, &args.org, &args.person)?;
     let scope = match (&args.scope, &member) {
         (Some(s), Some(_)) => s.clone(),

@@ -391,9 +391,10 @@ impl Settings {
         let store = args.store.clone().or(file.store);
         if let Some(u) = &store {
             if !(u.starts_with("postgres://") || u.starts_with("postgresql://")) {
-                return Err(format!(
+                return Err(
                     "store: must be a postgres:// URL (or absent, for SQLite in the data dir)"
-                ));
+                        .into(),
+                );
             }
         }
         let a = file.auth;
@@ -568,6 +569,16 @@ mod tests {
         assert_eq!(s.public_url.as_deref(), Some("https://a.example"));
         assert_eq!(s.rate_limit.token_per_minute, 5);
         assert_eq!(s.rate_limit.org_per_minute, 6000);
+        assert_eq!(s.store, None, "SQLite in the data dir by default");
+        // The store: the file's, unless the flag names another.
+        let file: File = toml::from_str("store = \"postgres://a@h/one\"").unwrap();
+        let s = Settings::merge(file, &args()).unwrap();
+        assert_eq!(s.store.as_deref(), Some("postgres://a@h/one"));
+        let file: File = toml::from_str("store = \"postgres://a@h/one\"").unwrap();
+        let mut a = args();
+        a.store = Some("postgresql://b@h/two".into());
+        let s = Settings::merge(file, &a).unwrap();
+        assert_eq!(s.store.as_deref(), Some("postgresql://b@h/two"));
     }
 
     #[test]
@@ -588,6 +599,8 @@ mod tests {
             "[webhooks]\ntimeout_secs = 61",
             "[webhooks]\ntimeout_secs = 0",
             "[webhooks]\nconnect_timeout_secs = 11",
+            "store = \"mysql://x\"",
+            "store = \"/var/lib/dunning.sqlite3\"",
         ];
         for text in bad {
             let file: File = toml::from_str(text).unwrap();

@@ -69,6 +69,19 @@ fn two_servers_on_one_new_postgres_database_answer_and_seed_once() {
     );
     assert_eq!(got.structured()["name"], "Maria Postgres", "{}", got.text());
 
+    // `token --store` mints from the same database: a member found there.
+    let minted = servers[1].mint(&[
+        "--org",
+        "demo",
+        "--person",
+        "ana@demo.example",
+        "--store",
+        &store_url,
+    ]);
+    let me = servers[1].call(&minted, V2026, "dunning_me", json!({}));
+    assert_eq!(me.status, 200, "{}", me.text());
+    assert!(me.json()["result"]["isError"].is_null(), "{}", me.text());
+
     // Seeded once. The demo data's ids are stable, so a second seed would not add
     // documents: it would replace them, and every replaced event would take a new
     // `sequence` (max + 1). Seeded once, the sequences are exactly 1..=count (the
