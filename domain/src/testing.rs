@@ -1,6 +1,11 @@
-//! A test bed for domain tests: an in-memory store with the two demo organizations and
+//! A test bed for domain tests: a private store with the two demo organizations and
 //! their members, a controllable clock, and direct tool calls (no HTTP, no schema
 //! validation: the end-to-end tests over sockets cover those).
+//!
+//! The store comes from the environment ([`store`]): `DUNNING_TEST_PG` set to a
+//! PostgreSQL URL (`postgres://postgres@127.0.0.1:5432/dunning_test`) runs every test
+//! on a fresh schema of that database, dropped at the end; unset, on an in-memory
+//! SQLite database, as before.
 
 use dunning_core::{Audience, Ctx, Dispatch, Output, Principal, ToolCall, ToolError, UnixTime};
 use serde_json::{Map, Value};
@@ -9,12 +14,34 @@ use std::sync::Arc;
 use crate::Domain;
 use crate::demo;
 use crate::store::Store;
+use crate::store::postgres::PostgresStore;
 use crate::store::sqlite::SqliteStore;
+
+/// The variable naming the PostgreSQL database the tests run on.
+pub const PG_VAR: &str = "DUNNING_TEST_PG";
+
+/// The PostgreSQL URL the tests run on, when [`PG_VAR`] names one.
+pub fn pg_url() -> Option<String> {
+    std::env::var(PG_VAR).ok().filter(|u| !u.trim().is_empty())
+}
+
+/// A private, empty (migrated) store for one test: a fresh schema of the PostgreSQL
+/// database [`PG_VAR`] names (dropped with the store), else an in-memory SQLite
+/// database.
+pub fn store() -> Arc<dyn Store> {
+    match pg_url() {
+        Some(url) => Arc::new(
+            PostgresStore::scratch(&url)
+                .unwrap_or_else(|e| panic!("{PG_VAR}={url}: a scratch schema: {e}")),
+        ),
+        None => Arc::new(SqliteStore::in_memory().expect("in-memory SQLite")),
+    }
+}
 
 /// 2026-12-01T12:00:00Z (09:00 in São Paulo), a Tuesday.
 pub const T0: UnixTime = UnixTime::from_secs(1_796_126_400);
 
-/// A domain on a private in-memory store.
+/// A domain on a private store ([`store`]).
 pub struct Bed {
     /// The domain under test.
     pub domain: Domain,
@@ -34,9 +61,7 @@ impl std::fmt::Debug for Bed {
 impl Bed {
     /// Organizations `demo` and `acme` with their members, no other data.
     pub fn new() -> Self {
-        Self::on(Arc::new(
-            SqliteStore::in_memory().expect("in-memory SQLite"),
-        ))
+        Self::on(store())
     }
 
     /// Like [`Bed::new`], on `store` (which another [`Domain`], e.g. a worker's, may

@@ -317,3 +317,41 @@ fn domain_depends_on_no_socket_or_rng_crate() {
         .collect();
     assert!(banned.is_empty(), "domain/Cargo.toml depends on {banned:?}");
 }
+
+/// The one socket the domain crate may open is the PostgreSQL store's connection to its
+/// database (issue 12): the store's I/O, like SQLite's file, behind the `Store` trait.
+/// The driver and its pool are named in `store/postgres.rs` only, so no business code
+/// reaches a socket through them.
+#[test]
+fn the_database_driver_stays_inside_the_postgres_store() {
+    let src = domain_dir().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&src)
+            .expect("under domain/src")
+            .to_string_lossy()
+            .replace('\\', "/");
+        if rel == "store/postgres.rs" {
+            continue;
+        }
+        let code = strip_comments(&std::fs::read_to_string(file).expect("source is UTF-8"));
+        for (n, line) in code.lines().enumerate() {
+            // The crates by path (`postgres::Client`, `r2d2::Pool`), not the store's
+            // module (`store::postgres::PostgresStore`).
+            let driver = line
+                .match_indices("postgres::")
+                .any(|(at, _)| !line[..at].ends_with("store::") && !line[..at].ends_with("self::"));
+            if driver || find_name(line, "r2d2").is_some() || find_name(line, "NoTls").is_some() {
+                found.push(format!("domain/src/{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the PostgreSQL driver is used outside domain/src/store/postgres.rs:\n{}",
+        found.join("\n")
+    );
+}

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use dunning_core::UnixTime;
 use dunning_domain::Domain;
-use dunning_domain::store::sqlite::SqliteStore;
 use dunning_domain::testing::Bed;
 use dunning_domain::webhooks::{self, CLAIM_MS, WebhookDriver, WebhookRequest, WebhookResponse};
 use serde_json::json;
@@ -46,7 +45,7 @@ impl WebhookDriver for Racing {
 
 #[test]
 fn a_test_delivery_being_posted_is_never_posted_by_the_worker_too() {
-    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let store = dunning_domain::testing::store();
     let mut bed = Bed::on(store.clone());
     let ana = bed.ana();
     let driver = Arc::new(Racing {

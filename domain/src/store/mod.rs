@@ -3,13 +3,16 @@
 //!
 //! Why documents plus columns: every entity is a typed Rust struct serialized to JSON
 //! (the same JSON the API returns), while filtering and sorting use real, indexed columns
-//! extracted from that JSON on write. Nothing here is SQLite-specific: a PostgreSQL
-//! store implements the same [`Store`]/[`Tx`] with the same tables (`doc` as `jsonb`).
+//! extracted from that JSON on write. Nothing here is SQLite-specific: the PostgreSQL
+//! store ([`postgres`]) implements the same [`Store`]/[`Tx`] with the same tables.
 //!
 //! Every call takes the organization: there is no way to read or write across
 //! organizations, so another organization's id is simply not found.
 
+pub mod postgres;
 pub mod sqlite;
+#[cfg(test)]
+mod tests;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

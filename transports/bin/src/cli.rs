@@ -67,6 +67,10 @@ pub(crate) struct ServeArgs {
     /// Data directory (database, development keys) [default: ./data].
     #[arg(long, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
+    /// The store: `postgres://user@host:port/db` for PostgreSQL [default: SQLite in the
+    /// data directory].
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: Option<String>,
     /// Public base URL [default: http://<listen address>].
     #[arg(long, value_name = "URL")]
     pub(crate) public_url: Option<String>,
@@ -116,6 +120,10 @@ pub(crate) struct TokenArgs {
     /// Data directory.
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
+    /// The server's store, when it runs on PostgreSQL (`serve --store`) [default: SQLite
+    /// in the data directory].
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: Option<String>,
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
     /// in real time (send windows, business days, token times). Give `serve`, `token`
     /// and `demo` the same instant.

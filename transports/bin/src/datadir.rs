@@ -32,8 +32,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use dunning_core::UnixTime;
 use dunning_domain::Domain;
+use dunning_domain::store::postgres::PostgresStore;
 use dunning_domain::store::sqlite::SqliteStore;
-use dunning_domain::store::{self, Kind, Query};
+use dunning_domain::store::{self, Kind, Query, Store};
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
@@ -76,7 +77,7 @@ pub(crate) struct Opened {
     /// The directory.
     pub(crate) dir: DataDir,
     /// Its store.
-    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) store: Arc<dyn Store>,
     /// Its development signing key.
     pub(crate) dev_key: Zeroizing<[u8; 32]>,
 }
@@ -84,7 +85,7 @@ pub(crate) struct Opened {
 /// What [`DataDir::initialize`] made or found.
 pub(crate) struct Initialized {
     /// The opened store.
-    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) store: Arc<dyn Store>,
     /// Whether this process created the database (and seeded the demo data).
     pub(crate) fresh: bool,
     /// The development signing key, when asked for.
@@ -153,8 +154,14 @@ impl DataDir {
     /// Makes the directory usable, under the initialization lock: opens the store (seeding
     /// the demo data when it has no organization), then the requestState key and, with
     /// `dev_key`, the development key, each created on first use.
+    ///
+    /// With `postgres` (a URL) the store is that database instead of the directory's
+    /// SQLite file; the demo data is then seeded under the database's own lock
+    /// ([`PostgresStore::exclusively`]), so that of several processes started on one
+    /// database, whatever their data dirs, only the first seeds it.
     pub(crate) fn initialize(
         &self,
+        postgres: Option<&str>,
         readers: usize,
         now: UnixTime,
         dev_key: bool,
@@ -170,15 +177,40 @@ impl DataDir {
         // Released when `lock` is closed (or the process dies).
         rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| format!("{}: {e}", lock_path.display()))?;
-        let db = self.path.join(DB_FILE);
-        let fresh = !db.exists();
-        let store =
-            SqliteStore::open(&db, readers).map_err(|e| format!("{}: {e}", db.display()))?;
-        let store = Arc::new(store);
-        if fresh || !has_organizations(&store) {
-            let domain = Domain::new(store.clone());
-            dunning_domain::demo::seed(&domain, now).map_err(|e| format!("demo data: {e}"))?;
-        }
+        let (store, fresh): (Arc<dyn Store>, bool) = match postgres {
+            Some(url) => {
+                // The readers plus the writer and the workers' transactions.
+                let connections = u32::try_from(readers).unwrap_or(u32::MAX).saturating_add(4);
+                let pg = Arc::new(
+                    PostgresStore::open(url, connections).map_err(|e| format!("store: {e}"))?,
+                );
+                let store: Arc<dyn Store> = pg.clone();
+                let seeded = pg
+                    .exclusively(|| {
+                        if has_organizations(&*store) {
+                            return Ok(false);
+                        }
+                        dunning_domain::demo::seed(&Domain::new(store.clone()), now)
+                            .map(|()| true)
+                            .map_err(|e| format!("demo data: {e}"))
+                    })
+                    .map_err(|e| format!("store: {e}"))??;
+                (store, seeded)
+            }
+            None => {
+                let db = self.path.join(DB_FILE);
+                let fresh = !db.exists();
+                let store = SqliteStore::open(&db, readers)
+                    .map_err(|e| format!("{}: {e}", db.display()))?;
+                let store: Arc<dyn Store> = Arc::new(store);
+                if fresh || !has_organizations(&*store) {
+                    let domain = Domain::new(store.clone());
+                    dunning_domain::demo::seed(&domain, now)
+                        .map_err(|e| format!("demo data: {e}"))?;
+                }
+                (store, fresh)
+            }
+        };
         let state_key = self.secret(STATE_KEY_FILE)?;
         let dev_key = dev_key.then(|| self.secret(DEV_KEY_FILE)).transpose()?;
         drop(lock);
@@ -191,14 +223,23 @@ impl DataDir {
     }
 
     /// Opens a directory that `serve` or `demo` initialized, creating nothing: its store
-    /// and its development key.
-    pub(crate) fn open_initialized(path: &Path) -> Result<Opened, DirError> {
+    /// and its development key. With `postgres` (the URL `serve --store` was given) the
+    /// store is that database, and the directory needs only the key.
+    pub(crate) fn open_initialized(
+        path: &Path,
+        postgres: Option<&str>,
+    ) -> Result<Opened, DirError> {
         let dir = Self {
             path: path.to_owned(),
         };
         let db = path.join(DB_FILE);
         let key = path.join(DEV_KEY_FILE);
-        for needed in [&db, &key] {
+        let needs: &[&PathBuf] = if postgres.is_some() {
+            &[&key]
+        } else {
+            &[&db, &key]
+        };
+        for &needed in needs {
             if !needed.is_file() {
                 return Err(DirError::NotInitialized(format!(
                     "{} is not an initialized data dir (no {}); start the server on it first: \
@@ -209,11 +250,16 @@ impl DataDir {
                 )));
             }
         }
-        let store = SqliteStore::open(&db, 0).map_err(|e| format!("{}: {e}", db.display()))?;
+        let store: Arc<dyn Store> = match postgres {
+            Some(url) => Arc::new(PostgresStore::open(url, 1).map_err(|e| format!("store: {e}"))?),
+            None => {
+                Arc::new(SqliteStore::open(&db, 0).map_err(|e| format!("{}: {e}", db.display()))?)
+            }
+        };
         let seed = dir.read_secret(&key)?;
         Ok(Opened {
             dir,
-            store: Arc::new(store),
+            store,
             dev_key: seed,
         })
     }
@@ -308,8 +354,8 @@ impl DataDir {
     }
 }
 
-fn has_organizations(store: &Arc<SqliteStore>) -> bool {
-    store::read(&**store, |tx| Ok(tx.organizations()?)).is_ok_and(|orgs| !orgs.is_empty())
+fn has_organizations(store: &dyn Store) -> bool {
+    store::read(store, |tx| Ok(tx.organizations()?)).is_ok_and(|orgs| !orgs.is_empty())
 }
 
 /// Deletes every document of the demo organizations, then seeds them again.

@@ -66,7 +66,7 @@ fn main() -> ExitCode {
 /// it refuses (exit code 2) instead of making a key the running server does not trust.
 fn token_command(args: &TokenArgs) -> Result<(), DirError> {
     let now = Clock::from_flag(args.clock).now();
-    let opened = DataDir::open_initialized(&args.data_dir)?;
+    let opened = DataDir::open_initialized(&args.data_dir, args.store.as_deref())?;
     let (org_id, member) = token::lookup(&*opened.store, &args.org, &args.person)?;
     let scope = match (&args.scope, &member) {
         (Some(s), Some(_)) => s.clone(),
@@ -107,7 +107,7 @@ fn demo_command(args: &DemoArgs) -> Result<(), String> {
     let now = Clock::from_flag(args.clock).now();
     let dir = DataDir::create(&args.data_dir)?;
     // The whole directory, keys included, so that `token` works on it at once.
-    let init = dir.initialize(0, now, true)?;
+    let init = dir.initialize(None, 0, now, true)?;
     if !init.fresh {
         datadir::reseed(&Domain::new(init.store), now)?;
     }

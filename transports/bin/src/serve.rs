@@ -92,9 +92,16 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     // (database, demo data, keys), then the socket is bound (its port is known, nothing
     // is accepted yet), `endpoint.json` written, and only then does it listen.
     let dir = DataDir::create(&settings.data_dir)?;
-    let init = dir.initialize(settings.limits.store_readers, now, settings.auth.dev_key)?;
+    let init = dir.initialize(
+        settings.store.as_deref(),
+        settings.limits.store_readers,
+        now,
+        settings.auth.dev_key,
+    )?;
     let store = init.store;
-    if init.fresh {
+    if init.fresh && settings.store.is_some() {
+        tracing::info!("seeded the demo data in the PostgreSQL store");
+    } else if init.fresh {
         tracing::info!(data_dir = %dir.path().display(), "created the database and the demo data");
     }
 

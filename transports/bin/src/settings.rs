@@ -6,6 +6,7 @@
 //! ```toml
 //! listen = "0.0.0.0:8080"
 //! data_dir = "/var/lib/kobana-dunning"
+//! store = "postgres://dunning@db.internal:5432/dunning"   # default: SQLite in data_dir
 //! public_url = "https://mcp.example.com"
 //! mcp_path = "/"
 //! transport = "tokio"          # tokio | blocking | mio
@@ -80,6 +81,7 @@ use crate::cli::{LogFormat, ServeArgs, Transport};
 pub(crate) struct File {
     listen: Option<SocketAddr>,
     data_dir: Option<PathBuf>,
+    store: Option<String>,
     public_url: Option<String>,
     mcp_path: Option<String>,
     transport: Option<Transport>,
@@ -341,6 +343,8 @@ pub(crate) struct Settings {
     pub(crate) listen: SocketAddr,
     /// Data directory.
     pub(crate) data_dir: PathBuf,
+    /// PostgreSQL URL of the store (`None`: SQLite in the data directory).
+    pub(crate) store: Option<String>,
     /// Public base URL (`None`: `http://<bound address>`).
     pub(crate) public_url: Option<String>,
     /// MCP endpoint path.
@@ -396,6 +400,15 @@ impl Settings {
         if let Some(u) = &public_url {
             if !(u.starts_with("http://") || u.starts_with("https://")) {
                 return Err(format!("public_url {u:?}: must be an http(s) URL"));
+            }
+        }
+        let store = args.store.clone().or(file.store);
+        if let Some(u) = &store {
+            if !(u.starts_with("postgres://") || u.starts_with("postgresql://")) {
+                return Err(
+                    "store: must be a postgres:// URL (or absent, for SQLite in the data dir)"
+                        .into(),
+                );
             }
         }
         let a = file.auth;
@@ -459,6 +472,7 @@ impl Settings {
                 .clone()
                 .or(file.data_dir)
                 .unwrap_or_else(|| PathBuf::from("./data")),
+            store,
             public_url,
             mcp_path,
             transport: args
@@ -508,6 +522,7 @@ mod tests {
         ServeArgs {
             listen: None,
             data_dir: None,
+            store: None,
             public_url: None,
             transport: None,
             config: None,
@@ -574,6 +589,16 @@ mod tests {
         assert_eq!(s.public_url.as_deref(), Some("https://a.example"));
         assert_eq!(s.rate_limit.token_per_minute, 5);
         assert_eq!(s.rate_limit.org_per_minute, 6000);
+        assert_eq!(s.store, None, "SQLite in the data dir by default");
+        // The store: the file's, unless the flag names another.
+        let file: File = toml::from_str("store = \"postgres://a@h/one\"").unwrap();
+        let s = Settings::merge(file, &args()).unwrap();
+        assert_eq!(s.store.as_deref(), Some("postgres://a@h/one"));
+        let file: File = toml::from_str("store = \"postgres://a@h/one\"").unwrap();
+        let mut a = args();
+        a.store = Some("postgresql://b@h/two".into());
+        let s = Settings::merge(file, &a).unwrap();
+        assert_eq!(s.store.as_deref(), Some("postgresql://b@h/two"));
     }
 
     #[test]
@@ -594,6 +619,8 @@ mod tests {
             "[webhooks]\ntimeout_secs = 61",
             "[webhooks]\ntimeout_secs = 0",
             "[webhooks]\nconnect_timeout_secs = 11",
+            "store = \"mysql://x\"",
+            "store = \"/var/lib/dunning.sqlite3\"",
         ];
         for text in bad {
             let file: File = toml::from_str(text).unwrap();

@@ -1,0 +1,947 @@
+//! The PostgreSQL store: the same tables as SQLite (one per [`Kind`], `(org, id,
+//! created_at, doc, <indexed columns>)`), behind the same [`Store`]/[`Tx`], on the
+//! blocking `postgres` driver and an `r2d2` pool (the `Store` trait is synchronous).
+//!
+//! Semantics, as on SQLite:
+//!
+//! - `read` is a consistent snapshot: `REPEATABLE READ READ ONLY`.
+//! - `write` and `rehearse` run one at a time: every one takes a transaction-level
+//!   advisory lock (one key per database schema) before anything else, so writers
+//!   serialize exactly as behind SQLite's one writer connection. The domain relies on
+//!   that: an event's `sequence` is `max + 1` (`Op::store_event`), the debtor's
+//!   aggregates are read-modify-write deltas (`ops::aggregates`), outbox claims are
+//!   read-then-write. The transaction is `READ COMMITTED`, so each statement sees every
+//!   writer that committed before the lock was granted (a `REPEATABLE READ` snapshot
+//!   would be taken by the lock's own statement, before the wait). With no concurrent
+//!   writer, that is serializable. Unique constraints back it where a race would
+//!   corrupt: idempotency keys (primary key, first write wins) and events'
+//!   `(org, sequence)`.
+//! - `write` commits on `Ok` and rolls back otherwise; `rehearse` always rolls back.
+//!
+//! Migrations are literal SQL under `migrations/postgres/`, numbered like SQLite's (the
+//! same version is the same schema), applied at open in one transaction under another
+//! advisory lock (two processes starting at once migrate once) and recorded in
+//! `schema_migrations`. A database whose version is newer than this binary knows is
+//! refused.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use postgres::types::ToSql;
+use postgres::{Client, Config, IsolationLevel, NoTls, Statement, Transaction};
+use serde_json::Value;
+
+use super::{ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx};
+use crate::error::DomainError;
+
+/// Versioned migrations, frozen like SQLite's (`sqlite::MIGRATIONS`): a released one
+/// never changes, a change of [`Kind::columns`] takes a new file here and there
+/// (`the_frozen_schema_has_every_declared_column` fails on both stores until then).
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("migrations/postgres/0001_entities.sql")),
+    (2, include_str!("migrations/postgres/0002_tallies.sql")),
+    (
+        3,
+        include_str!("migrations/postgres/0003_charges_by_debtor.sql"),
+    ),
+];
+
+/// The schema version this binary knows.
+pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
+/// Prepared statements kept per connection; past this many the cache is emptied (the
+/// query shapes are finite, this only bounds a surprise).
+const STATEMENTS_KEPT: usize = 512;
+
+impl From<postgres::Error> for StoreError {
+    fn from(e: postgres::Error) -> Self {
+        match e.as_db_error() {
+            Some(db) => Self(format!("postgres: {}: {}", db.code().code(), db.message())),
+            None => Self(format!("postgres: {e}")),
+        }
+    }
+}
+
+impl From<r2d2::Error> for StoreError {
+    fn from(e: r2d2::Error) -> Self {
+        Self(format!("postgres pool: {e}"))
+    }
+}
+
+/// One pooled connection and its prepared statements.
+struct Conn {
+    client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+/// Opens connections for the pool (`r2d2_postgres` hands out a bare `Client`, with no
+/// room for a statement cache; this is the same twenty lines with one).
+struct Manager {
+    config: Config,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = Conn;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<Conn, postgres::Error> {
+        Ok(Conn {
+            client: self.config.connect(NoTls)?,
+            statements: HashMap::new(),
+        })
+    }
+
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
+        conn.client.simple_query("").map(|_| ())
+    }
+
+    fn has_broken(&self, conn: &mut Conn) -> bool {
+        conn.client.is_closed()
+    }
+}
+
+/// PostgreSQL store.
+pub struct PostgresStore {
+    pool: r2d2::Pool<Manager>,
+    /// `SELECT pg_advisory_xact_lock(<key>)`: the writers' lock of this schema.
+    write_lock: String,
+    /// A schema of its own to drop with the store (tests).
+    scratch: Option<String>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("connections", &self.pool.max_size())
+            .field("scratch", &self.scratch)
+            .finish_non_exhaustive()
+    }
+}
+
+fn parse_url(url: &str) -> Result<Config, StoreError> {
+    url.parse::<Config>()
+        .map_err(|e| StoreError(format!("postgres: bad URL: {e}")))
+}
+
+/// A name safe to splice into SQL as an identifier.
+fn check_ident(name: &str) -> Result<(), StoreError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError(format!(
+            "postgres: schema name {name:?} is not a plain identifier"
+        )))
+    }
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user@host:port/db`), migrating the database when
+    /// behind, with a pool of at most `connections`.
+    pub fn open(url: &str, connections: u32) -> Result<Self, StoreError> {
+        Self::with_config(parse_url(url)?, connections, None)
+    }
+
+    /// Like [`PostgresStore::open`], with every table in `schema` (which must exist):
+    /// several stores in one database.
+    pub fn open_in_schema(url: &str, schema: &str, connections: u32) -> Result<Self, StoreError> {
+        check_ident(schema)?;
+        let mut config = parse_url(url)?;
+        config.options(&format!("-c search_path={schema}"));
+        Self::with_config(config, connections, None)
+    }
+
+    /// A fresh schema of its own in the database at `url`, named by the database
+    /// (`t_` and a random UUID), migrated, and dropped when the store is: every test
+    /// its own store, as `SqliteStore::in_memory` gives on SQLite.
+    pub fn scratch(url: &str) -> Result<Self, StoreError> {
+        // Nothing of a scratch store outlives the test: no commit waits for the disk.
+        let fast = "-c synchronous_commit=off";
+        let mut admin = parse_url(url)?.options(fast).connect(NoTls)?;
+        let row = admin.query_one(
+            "SELECT 't_' || replace(gen_random_uuid()::text, '-', '')",
+            &[],
+        )?;
+        let schema: String = row.get(0);
+        admin.batch_execute(&format!("CREATE SCHEMA {schema}"))?;
+        let mut config = parse_url(url)?;
+        config.options(&format!("-c search_path={schema} {fast}"));
+        match Self::with_config(config, 4, Some(schema.clone())) {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                let _ = admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"));
+                Err(e)
+            }
+        }
+    }
+
+    fn with_config(
+        config: Config,
+        connections: u32,
+        scratch: Option<String>,
+    ) -> Result<Self, StoreError> {
+        // The first connection migrates and fails fast when the server is not there;
+        // the pool opens the others on demand.
+        let mut first = config.connect(NoTls)?;
+        migrate(&mut first)?;
+        let key: i64 = first
+            .query_one(
+                "SELECT hashtextextended('dunning-write:' || current_schema(), 0)",
+                &[],
+            )?
+            .get(0);
+        let pool = r2d2::Pool::builder()
+            .max_size(connections.max(1))
+            .min_idle(Some(0))
+            .connection_timeout(Duration::from_secs(10))
+            .build_unchecked(Manager { config });
+        Ok(Self {
+            pool,
+            write_lock: format!("SELECT pg_advisory_xact_lock({key})"),
+            scratch,
+        })
+    }
+
+    /// Runs `f` while holding a session-level advisory lock of this schema, on a
+    /// connection of its own: what processes starting together must do once (seeding
+    /// the demo data when the database has no organization) is done by the first, and
+    /// the others find it done. `f` uses the store as usual (other connections).
+    pub fn exclusively<R>(&self, f: impl FnOnce() -> R) -> Result<R, StoreError> {
+        let mut conn = self.conn()?;
+        conn.client.batch_execute(
+            "SELECT pg_advisory_lock(hashtextextended('dunning-init:' || current_schema(), 0))",
+        )?;
+        let out = f();
+        conn.client.batch_execute(
+            "SELECT pg_advisory_unlock(hashtextextended('dunning-init:' || current_schema(), 0))",
+        )?;
+        Ok(out)
+    }
+
+    /// The scratch schema this store drops when dropped ([`PostgresStore::scratch`]).
+    pub fn scratch_schema(&self) -> Option<&str> {
+        self.scratch.as_deref()
+    }
+
+    fn conn(&self) -> Result<r2d2::PooledConnection<Manager>, StoreError> {
+        Ok(self.pool.get()?)
+    }
+
+    /// Runs `f` in a write transaction under the writers' lock; commits when `f`
+    /// succeeded and `keep` says so, rolls back otherwise.
+    fn on_writer(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+        keep: bool,
+    ) -> Result<(), DomainError> {
+        let mut conn = self.conn()?;
+        let Conn { client, statements } = &mut *conn;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::ReadCommitted)
+            .start()
+            .map_err(StoreError::from)?;
+        tx.batch_execute(&self.write_lock)
+            .map_err(StoreError::from)?;
+        let out = f(&mut PgTx {
+            tx: &mut tx,
+            statements,
+        });
+        if keep && out.is_ok() {
+            tx.commit().map_err(StoreError::from)?;
+        } else {
+            tx.rollback().map_err(StoreError::from)?;
+        }
+        out
+    }
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        if let Some(schema) = &self.scratch
+            && let Ok(mut conn) = self.pool.get()
+        {
+            let _ = conn
+                .client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+        }
+    }
+}
+
+/// Applies the pending migrations in one transaction, under an advisory lock of the
+/// schema: a second process starting at the same moment waits, then finds them done.
+fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let mut tx = client.transaction()?;
+    tx.batch_execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('dunning-migrate:' || current_schema(), 0));
+         CREATE TABLE IF NOT EXISTS schema_migrations (
+             version integer PRIMARY KEY,
+             applied_at timestamptz NOT NULL DEFAULT now())",
+    )?;
+    let current: i32 = tx
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            &[],
+        )?
+        .get(0);
+    if current > SCHEMA_VERSION {
+        return Err(StoreError(format!(
+            "postgres: the database's schema is at version {current}, newer than this binary \
+             knows ({SCHEMA_VERSION}): run the newer binary (or a backup made for this one)"
+        )));
+    }
+    for &(version, sql) in MIGRATIONS {
+        if version <= current {
+            continue;
+        }
+        tx.batch_execute(sql)
+            .map_err(|e| StoreError(format!("migration {version}: {}", StoreError::from(e))))?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version) VALUES ($1)",
+            &[&version],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+impl Store for PostgresStore {
+    fn read(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError> {
+        let mut conn = self.conn()?;
+        let Conn { client, statements } = &mut *conn;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(StoreError::from)?;
+        let out = f(&mut PgTx {
+            tx: &mut tx,
+            statements,
+        });
+        tx.commit().map_err(StoreError::from)?;
+        out
+    }
+
+    fn write(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError> {
+        self.on_writer(f, true)
+    }
+
+    fn rehearse(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError> {
+        self.on_writer(f, false)
+    }
+
+    fn ping(&self) -> bool {
+        self.pool
+            .get_timeout(Duration::from_secs(2))
+            .is_ok_and(|mut c| c.client.simple_query("SELECT 1").is_ok())
+    }
+}
+
+struct PgTx<'a, 'c> {
+    tx: &'a mut Transaction<'c>,
+    statements: &'a mut HashMap<String, Statement>,
+}
+
+/// One bound parameter.
+type Param = Box<dyn ToSql + Sync>;
+
+/// The type of `col` in `kind` (`id` and `created_at` are text).
+fn column_type(kind: Kind, col: &str) -> ColumnType {
+    kind.columns()
+        .iter()
+        .find(|c| c.name == col)
+        .map_or(ColumnType::Text, |c| c.ty)
+}
+
+/// A document field as text, as SQLite's TEXT affinity stores it.
+fn as_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(if *b { "1" } else { "0" }.to_owned()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn as_real(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn as_integer(v: &Value) -> Option<i64> {
+    match v {
+        // As SQLite's conversion: integers as they are, anything else truncated.
+        Value::Number(n) => Some(n.as_i64().unwrap_or_else(|| {
+            #[allow(clippy::cast_possible_truncation)]
+            let t = n.as_f64().unwrap_or_default() as i64;
+            t
+        })),
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn as_tags(v: &Value) -> Option<Value> {
+    (!v.is_null()).then(|| v.clone())
+}
+
+/// `v` bound as a value of a column of type `ty`.
+fn param(v: &Value, ty: ColumnType) -> Param {
+    match ty {
+        ColumnType::Text => Box::new(as_text(v)),
+        ColumnType::Real => Box::new(as_real(v)),
+        ColumnType::Integer => Box::new(as_integer(v)),
+        ColumnType::Tags => Box::new(as_tags(v)),
+    }
+}
+
+/// `vs` bound as an array of the column's type (`col = ANY($n)`: one statement
+/// whatever the list's length).
+fn array_param(vs: &[Value], ty: ColumnType) -> Param {
+    match ty {
+        ColumnType::Text => Box::new(vs.iter().map(as_text).collect::<Vec<_>>()),
+        ColumnType::Real => Box::new(vs.iter().map(as_real).collect::<Vec<_>>()),
+        ColumnType::Integer => Box::new(vs.iter().map(as_integer).collect::<Vec<_>>()),
+        ColumnType::Tags => Box::new(vs.iter().map(as_tags).collect::<Vec<_>>()),
+    }
+}
+
+fn check_col(kind: Kind, col: &str) -> Result<(), StoreError> {
+    if kind.has_column(col) {
+        Ok(())
+    } else {
+        Err(StoreError(format!("{} has no column {col}", kind.table())))
+    }
+}
+
+fn like_escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+/// `WHERE` clause and its parameters (the org is always `$1`).
+fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Param>), StoreError> {
+    let mut sql = String::from(" WHERE org = $1");
+    let mut args: Vec<Param> = vec![Box::new(org.to_owned())];
+    for c in conds {
+        match c {
+            Cond::Eq(col, v) | Cond::Ge(col, v) | Cond::Le(col, v) => {
+                check_col(kind, col)?;
+                let op = match c {
+                    Cond::Eq(..) => "=",
+                    Cond::Ge(..) => ">=",
+                    _ => "<=",
+                };
+                args.push(param(v, column_type(kind, col)));
+                sql.push_str(&format!(" AND {col} {op} ${}", args.len()));
+            }
+            Cond::In(col, vs) => {
+                check_col(kind, col)?;
+                if vs.is_empty() {
+                    sql.push_str(" AND false");
+                    continue;
+                }
+                args.push(array_param(vs, column_type(kind, col)));
+                sql.push_str(&format!(" AND {col} = ANY(${})", args.len()));
+            }
+            Cond::Null(col, is_null) => {
+                check_col(kind, col)?;
+                let not = if *is_null { "" } else { " NOT" };
+                sql.push_str(&format!(" AND {col} IS{not} NULL"));
+            }
+            Cond::Search(cols, needle) => {
+                // ILIKE on "C"-collated text folds ASCII letters only, as SQLite's LIKE.
+                args.push(Box::new(format!("%{}%", like_escape(needle))));
+                let n = args.len();
+                let mut ors = Vec::new();
+                for col in cols {
+                    check_col(kind, col)?;
+                    let text = match column_type(kind, col) {
+                        ColumnType::Text => (*col).to_owned(),
+                        _ => format!("{col}::text"),
+                    };
+                    ors.push(format!("{text} ILIKE ${n}"));
+                }
+                if ors.is_empty() {
+                    sql.push_str(" AND false");
+                } else {
+                    sql.push_str(&format!(" AND ({})", ors.join(" OR ")));
+                }
+            }
+            Cond::Tag(col, tag) => {
+                check_col(kind, col)?;
+                if column_type(kind, col) != ColumnType::Tags {
+                    return Err(StoreError(format!(
+                        "{}.{col} is not a tags column",
+                        kind.table()
+                    )));
+                }
+                args.push(Box::new(Value::Array(vec![Value::String(tag.clone())])));
+                sql.push_str(&format!(" AND {col} @> ${}", args.len()));
+            }
+        }
+    }
+    Ok((sql, args))
+}
+
+fn refs(args: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    args.iter().map(|a| &**a as &(dyn ToSql + Sync)).collect()
+}
+
+fn parse_doc(text: &str) -> Result<Value, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError(format!("corrupt document: {e}")))
+}
+
+fn ms(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl PgTx<'_, '_> {
+    /// The prepared statement for `sql` on this connection.
+    fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.tx.prepare(sql)?;
+        if self.statements.len() >= STATEMENTS_KEPT {
+            self.statements.clear();
+        }
+        self.statements.insert(sql.to_owned(), s.clone());
+        Ok(s)
+    }
+
+    fn query(
+        &mut self,
+        sql: &str,
+        args: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, StoreError> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.query(&s, args)?)
+    }
+
+    fn execute(&mut self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.execute(&s, args)?)
+    }
+}
+
+impl Tx for PgTx<'_, '_> {
+    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        let sql = format!(
+            "SELECT doc::text FROM {} WHERE org = $1 AND id = $2",
+            kind.table()
+        );
+        let rows = self.query(&sql, &[&org, &id])?;
+        rows.first()
+            .map(|r| parse_doc(&r.get::<_, String>(0)))
+            .transpose()
+    }
+
+    fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
+        let id = doc
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| StoreError("document without id".into()))?;
+        let created = doc
+            .get("created_at")
+            .and_then(Value::as_str)
+            .ok_or_else(|| StoreError("document without created_at".into()))?;
+        let cols = kind.columns();
+        let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
+        let marks: String = (0..cols.len()).map(|i| format!(", ${}", i + 5)).collect();
+        let sets: String = cols
+            .iter()
+            .map(|c| format!(", {n} = excluded.{n}", n = c.name))
+            .collect();
+        // An upsert: an update fires no INSERT trigger, so the tally counts it once.
+        let sql = format!(
+            "INSERT INTO {} (org, id, created_at, doc{names}) VALUES ($1, $2, $3, $4::text::json{marks}) \
+             ON CONFLICT (org, id) DO UPDATE SET created_at = excluded.created_at, doc = excluded.doc{sets}",
+            kind.table()
+        );
+        let mut args: Vec<Param> = vec![
+            Box::new(org.to_owned()),
+            Box::new(id.to_owned()),
+            Box::new(created.to_owned()),
+            Box::new(doc.to_string()),
+        ];
+        for c in cols {
+            args.push(param(doc.get(c.name).unwrap_or(&Value::Null), c.ty));
+        }
+        self.execute(&sql, &refs(&args))?;
+        Ok(())
+    }
+
+    fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
+        let sql = format!("DELETE FROM {} WHERE org = $1 AND id = $2", kind.table());
+        Ok(self.execute(&sql, &[&org, &id])? > 0)
+    }
+
+    fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
+        let (clause, args) = where_clause(kind, org, &q.conds)?;
+        check_col(kind, q.sort.0)?;
+        // NULLs first going up and last going down, as SQLite sorts them (and as the
+        // indexes are built, so one index serves both directions).
+        let (dir, key_dir) = match q.sort.1 {
+            Order::Asc => ("ASC", "ASC NULLS FIRST"),
+            Order::Desc => ("DESC", "DESC NULLS LAST"),
+        };
+        let limit = q.limit.map_or_else(|| "ALL".to_owned(), |l| l.to_string());
+        let (t, col) = (kind.table(), q.sort.0);
+        // The page's ids first (from an index), then only their documents: skipping
+        // `offset` rows reads no document (as on SQLite).
+        let sql = format!(
+            "SELECT {t}.doc::text FROM \
+             (SELECT id AS page_id, {col} AS page_key FROM {t}{clause} \
+              ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
+             JOIN {t} ON {t}.org = $1 AND {t}.id = page.page_id \
+             ORDER BY page.page_key {key_dir}, page.page_id {dir}",
+            off = q.offset
+        );
+        let rows = self.query(&sql, &refs(&args))?;
+        Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+    }
+
+    fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
+        let t = kind.table();
+        if conds.is_empty() {
+            let rows = self.query(
+                "SELECT n FROM tallies WHERE org = $1 AND tbl = $2",
+                &[&org, &t],
+            )?;
+            let n: i64 = rows.first().map_or(0, |r| r.get(0));
+            return Ok(u64::try_from(n).unwrap_or_default());
+        }
+        let (clause, args) = where_clause(kind, org, conds)?;
+        let sql = format!("SELECT COUNT(*) FROM {t}{clause}");
+        let rows = self.query(&sql, &refs(&args))?;
+        let n: i64 = rows.first().map_or(0, |r| r.get(0));
+        Ok(u64::try_from(n).unwrap_or_default())
+    }
+
+    fn organizations(&mut self) -> Result<Vec<String>, StoreError> {
+        let rows = self.query("SELECT id FROM organizations ORDER BY id", &[])?;
+        Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+    }
+
+    fn recall(&mut self, org: &str, key: &str) -> Result<Option<Remembered>, StoreError> {
+        let rows = self.query(
+            "SELECT tool, digest, result::text, at_ms FROM idempotency WHERE org = $1 AND key = $2",
+            &[&org, &key],
+        )?;
+        rows.first()
+            .map(|r| {
+                Ok(Remembered {
+                    tool: r.get(0),
+                    digest: r.get(1),
+                    result: parse_doc(&r.get::<_, String>(2))?,
+                    at_ms: u64::try_from(r.get::<_, i64>(3)).unwrap_or_default(),
+                })
+            })
+            .transpose()
+    }
+
+    fn remember(&mut self, org: &str, key: &str, r: &Remembered) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO idempotency (org, key, tool, digest, result, at_ms) \
+             VALUES ($1, $2, $3, $4, $5::text::json, $6) ON CONFLICT (org, key) DO NOTHING",
+            &[
+                &org,
+                &key,
+                &r.tool,
+                &r.digest,
+                &r.result.to_string(),
+                &ms(r.at_ms),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn rewrite_remembered(
+        &mut self,
+        org: &str,
+        key: &str,
+        result: &Value,
+    ) -> Result<(), StoreError> {
+        self.execute(
+            "UPDATE idempotency SET result = $1::text::json WHERE org = $2 AND key = $3",
+            &[&result.to_string(), &org, &key],
+        )?;
+        Ok(())
+    }
+
+    fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError> {
+        self.execute(
+            "DELETE FROM idempotency WHERE at_ms < $1",
+            &[&ms(before_ms)],
+        )
+    }
+}
+
+/// Tests that need PostgreSQL itself (the schema, the migrations, the snapshot). They
+/// run when `DUNNING_TEST_PG` names a database (CI's PostgreSQL step) and say so and
+/// pass otherwise; the store's contract (`store::tests`) runs on both stores.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{read, write};
+    use crate::testing::{PG_VAR, pg_url};
+    use serde_json::json;
+
+    fn url() -> Option<String> {
+        let url = pg_url();
+        if url.is_none() {
+            eprintln!("{PG_VAR} is not set: skipped (CI runs it on PostgreSQL)");
+        }
+        url
+    }
+
+    /// An empty schema of its own (dropped at the end), for tests that migrate by hand.
+    struct Schema {
+        admin: Client,
+        name: String,
+        url: String,
+    }
+
+    impl Schema {
+        fn new(url: &str) -> Self {
+            let mut admin = parse_url(url).unwrap().connect(NoTls).unwrap();
+            let name: String = admin
+                .query_one(
+                    "SELECT 't_' || replace(gen_random_uuid()::text, '-', '')",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            admin
+                .batch_execute(&format!("CREATE SCHEMA {name}"))
+                .unwrap();
+            Self {
+                admin,
+                name,
+                url: url.to_owned(),
+            }
+        }
+
+        fn client(&self) -> Client {
+            client_in(&self.url, &self.name)
+        }
+    }
+
+    fn client_in(url: &str, schema: &str) -> Client {
+        let mut c = parse_url(url).unwrap();
+        c.options(&format!("-c search_path={schema}"));
+        c.connect(NoTls).unwrap()
+    }
+
+    impl Drop for Schema {
+        fn drop(&mut self) {
+            let _ = self
+                .admin
+                .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name));
+        }
+    }
+
+    /// An entity's indexed columns ([`Kind::columns`]) must be in the frozen PostgreSQL
+    /// schema with their type, and nothing else: the twin of SQLite's test.
+    #[test]
+    fn the_frozen_schema_has_every_declared_column() {
+        let Some(url) = url() else { return };
+        let schema = Schema::new(&url);
+        let mut c = schema.client();
+        migrate(&mut c).expect("the migrations run");
+        for kind in Kind::ALL {
+            let have: Vec<(String, String)> = c
+                .query(
+                    "SELECT column_name::text, data_type::text FROM information_schema.columns \
+                     WHERE table_schema = current_schema() AND table_name = $1",
+                    &[&kind.table()],
+                )
+                .expect("columns")
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            assert!(!have.is_empty(), "table {} exists", kind.table());
+            for col in kind.columns() {
+                let ty = match col.ty {
+                    ColumnType::Text => "text",
+                    ColumnType::Tags => "jsonb",
+                    ColumnType::Real => "double precision",
+                    ColumnType::Integer => "bigint",
+                };
+                assert!(
+                    have.iter().any(|(n, t)| n == col.name && t == ty),
+                    "{}.{} {ty} is declared but no PostgreSQL migration creates it",
+                    kind.table(),
+                    col.name
+                );
+            }
+            for (name, _) in &have {
+                let fixed = ["org", "id", "created_at", "doc"].contains(&name.as_str());
+                assert!(
+                    fixed || kind.columns().iter().any(|c| c.name == name),
+                    "{}.{name} is in the PostgreSQL schema but not declared",
+                    kind.table()
+                );
+            }
+        }
+        // Text compares bytewise, as on SQLite.
+        let collations: Vec<String> = c
+            .query(
+                "SELECT DISTINCT COALESCE(collation_name::text, '?') FROM information_schema.columns \
+                 WHERE table_schema = current_schema() AND data_type = 'text'",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(collations, ["C"]);
+    }
+
+    /// Two processes starting at once on a new database: one migrates, the other waits
+    /// for it and finds nothing to do (without the lock, the second's `CREATE TABLE`
+    /// fails or the versions are recorded twice).
+    #[test]
+    fn migrations_run_once_even_when_started_together() {
+        let Some(url) = url() else { return };
+        let schema = Schema::new(&url);
+        let (url, name) = (&schema.url, &schema.name);
+        let results: Vec<Result<(), StoreError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| migrate(&mut client_in(url, name))))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in results {
+            r.expect("every starter succeeds");
+        }
+        migrate(&mut schema.client()).expect("a later start is a no-op");
+        let versions: Vec<i32> = schema
+            .client()
+            .query(
+                "SELECT version FROM schema_migrations ORDER BY version",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(versions, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
+    }
+
+    /// A database migrated by a newer binary is refused with a clear error, and left
+    /// as it was.
+    #[test]
+    fn a_database_newer_than_the_binary_is_refused() {
+        let Some(url) = url() else { return };
+        let schema = Schema::new(&url);
+        migrate(&mut schema.client()).unwrap();
+        let newer = SCHEMA_VERSION + 1;
+        schema
+            .client()
+            .execute(
+                "INSERT INTO schema_migrations (version) VALUES ($1)",
+                &[&newer],
+            )
+            .unwrap();
+        let err = PostgresStore::open_in_schema(&url, &schema.name, 1)
+            .expect_err("a newer schema is refused");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("version {newer}"))
+                && msg.contains("newer than this binary knows"),
+            "{msg}"
+        );
+        let n: i64 = schema
+            .client()
+            .query_one("SELECT COUNT(*) FROM schema_migrations", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(n, i64::from(newer));
+    }
+
+    /// `read` is one snapshot: a write committed while a read runs is not seen by it,
+    /// and a read after the commit sees it.
+    #[test]
+    fn a_read_is_one_snapshot() {
+        let Some(url) = url() else { return };
+        let s = PostgresStore::scratch(&url).unwrap();
+        let doc = |id: &str| json!({"id": id, "created_at": "2026-01-01", "status": "pending"});
+        write(&s, |tx| Ok(tx.put(Kind::Charge, "a", &doc("1"))?)).unwrap();
+        let (before, during) = read(&s, |tx| {
+            let before = tx.count(Kind::Charge, "a", &[])?;
+            write(&s, |w| Ok(w.put(Kind::Charge, "a", &doc("2"))?))?;
+            let during = (
+                tx.count(Kind::Charge, "a", &[])?,
+                tx.get(Kind::Charge, "a", "2")?.is_some(),
+            );
+            Ok((before, during))
+        })
+        .unwrap();
+        assert_eq!((before, during), (1, (1, false)));
+        assert_eq!(
+            read(&s, |tx| Ok(tx.count(Kind::Charge, "a", &[])?)).unwrap(),
+            2
+        );
+        // And it is read-only.
+        let err = read(&s, |tx| Ok(tx.put(Kind::Charge, "a", &doc("3"))?)).unwrap_err();
+        assert!(err.to_string().contains("read-only"), "{err}");
+    }
+
+    /// A document comes back exactly as written (key order, number spelling): `doc` is
+    /// `json`, not `jsonb`, so an event's `data` lists as the tool wrote it.
+    #[test]
+    fn documents_come_back_byte_for_byte() {
+        let Some(url) = url() else { return };
+        let s = PostgresStore::scratch(&url).unwrap();
+        let text = r#"{"id":"1","created_at":"2026-01-01","zeta":1,"alpha":{"b":2,"a":1.50},"tags":["b","a"]}"#;
+        let doc: Value = serde_json::from_str(text).unwrap();
+        write(&s, |tx| Ok(tx.put(Kind::Debtor, "a", &doc)?)).unwrap();
+        let raw = read(&s, |tx| {
+            Ok(tx.find_raw(Kind::Debtor, "a", &Query::all())?)
+        })
+        .unwrap();
+        assert_eq!(raw, [doc.to_string()]);
+    }
+
+    /// The scratch schema is gone once its store is.
+    #[test]
+    fn a_scratch_schema_is_dropped_with_its_store() {
+        let Some(url) = url() else { return };
+        let s = PostgresStore::scratch(&url).unwrap();
+        let name = s.scratch.clone().unwrap();
+        assert!(s.ping());
+        drop(s);
+        let mut admin = parse_url(&url).unwrap().connect(NoTls).unwrap();
+        let n: i64 = admin
+            .query_one(
+                "SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1",
+                &[&name],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0);
+    }
+}

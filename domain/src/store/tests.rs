@@ -1,0 +1,451 @@
+//! The store's contract, run on whichever store the tests run on
+//! ([`crate::testing::store`]: PostgreSQL when `DUNNING_TEST_PG` is set, else SQLite):
+//! both stores must pass the same tests.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Cond, Kind, Order, Query, Remembered, Store, read, rehearse, write};
+use crate::error::DomainError;
+use crate::testing;
+
+fn doc(id: &str, status: &str, amount: f64, tags: &[&str]) -> Value {
+    json!({"id": id, "created_at": format!("2026-01-0{id}T00:00:00-03:00"), "status": status,
+           "amount": amount, "due_date": "2026-02-01", "tags": tags, "description": "Mensalidade"})
+}
+
+#[test]
+fn unfiltered_counts_follow_inserts_replacements_deletes_and_rollbacks() {
+    let store = testing::store();
+    let s = &*store;
+    let count = |org: &str| read(s, |tx| Ok(tx.count(Kind::Charge, org, &[])?)).unwrap();
+    assert_eq!(count("a"), 0);
+    write(s, |tx| {
+        for id in ["1", "2", "3"] {
+            tx.put(Kind::Charge, "a", &doc(id, "pending", 10.0, &[]))?;
+        }
+        tx.put(Kind::Charge, "b", &doc("4", "pending", 10.0, &[]))?;
+        // A replacement is not a new document.
+        tx.put(Kind::Charge, "a", &doc("1", "paid", 11.0, &[]))?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!((count("a"), count("b")), (3, 1));
+    assert_eq!(
+        read(s, |tx| Ok(tx.get(Kind::Charge, "a", "1")?))
+            .unwrap()
+            .unwrap()["status"],
+        "paid",
+        "the upsert replaced the document"
+    );
+    write(s, |tx| {
+        assert!(tx.delete(Kind::Charge, "a", "2")?);
+        assert!(!tx.delete(Kind::Charge, "a", "2")?);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(count("a"), 2);
+    let failed: Result<(), DomainError> = write(s, |tx| {
+        tx.put(Kind::Charge, "a", &doc("5", "pending", 10.0, &[]))?;
+        Err(DomainError::Conflict("rolled back".into()))
+    });
+    assert!(failed.is_err());
+    assert_eq!(count("a"), 2, "a rolled-back insert is not counted");
+    let listed = read(s, |tx| Ok(tx.find(Kind::Charge, "a", &Query::all())?.len())).unwrap();
+    assert_eq!(listed as u64, count("a"));
+}
+
+#[test]
+fn pages_come_in_order_whatever_the_offset() {
+    let store = testing::store();
+    let s = &*store;
+    write(s, |tx| {
+        for i in 0..50 {
+            let mut d = doc("1", "pending", f64::from(i % 7), &[]);
+            d["id"] = json!(format!("c{i:02}"));
+            tx.put(Kind::Charge, "a", &d)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let page = |offset: u32, order: Order| -> Vec<String> {
+        read(s, |tx| {
+            let q = Query {
+                sort: ("amount", order),
+                limit: Some(10),
+                offset,
+                ..Query::all()
+            };
+            Ok(tx
+                .find(Kind::Charge, "a", &q)?
+                .iter()
+                .map(|d| d["id"].as_str().unwrap().to_owned())
+                .collect())
+        })
+        .unwrap()
+    };
+    let mut all: Vec<(i64, String)> = (0..50).map(|i: i64| (i % 7, format!("c{i:02}"))).collect();
+    all.sort();
+    let asc: Vec<String> = (0..5).flat_map(|p| page(p * 10, Order::Asc)).collect();
+    assert_eq!(asc, all.iter().map(|x| x.1.clone()).collect::<Vec<_>>());
+    let desc: Vec<String> = (0..5).flat_map(|p| page(p * 10, Order::Desc)).collect();
+    assert_eq!(desc, asc.iter().rev().cloned().collect::<Vec<_>>());
+    assert!(page(50, Order::Asc).is_empty());
+}
+
+#[test]
+fn scoped_by_organization_and_queryable() {
+    let store = testing::store();
+    let s = &*store;
+    write(s, |tx| {
+        tx.put(Kind::Charge, "a", &doc("1", "pending", 10.0, &["vip"]))?;
+        tx.put(Kind::Charge, "a", &doc("2", "overdue", 20.5, &[]))?;
+        tx.put(Kind::Charge, "b", &doc("3", "pending", 30.0, &["vip"]))?;
+        Ok(())
+    })
+    .unwrap();
+    read(s, |tx| {
+        assert!(
+            tx.get(Kind::Charge, "b", "1")?.is_none(),
+            "other org is not found"
+        );
+        assert_eq!(tx.get(Kind::Charge, "a", "1")?.unwrap()["amount"], 10.0);
+        let q = Query::all().with(Cond::In("status", vec![json!("pending"), json!("overdue")]));
+        assert_eq!(tx.find(Kind::Charge, "a", &q)?.len(), 2);
+        assert_eq!(
+            tx.count(Kind::Charge, "a", &[Cond::Tag("tags", "vip".into())])?,
+            1
+        );
+        assert_eq!(
+            tx.count(Kind::Charge, "a", &[Cond::Ge("amount", json!(15))])?,
+            1
+        );
+        assert_eq!(
+            tx.count(
+                Kind::Charge,
+                "a",
+                &[Cond::Search(vec!["description"], "MENSAL".into())]
+            )?,
+            2
+        );
+        let q = Query {
+            sort: ("amount", Order::Desc),
+            limit: Some(1),
+            ..Query::all()
+        };
+        assert_eq!(tx.find(Kind::Charge, "a", &q)?[0]["id"], "2");
+        assert!(
+            tx.find(
+                Kind::Charge,
+                "a",
+                &Query {
+                    sort: ("nope", Order::Asc),
+                    ..Query::all()
+                }
+            )
+            .is_err()
+        );
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn failed_write_rolls_back() {
+    let store = testing::store();
+    let s = &*store;
+    let r: Result<(), _> = write(s, |tx| {
+        tx.put(Kind::Charge, "a", &doc("1", "pending", 1.0, &[]))?;
+        Err(DomainError::Conflict("no".into()))
+    });
+    assert!(r.is_err());
+    let n = read(s, |tx| Ok(tx.count(Kind::Charge, "a", &[])?)).unwrap();
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn idempotency_first_write_wins() {
+    let store = testing::store();
+    let s = &*store;
+    let rem = |d: &str| Remembered {
+        tool: "t".into(),
+        digest: d.into(),
+        result: json!({"a":1}),
+        at_ms: 5,
+    };
+    write(s, |tx| {
+        tx.remember("o", "k", &rem("x"))?;
+        tx.remember("o", "k", &rem("y"))?;
+        Ok(())
+    })
+    .unwrap();
+    let got = read(s, |tx| Ok(tx.recall("o", "k")?)).unwrap().unwrap();
+    assert_eq!(got.digest, "x");
+    assert_eq!(read(s, |tx| Ok(tx.recall("p", "k")?)).unwrap(), None);
+    assert_eq!(write(s, |tx| Ok(tx.forget_before(6)?)).unwrap(), 1);
+}
+
+#[test]
+fn a_rehearsal_sees_its_own_writes_and_leaves_nothing() {
+    let store = testing::store();
+    let s = &*store;
+    let seen = rehearse(s, |tx| {
+        tx.put(Kind::Charge, "a", &doc("1", "pending", 1.0, &[]))?;
+        Ok(tx.count(Kind::Charge, "a", &[])?)
+    })
+    .unwrap();
+    assert_eq!(seen, 1, "the rehearsal sees its own insert");
+    let after = read(s, |tx| Ok(tx.count(Kind::Charge, "a", &[])?)).unwrap();
+    assert_eq!(after, 0, "and nothing is left of it");
+    assert!(
+        read(s, |tx| Ok(tx.get(Kind::Charge, "a", "1")?))
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// Text sorts bytewise (uppercase before lowercase before accented letters, as
+/// SQLite's BINARY) and NULLs come first going up, last going down.
+#[test]
+fn sorting_is_bytewise_with_nulls_first_going_up() {
+    let store = testing::store();
+    let s = &*store;
+    write(s, |tx| {
+        for (id, name) in [
+            ("1", json!("beta")),
+            ("2", json!("Zeta")),
+            ("3", json!("élan")),
+            ("4", Value::Null),
+            ("5", json!("alfa")),
+            ("6", json!("a-b")),
+        ] {
+            tx.put(
+                Kind::Debtor,
+                "a",
+                &json!({"id": id, "created_at": "2026-01-01", "name": name}),
+            )?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let ids = |order: Order| -> Vec<String> {
+        read(s, |tx| {
+            let q = Query {
+                sort: ("name", order),
+                ..Query::all()
+            };
+            Ok(tx
+                .find(Kind::Debtor, "a", &q)?
+                .iter()
+                .map(|d| d["id"].as_str().unwrap().to_owned())
+                .collect())
+        })
+        .unwrap()
+    };
+    assert_eq!(ids(Order::Asc), ["4", "2", "6", "5", "1", "3"]);
+    assert_eq!(ids(Order::Desc), ["3", "1", "5", "6", "2", "4"]);
+}
+
+/// Every kind of condition, on every column type, as both stores answer it.
+#[test]
+fn conditions_on_every_column_type() {
+    let store = testing::store();
+    let s = &*store;
+    write(s, |tx| {
+        tx.put(
+            Kind::Webhook,
+            "a",
+            &json!({"id": "w1", "created_at": "2026-01-01", "active": true}),
+        )?;
+        tx.put(
+            Kind::Webhook,
+            "a",
+            &json!({"id": "w2", "created_at": "2026-01-02", "active": false}),
+        )?;
+        tx.put(
+            Kind::Step,
+            "a",
+            &json!({"id": "s1", "created_at": "2026-01-01", "ruler_id": "r", "position": 1}),
+        )?;
+        tx.put(
+            Kind::Step,
+            "a",
+            &json!({"id": "s2", "created_at": "2026-01-01", "ruler_id": "r", "position": 2}),
+        )?;
+        tx.put(
+            Kind::Step,
+            "a",
+            &json!({"id": "s3", "created_at": "2026-01-01", "ruler_id": null, "position": 3}),
+        )?;
+        tx.put(
+            Kind::Charge,
+            "a",
+            &doc("1", "pending", 10.0, &["vip", "a_b"]),
+        )?;
+        tx.put(Kind::Charge, "a", &doc("2", "paid", 20.0, &["vipx"]))?;
+        let mut odd = doc("3", "pending", 30.0, &[]);
+        odd["description"] = json!("100% off_now");
+        tx.put(Kind::Charge, "a", &odd)?;
+        Ok(())
+    })
+    .unwrap();
+    read(s, |tx| {
+        let n = |tx: &mut dyn super::Tx, kind, conds: &[Cond]| tx.count(kind, "a", conds).unwrap();
+        assert_eq!(n(tx, Kind::Webhook, &[Cond::Eq("active", json!(true))]), 1);
+        assert_eq!(n(tx, Kind::Webhook, &[Cond::Eq("active", json!(false))]), 1);
+        assert_eq!(
+            n(
+                tx,
+                Kind::Step,
+                &[Cond::In("position", vec![json!(1), json!(3), json!(9)])]
+            ),
+            2
+        );
+        assert_eq!(
+            n(
+                tx,
+                Kind::Step,
+                &[
+                    Cond::Ge("position", json!(2)),
+                    Cond::Le("position", json!(2))
+                ]
+            ),
+            1
+        );
+        assert_eq!(n(tx, Kind::Step, &[Cond::Null("ruler_id", true)]), 1);
+        assert_eq!(n(tx, Kind::Step, &[Cond::Null("ruler_id", false)]), 2);
+        assert_eq!(n(tx, Kind::Step, &[Cond::In("ruler_id", vec![])]), 0);
+        assert_eq!(
+            n(tx, Kind::Charge, &[Cond::Tag("tags", "vip".into())]),
+            1,
+            "a tag is an element, not a substring"
+        );
+        assert_eq!(n(tx, Kind::Charge, &[Cond::Tag("tags", "a_b".into())]), 1);
+        assert_eq!(n(tx, Kind::Charge, &[Cond::Le("amount", json!(20))]), 2);
+        assert_eq!(
+            n(
+                tx,
+                Kind::Charge,
+                &[Cond::In("amount", vec![json!(10), json!(30.0)])]
+            ),
+            2
+        );
+        assert_eq!(
+            n(
+                tx,
+                Kind::Charge,
+                &[Cond::Ge("due_date", json!("2026-02-01"))]
+            ),
+            3
+        );
+        // `%` and `_` in a search are themselves, not wildcards.
+        assert_eq!(
+            n(
+                tx,
+                Kind::Charge,
+                &[Cond::Search(vec!["description"], "0% OFF_".into())]
+            ),
+            1
+        );
+        assert_eq!(
+            n(
+                tx,
+                Kind::Charge,
+                &[Cond::Search(vec!["description"], "_".into())]
+            ),
+            1
+        );
+        assert_eq!(
+            n(
+                tx,
+                Kind::Charge,
+                &[Cond::Search(vec!["status", "description"], "PAI".into())]
+            ),
+            1
+        );
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// Writers run one at a time, so what the domain computes from the last write (an
+/// event's `max(sequence) + 1`, `Op::store_event`) is never computed twice: eight
+/// threads appending at once still number their documents 1, 2, 3… without a gap or
+/// a repeat, and the tally counts each once.
+#[test]
+fn concurrent_writers_never_compute_the_same_next_number() {
+    const THREADS: u64 = 8;
+    const EACH: u64 = 15;
+    let store: Arc<dyn Store> = testing::store();
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let store = store.clone();
+            scope.spawn(move || {
+                for i in 0..EACH {
+                    write(&*store, |tx| {
+                        let q = Query { sort: ("sequence", Order::Desc), limit: Some(1), ..Query::all() };
+                        let last = tx.find(Kind::Event, "a", &q)?;
+                        let next = last.first().and_then(|e| e["sequence"].as_u64()).unwrap_or(0) + 1;
+                        tx.put(Kind::Event, "a", &json!({"id": format!("e{t}-{i}"), "created_at": "2026-01-01", "sequence": next}))?;
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            });
+        }
+    });
+    let (mut seqs, tally) = read(&*store, |tx| {
+        let q = Query {
+            sort: ("sequence", Order::Asc),
+            ..Query::all()
+        };
+        let seqs: Vec<u64> = tx
+            .find(Kind::Event, "a", &q)?
+            .iter()
+            .map(|e| e["sequence"].as_u64().unwrap())
+            .collect();
+        Ok((seqs, tx.count(Kind::Event, "a", &[])?))
+    })
+    .unwrap();
+    seqs.dedup();
+    assert_eq!(seqs, (1..=THREADS * EACH).collect::<Vec<_>>());
+    assert_eq!(tally, THREADS * EACH);
+}
+
+/// The first of two writers racing on one idempotency key wins; the second's record is
+/// ignored, not an error.
+#[test]
+fn racing_idempotency_records_keep_the_first() {
+    let store: Arc<dyn Store> = testing::store();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let store = store.clone();
+            scope.spawn(move || {
+                write(&*store, |tx| {
+                    if tx.recall("o", "k")?.is_none() {
+                        tx.remember(
+                            "o",
+                            "k",
+                            &Remembered {
+                                tool: "t".into(),
+                                digest: format!("d{t}"),
+                                result: json!({"t": t}),
+                                at_ms: 1,
+                            },
+                        )?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            });
+        }
+    });
+    let got = read(&*store, |tx| Ok(tx.recall("o", "k")?))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        got.result,
+        json!({"t": got.digest[1..].parse::<u32>().unwrap()})
+    );
+}
