@@ -10,7 +10,7 @@
 //! allowed; so are atomics that are fields of a value (a per-domain counter), not
 //! process-wide `static`s.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Names that open, resolve or wrap a socket.
 const SOCKETS: &[&str] = &[
@@ -70,103 +70,9 @@ fn domain_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every `.rs` file under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.expect("a readable directory entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// The code of a source file with comments removed (line, block and doc comments).
-/// String, raw-string and char literals are kept as code and skipped over, so `"//"`
-/// inside them starts no comment. (The same stripper as `core/tests/purity.rs`.)
-fn strip_comments(src: &str) -> String {
-    let s: Vec<char> = src.chars().collect();
-    let mut out = String::with_capacity(src.len());
-    let mut i = 0;
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
-    while i < s.len() {
-        let c = s[i];
-        let next = s.get(i + 1).copied();
-        // Raw string: r"..", r#".."#, br#".."# (an `r` that does not end an identifier).
-        if c == 'r'
-            && (i == 0 || !ident(s[i - 1]) || (s[i - 1] == 'b' && (i < 2 || !ident(s[i - 2]))))
-        {
-            let hashes = s[i + 1..].iter().take_while(|&&h| h == '#').count();
-            if s.get(i + 1 + hashes) == Some(&'"') {
-                let body = i + hashes + 2;
-                let close: Vec<char> = std::iter::once('"')
-                    .chain(std::iter::repeat_n('#', hashes))
-                    .collect();
-                let end = (body..s.len())
-                    .find(|&j| s[j..].starts_with(&close))
-                    .map_or(s.len(), |j| j + close.len());
-                out.extend(&s[i..end]);
-                i = end;
-                continue;
-            }
-        }
-        match (c, next) {
-            ('"', _) => {
-                let mut j = i + 1;
-                while j < s.len() && s[j] != '"' {
-                    j += if s[j] == '\\' { 2 } else { 1 };
-                }
-                let end = (j + 1).min(s.len());
-                out.extend(&s[i..end]);
-                i = end;
-            }
-            // Char literals ('x', '\n', '\'', '"'); a lone quote is a lifetime.
-            ('\'', Some('\\')) => {
-                let end = (i + 2..s.len())
-                    .find(|&j| s[j] == '\'' && j > i + 2)
-                    .map_or(s.len(), |j| j + 1);
-                out.extend(&s[i..end]);
-                i = end;
-            }
-            ('\'', Some(_)) if s.get(i + 2) == Some(&'\'') => {
-                out.extend(&s[i..i + 3]);
-                i += 3;
-            }
-            ('/', Some('/')) => {
-                while i < s.len() && s[i] != '\n' {
-                    i += 1;
-                }
-            }
-            ('/', Some('*')) => {
-                let mut depth = 0;
-                while i < s.len() {
-                    if s[i] == '/' && s.get(i + 1) == Some(&'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if s[i] == '*' && s.get(i + 1) == Some(&'/') {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        if s[i] == '\n' {
-                            out.push('\n');
-                        }
-                        i += 1;
-                    }
-                }
-            }
-            _ => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
-}
+#[path = "../../tests/shared/source_scan.rs"]
+mod source_scan;
+use source_scan::{rust_files, strip_comments};
 
 fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'

@@ -10,70 +10,16 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use dunning_core::Principal;
-use dunning_domain::ops::exports;
 use dunning_domain::testing::Bed;
 use dunning_domain::webhooks::{self, WebhookDriver, WebhookRequest, verify};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::HttpDriver;
 use super::resolve::GlobalResolver;
 
-// ---- helpers of domain/tests/webhooks.rs ----
-
-fn hook(bed: &mut Bed, who: &Principal, url: &str, events: Value) -> Value {
-    bed.ok(
-        who,
-        "dunning_webhooks_create",
-        json!({"url": url, "events": events, "description": "ERP"}),
-    )
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
-}
-
-/// Makes one `export.processed` event in `who`'s organization (and its fan-out).
-fn export_processed(bed: &mut Bed, who: &Principal) -> String {
-    let e = bed.ok(
-        who,
-        "dunning_exports_create",
-        json!({"resource": "debtors"}),
-    );
-    for _ in 0..2 {
-        run_process(bed, who);
-    }
-    id(&e)
-}
-
-fn run_process(bed: &Bed, who: &Principal) -> u32 {
-    webhooks::with_system_op(
-        &bed.domain,
-        &who.organization,
-        bed.now,
-        None,
-        exports::process,
-    )
-    .expect("process")
-}
-
-fn deliver(bed: &Bed, who: &Principal, driver: &dyn WebhookDriver) -> u32 {
-    webhooks::with_system_op(&bed.domain, &who.organization, bed.now, None, |op| {
-        webhooks::deliver(op, driver)
-    })
-    .expect("deliver")
-}
-
-fn deliveries(bed: &mut Bed, who: &Principal, hook_id: &str) -> Vec<Value> {
-    bed.ok(
-        who,
-        "dunning_webhook_deliveries_list",
-        json!({"id": hook_id, "per_page": 100}),
-    )["data"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
+#[path = "../../../../domain/tests/support/webhooks.rs"]
+mod support;
+use support::*;
 
 // ---- from domain/tests/webhook_addresses.rs ----
 
