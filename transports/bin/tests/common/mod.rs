@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -146,6 +146,8 @@ pub struct Srv {
     pub dir: PathBuf,
     /// Everything logged on stderr so far.
     pub stderr: Arc<Mutex<String>>,
+    /// Set once the process's stderr reached its end (every line is in `stderr`).
+    stderr_done: Arc<AtomicBool>,
 }
 
 impl Srv {
@@ -199,6 +201,8 @@ impl Srv {
         let stderr = Arc::new(Mutex::new(String::new()));
         let err = child.stderr.take().unwrap();
         let sink = stderr.clone();
+        let stderr_done = Arc::new(AtomicBool::new(false));
+        let done = stderr_done.clone();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut banner = String::new();
@@ -246,6 +250,7 @@ impl Srv {
                 }
                 token_next = line.starts_with("Development token");
             }
+            done.store(true, Ordering::Release);
             let _ = tx.send(None);
         });
         // Nothing is printed on stdout; whatever is, is kept (and the pipe drained).
@@ -277,6 +282,7 @@ impl Srv {
             stdout,
             dir,
             stderr,
+            stderr_done,
         }
     }
 
@@ -381,6 +387,11 @@ impl Srv {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Its last lines may still be in the pipe: read them all before anyone
+                // looks at the log.
+                while !self.stderr_done.load(Ordering::Acquire) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return status;
             }
             assert!(Instant::now() < deadline, "no exit after SIGTERM");
