@@ -38,6 +38,7 @@ use crate::fdlimit;
 use crate::instructions::INSTRUCTIONS;
 use crate::jobs::JobsThread;
 use crate::limiter::Gcra;
+use crate::limiter::shared::SharedGcra;
 use crate::settings::{JwksSource, Settings, WebhookDriver};
 use crate::telemetry::{self, MetricsView, Telemetry};
 use crate::token;
@@ -170,7 +171,13 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("catalog: {e}"))?
         .with_metrics(MetricsView(telemetry.clone()));
     if settings.rate_limit.enabled {
-        server = server.with_limiter(Gcra::new(&settings.rate_limit));
+        server = match &settings.rate_limit.shared {
+            Some(url) => server.with_limiter(
+                SharedGcra::connect(&settings.rate_limit, url)
+                    .map_err(|e| format!("rate_limit.shared: {e}"))?,
+            ),
+            None => server.with_limiter(Gcra::new(&settings.rate_limit)),
+        };
     }
     let server = Arc::new(server);
 

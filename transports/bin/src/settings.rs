@@ -37,6 +37,7 @@
 //! org_burst = 1000
 //! token_per_minute = 1200
 //! token_burst = 200
+//! shared = "redis://127.0.0.1:6379/"   # replicas: buckets in Redis (default: in-process)
 //!
 //! [auth]
 //! issuer = "https://auth.example.com"
@@ -169,6 +170,9 @@ pub(crate) struct RateLimits {
     pub(crate) token_per_minute: u32,
     /// Requests a token may send at once.
     pub(crate) token_burst: u32,
+    /// Where replicas keep their buckets together (`redis://host:port/db`); `None`: in
+    /// this process (one server).
+    pub(crate) shared: Option<String>,
 }
 
 impl Default for RateLimits {
@@ -179,6 +183,7 @@ impl Default for RateLimits {
             org_burst: 1000,
             token_per_minute: 1200,
             token_burst: 200,
+            shared: None,
         }
     }
 }
