@@ -38,6 +38,7 @@
 //! token_per_minute = 1200
 //! token_burst = 200
 //! shared = "redis://127.0.0.1:6379/"   # replicas: buckets in Redis (default: in-process)
+//! shared_prefix = "kobana-dunning"      # of the Redis keys (clusters sharing one Redis)
 //!
 //! [auth]
 //! issuer = "https://auth.example.com"
@@ -173,6 +174,9 @@ pub(crate) struct RateLimits {
     /// Where replicas keep their buckets together (`redis://host:port/db`); `None`: in
     /// this process (one server).
     pub(crate) shared: Option<String>,
+    /// The first part of every Redis key of the buckets: clusters sharing one Redis keep
+    /// apart by it.
+    pub(crate) shared_prefix: String,
 }
 
 impl Default for RateLimits {
@@ -184,6 +188,7 @@ impl Default for RateLimits {
             token_per_minute: 1200,
             token_burst: 200,
             shared: None,
+            shared_prefix: "kobana-dunning".into(),
         }
     }
 }

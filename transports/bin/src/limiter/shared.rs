@@ -20,7 +20,8 @@
 //! than refusing every caller or stalling on a dead cache. At start, an unreachable
 //! Redis is an error: a configured dependency that is absent is a deployment mistake.
 //!
-//! Keys: `kobana-dunning:rl:{<org>}:org` and `kobana-dunning:rl:{<org>}:token:<token>`,
+//! Keys: `<prefix>:rl:{<org>}:org` and `<prefix>:rl:{<org>}:token:<token>` (the prefix is
+//! `shared_prefix`, `kobana-dunning` by default),
 //! hex digests of [`super::org_key`] and [`super::token_key`] (no tenant data), with the
 //! organization as the hash tag so both keys of a script live in one Redis Cluster slot.
 //! Each key expires when its TAT passes, so Redis holds only recently active callers.
@@ -97,6 +98,7 @@ pub(crate) struct SharedGcra {
     token: Rate,
     pool: r2d2::Pool<Connector>,
     script: redis::Script,
+    prefix: String,
     fallback: Gcra,
     /// When the last warning was logged (Unix milliseconds; 0: never).
     warned_at: AtomicU64,
@@ -141,6 +143,7 @@ impl SharedGcra {
             token: Rate::new(cfg.token_per_minute, cfg.token_burst),
             pool,
             script: redis::Script::new(SCRIPT),
+            prefix: cfg.shared_prefix.clone(),
             fallback: Gcra::new(cfg),
             warned_at: AtomicU64::new(0),
         })
@@ -149,12 +152,10 @@ impl SharedGcra {
     /// How far over its limit each bucket is, in microseconds, from Redis.
     fn ask(&self, principal: &Principal, now_us: u64) -> Result<(i64, i64), String> {
         let org = hex(&org_key(principal));
+        let prefix = &self.prefix;
         let keys = [
-            format!("kobana-dunning:rl:{{{org}}}:org"),
-            format!(
-                "kobana-dunning:rl:{{{org}}}:token:{}",
-                hex(&token_key(principal))
-            ),
+            format!("{prefix}:rl:{{{org}}}:org"),
+            format!("{prefix}:rl:{{{org}}}:token:{}", hex(&token_key(principal))),
         ];
         let mut con = self.pool.get().map_err(|e| e.to_string())?;
         self.script
