@@ -20,9 +20,15 @@
 //! * **Idle memory**: 10,000 connections each send one request, read the answer and stay
 //!   open; the server's `VmRSS` before and after, divided by the count.
 //!
+//! * **The product binary** (`dunning-load against NAME=URL@TOKEN...`, see `against.rs`):
+//!   running servers compared on a read and a write; `benches/replicas.sh` compares one
+//!   replica on SQLite, one on PostgreSQL and three behind nginx.
+//!
 //! Loopback only (127.0.0.1); every loop is bounded by time and count.
 
 #![forbid(unsafe_code)]
+
+mod against;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -67,7 +73,12 @@ fn main() {
         idle: if quick { 2_000 } else { 10_000 },
         rounds: if quick { 1 } else { 3 },
     };
-    if let Err(e) = report(plan) {
+    let done = if args.first().map(String::as_str) == Some("against") {
+        against::run(&args[1..], Plan { conns: 16, ..plan })
+    } else {
+        report(plan)
+    };
+    if let Err(e) = done {
         eprintln!("dunning-load: {e}");
         std::process::exit(1);
     }
@@ -326,19 +337,34 @@ impl Measure {
     }
 }
 
+/// What each connection sends: the same bytes every time, or new bytes per request (a
+/// write with its own idempotency key).
+#[derive(Clone)]
+enum Requests {
+    Fixed(Arc<[u8]>),
+    Each(Arc<dyn Fn() -> Vec<u8> + Send + Sync>),
+}
+
+impl From<&[u8]> for Requests {
+    fn from(bytes: &[u8]) -> Self {
+        Self::Fixed(bytes.into())
+    }
+}
+
 /// `plan.conns` keep-alive connections send `request` back to back for `plan.secs` (or
 /// until `plan.budget` requests), after a one-second warm-up.
-fn load(addr: SocketAddr, request: &[u8], plan: Plan) -> io::Result<Measure> {
+fn load(addr: SocketAddr, request: impl Into<Requests>, plan: Plan) -> io::Result<Measure> {
+    let request = request.into();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
         // Warm-up: caches, the blocking pool, TCP windows.
         let warm = Duration::from_secs(1);
-        let _ = run_load(addr, request, plan.conns, warm, plan.budget).await?;
+        let _ = run_load(addr, &request, plan.conns, warm, plan.budget).await?;
         run_load(
             addr,
-            request,
+            &request,
             plan.conns,
             Duration::from_secs(plan.secs),
             plan.budget,
@@ -349,14 +375,13 @@ fn load(addr: SocketAddr, request: &[u8], plan: Plan) -> io::Result<Measure> {
 
 async fn run_load(
     addr: SocketAddr,
-    request: &[u8],
+    request: &Requests,
     conns: usize,
     time: Duration,
     budget: u64,
 ) -> io::Result<Measure> {
     let issued = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
-    let request: Arc<[u8]> = request.into();
     let start = Instant::now();
     let end = start + time;
     let mut tasks = tokio::task::JoinSet::new();
@@ -372,8 +397,13 @@ async fn run_load(
             let mut buf = Vec::with_capacity(16 * 1024);
             while Instant::now() < end && issued.fetch_add(1, Ordering::Relaxed) < budget {
                 let t = Instant::now();
-                let ok = s.write_all(&request).await.is_ok()
-                    && matches!(read_one(&mut s, &mut buf).await, Ok(200));
+                let sent = match &request {
+                    Requests::Fixed(bytes) => s.write_all(bytes).await,
+                    Requests::Each(make) => s.write_all(&make()).await,
+                };
+                let ok = sent.is_ok()
+                    && matches!(read_one(&mut s, &mut buf).await, Ok(200))
+                    && !buf.windows(15).any(|w| w == b"\"isError\":true");
                 if !ok {
                     errors.fetch_add(1, Ordering::Relaxed);
                     break;
@@ -401,6 +431,12 @@ async fn run_load(
         p50_us: pct(0.50),
         p99_us: pct(0.99),
     })
+}
+
+/// The median run by throughput.
+fn median(mut runs: Vec<Measure>) -> Measure {
+    runs.sort_by(|a, b| a.rps().total_cmp(&b.rps()));
+    runs.swap_remove(runs.len() / 2)
 }
 
 /// Reads one response (head + `Content-Length` body); returns its status.
@@ -519,17 +555,11 @@ fn report(plan: Plan) -> io::Result<()> {
                 .find(|(k, _)| k == kind)
                 .map(|(_, s)| s.addr)
                 .ok_or_else(|| io::Error::other("no server"))?;
-            results[i].push(load(addr, req, plan)?);
+            results[i].push(load(addr, *req, plan)?);
         }
     }
     drop(servers);
-    let medians: Vec<Measure> = results
-        .into_iter()
-        .map(|mut runs| {
-            runs.sort_by(|a, b| a.rps().total_cmp(&b.rps()));
-            runs.swap_remove(runs.len() / 2)
-        })
-        .collect();
+    let medians: Vec<Measure> = results.into_iter().map(median).collect();
     let floor = medians[0].rps();
     println!();
     println!("| server | request | rps | p50 (µs) | p99 (µs) | vs hyper | errors |");
