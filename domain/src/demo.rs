@@ -132,7 +132,8 @@ pub fn owner(domain: &Domain, org_id: &str, now: UnixTime) -> Result<Principal, 
     })
 }
 
-/// Runs a handler as `principal` in a write transaction (no idempotency, no schema).
+/// Runs a handler as `principal` in a write transaction (no idempotency, no schema),
+/// with default settings and the domain's outbound budget.
 pub fn run_as(
     domain: &Domain,
     principal: &Principal,
@@ -141,12 +142,29 @@ pub fn run_as(
     run: Run,
     args: Value,
 ) -> Result<Output, DomainError> {
+    let ctx = (principal, now, entropy);
+    run_with(domain, ctx, run, args, domain.outbound(), |_| {
+        Ok(Settings::default())
+    })
+}
+
+/// [`run_as`] with the settings `settings` reads in the transaction and the budget
+/// `outbound` (a seed written at past times brings its own: a shared budget would
+/// refuse it).
+pub(crate) fn run_with(
+    domain: &Domain,
+    (principal, now, entropy): (&Principal, UnixTime, [u8; 32]),
+    run: Run,
+    args: Value,
+    outbound: &crate::outbound::Outbound,
+    settings: impl FnOnce(&mut dyn store::Tx) -> Result<Settings, DomainError>,
+) -> Result<Output, DomainError> {
     let args: Map<String, Value> = match args {
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    let settings = Settings::default();
     store::write(domain.store(), |tx| {
+        let settings = settings(tx)?;
         let mut op = Op::new(
             tx,
             &principal.organization,
@@ -155,8 +173,8 @@ pub fn run_as(
             &args,
             "demo",
             entropy,
-            settings.clone(),
-            domain.outbound(),
+            settings,
+            outbound,
         );
         run(&mut op)
     })

@@ -115,11 +115,17 @@ pub(crate) fn run(args: &[String], plan: Plan) -> io::Result<()> {
         .map(|runs| runs.map(crate::median))
         .collect();
     println!();
-    println!("| server | request | rps | p50 (µs) | p99 (µs) | vs {} | errors |", targets[0].name);
+    println!(
+        "| server | request | rps | p50 (µs) | p99 (µs) | vs {} | errors |",
+        targets[0].name
+    );
     println!("|---|---|---:|---:|---:|---:|---:|");
-    for (k, what) in ["dunning_charges_list overdue, per_page 10", "dunning_debtors_create"]
-        .iter()
-        .enumerate()
+    for (k, what) in [
+        "dunning_charges_list overdue, per_page 10",
+        "dunning_debtors_create",
+    ]
+    .iter()
+    .enumerate()
     {
         let floor = medians[0][k].rps();
         for (t, m) in targets.iter().zip(&medians) {

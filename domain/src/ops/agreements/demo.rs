@@ -9,8 +9,9 @@ pub(super) fn at(now: UnixTime, days: i64) -> UnixTime {
     UnixTime::from_millis(u64::try_from(ms).unwrap_or_default())
 }
 
-/// Like [`crate::demo::run_as`], with its own outbound budget: the demo's history is
-/// written at past times, which a shared limiter would refuse.
+/// Like [`crate::demo::run_as`], with the organization's settings and its own outbound
+/// budget: the demo's history is written at past times, which a shared limiter would
+/// refuse.
 pub(super) fn demo_run(
     domain: &Domain,
     principal: &dunning_core::Principal,
@@ -19,33 +20,22 @@ pub(super) fn demo_run(
     run: crate::tool::Run,
     args: Value,
 ) -> Result<Output, DomainError> {
-    let args = match args {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    };
     let outbound = crate::outbound::Outbound::new(1000);
-    store::write(domain.store(), |tx| {
-        let settings = load::<crate::org::Organization>(
-            tx,
-            Kind::Organization,
-            &principal.organization,
-            &principal.organization,
-        )?
-        .map(|o| o.settings)
-        .unwrap_or_default();
-        let mut op = Op::new(
-            tx,
-            &principal.organization,
-            principal,
-            now,
-            &args,
-            "demo",
-            entropy,
-            settings,
-            &outbound,
-        );
-        run(&mut op)
-    })
+    let org = principal.organization.clone();
+    crate::demo::run_with(
+        domain,
+        (principal, now, entropy),
+        run,
+        args,
+        &outbound,
+        |tx| {
+            Ok(
+                load::<crate::org::Organization>(tx, Kind::Organization, &org, &org)?
+                    .map(|o| o.settings)
+                    .unwrap_or_default(),
+            )
+        },
+    )
 }
 
 pub(super) fn worker_run(op: &mut Op<'_>) -> Result<Output, DomainError> {

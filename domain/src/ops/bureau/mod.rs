@@ -63,7 +63,8 @@ pub use worker::*;
 
 /// Bureaus.
 pub const BUREAUS: &[&str] = &["serasa", "spc", "boa_vista", "quod"];
-/// Every record status.
+/// Every record status, the active ones first and the early ones first of those (so
+/// [`ACTIVE`] and [`EARLY`] are its beginnings).
 pub const STATUSES: &[&str] = &[
     "pending_notice",
     "notice_sent",
@@ -76,17 +77,12 @@ pub const STATUSES: &[&str] = &[
     "failed",
     "canceled",
 ];
-/// Statuses of a record that is (or is about to be) on the bureau's files.
-pub const ACTIVE: &[&str] = &[
-    "pending_notice",
-    "notice_sent",
-    "awaiting_window",
-    "requested",
-    "included",
-    "removal_requested",
-];
-/// Statuses a record may still be canceled from (before any request to the bureau).
-pub const EARLY: &[&str] = &["pending_notice", "notice_sent", "awaiting_window"];
+/// Statuses of a record that is (or is about to be) on the bureau's files: from
+/// `pending_notice` to `removal_requested`.
+pub const ACTIVE: &[&str] = STATUSES.split_at(6).0;
+/// Statuses a record may still be canceled from (before any request to the bureau):
+/// `pending_notice`, `notice_sent`, `awaiting_window`.
+pub const EARLY: &[&str] = STATUSES.split_at(3).0;
 /// Removal reasons.
 pub const REMOVAL_REASONS: &[&str] = &["paid", "agreement", "error", "canceled", "dispute"];
 /// Longest notice window a caller may ask for (days).
@@ -342,4 +338,24 @@ pub fn settle_for_agreement(op: &mut Op<'_>, charge_ids: &[String]) -> Result<u3
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_sets_are_what_their_names_say() {
+        let active = [
+            "pending_notice",
+            "notice_sent",
+            "awaiting_window",
+            "requested",
+            "included",
+            "removal_requested",
+        ];
+        assert_eq!(ACTIVE, active);
+        assert_eq!(EARLY, &active[..3]);
+        assert!(STATUSES.ends_with(&["removed", "rejected", "failed", "canceled"]));
+    }
 }
