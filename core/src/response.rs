@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use http::{HeaderName, HeaderValue, StatusCode};
 
+use crate::auth::AuthError;
 use crate::era::Version;
 
 /// What the adapter logs and counts for one request. Never holds tokens or argument values.
@@ -32,6 +33,13 @@ pub struct RequestLog {
     /// The request id the response carries in `X-Request-Id`, when it is not the
     /// adapter's [`crate::Env::request_id`] (a trusted proxy's id): log this one.
     pub request_id: Option<String>,
+    /// Which endpoint the path named: `mcp`, `rest`, `well_known`, `health`, `ready` or
+    /// `metrics` (`None`: none, a `404`). Lets the adapter label probes, well-known documents and refusals that
+    /// never got as far as reading a method.
+    pub endpoint: Option<&'static str>,
+    /// The authentication check that failed, for a `401`: a closed set (metrics label it
+    /// with [`AuthError::kind`]), where [`RequestLog::reason`] is the sentence for people.
+    pub auth_error: Option<AuthError>,
 }
 
 /// One HTTP response. `#[must_use]`: dropping it would leave a client hanging.

@@ -157,6 +157,8 @@ impl RateLimit for Gcra {
                     (_, Err(b)) => ("token", b),
                     (Ok(_), Ok(_)) => unreachable!("handled above"),
                 };
+                metrics::counter!(crate::telemetry::metrics::RATE_LIMITED, "scope" => name)
+                    .increment(1);
                 let retry_after_ms = wait.div_ceil(1000).max(1);
                 Err(Limited {
                     retry_after_ms,
