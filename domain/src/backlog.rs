@@ -51,7 +51,8 @@ pub fn backlog(domain: &Domain, now: UnixTime) -> Result<Backlog, DomainError> {
                 oldest = Some(oldest.map_or(at, |o| o.min(at)));
             }
             for (i, state) in EXPORT_STATES.iter().enumerate() {
-                b.exports[i] += tx.count(Kind::Export, &org, &[Cond::Eq("status", json!(state))])?;
+                b.exports[i] +=
+                    tx.count(Kind::Export, &org, &[Cond::Eq("status", json!(state))])?;
             }
         }
         let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);

@@ -226,7 +226,11 @@ fn record_engine(report: Option<&engine::TickReport>) {
     metrics::counter!(m::ENGINE_TICKS, "outcome" => "ok").increment(1);
     for (channel, c) in &r.by_channel {
         let channel = m::channel(channel);
-        for (outcome, n) in [("sent", c.sent), ("failed", c.failed), ("canceled", c.canceled)] {
+        for (outcome, n) in [
+            ("sent", c.sent),
+            ("failed", c.failed),
+            ("canceled", c.canceled),
+        ] {
             if n > 0 {
                 metrics::counter!(m::DELIVERIES, "channel" => channel, "outcome" => outcome)
                     .increment(u64::from(n));

@@ -231,6 +231,9 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
             "the development key is trusted on a non-loopback address: anyone who can read the data dir can mint tokens this server accepts; set [auth] dev_key = false and configure jwks_file or jwks_url"
         );
     }
+    if let Some(addr) = metrics_addr {
+        tracing::info!(metrics_listen = %addr, on_public = settings.metrics_on_public, "serving /metrics");
+    }
     telemetry::banner(
         settings.log_format,
         &telemetry::Banner {
@@ -242,9 +245,7 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
             metrics: metrics_addr,
         },
     );
-    if let Some(addr) = metrics_addr {
-        tracing::info!(metrics_listen = %addr, on_public = settings.metrics_on_public, "serving /metrics");
-    }
+
     tracing::info!(
         listen = %bound,
         public_url = %public_url,

@@ -576,9 +576,13 @@ mod tests {
         let file: File = toml::from_str("metrics_listen = \"127.0.0.1:9090\"").unwrap();
         let s = Settings::merge(file, &args()).unwrap();
         assert_eq!(s.metrics_listen.map(|a| a.port()), Some(9090));
-        assert!(!s.metrics_on_public, "off the public listener once it has its own");
+        assert!(
+            !s.metrics_on_public,
+            "off the public listener once it has its own"
+        );
         let file: File =
-            toml::from_str("metrics_listen = \"127.0.0.1:9090\"\nmetrics_on_public = true").unwrap();
+            toml::from_str("metrics_listen = \"127.0.0.1:9090\"\nmetrics_on_public = true")
+                .unwrap();
         assert!(Settings::merge(file, &args()).unwrap().metrics_on_public);
         let file: File = toml::from_str("metrics_on_public = false").unwrap();
         assert!(!Settings::merge(file, &args()).unwrap().metrics_on_public);
@@ -586,7 +590,10 @@ mod tests {
         a.metrics_listen = Some(SocketAddr::from(([127, 0, 0, 1], 9191)));
         let file: File = toml::from_str("metrics_listen = \"127.0.0.1:9090\"").unwrap();
         assert_eq!(
-            Settings::merge(file, &a).unwrap().metrics_listen.map(|a| a.port()),
+            Settings::merge(file, &a)
+                .unwrap()
+                .metrics_listen
+                .map(|a| a.port()),
             Some(9191),
             "the flag wins"
         );

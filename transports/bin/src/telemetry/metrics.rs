@@ -105,8 +105,7 @@ impl Prometheus {
     pub(crate) fn install() -> Result<Self, String> {
         let recorder = Self::recorder();
         let handle = recorder.handle();
-        metrics::set_global_recorder(recorder)
-            .map_err(|e| format!("metrics recorder: {e}"))?;
+        metrics::set_global_recorder(recorder).map_err(|e| format!("metrics recorder: {e}"))?;
         let process = Arc::new(metrics_process::Collector::default());
         process.describe();
         describe();
@@ -241,9 +240,9 @@ mod tests {
             text.contains("dunning_rate_limited_total{scope=\"org\"} 0"),
             "{text}"
         );
-        assert!(text.contains(
-            "dunning_deliveries_total{channel=\"email\",outcome=\"canceled\"} 0"
-        ));
+        assert!(
+            text.contains("dunning_deliveries_total{channel=\"email\",outcome=\"canceled\"} 0")
+        );
         assert!(text.contains("dunning_exports{state=\"queued\"} 0"));
         assert_eq!(channel("email"), "email");
         assert_eq!(channel("carrier-pigeon\"}"), "other");

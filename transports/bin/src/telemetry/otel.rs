@@ -125,7 +125,9 @@ impl HttpClient for UreqClient {
             .with_config()
             .limit(MAX_ANSWER_BYTES)
             .read_to_vec()?;
-        Ok(Response::builder().status(status).body(Bytes::from(bytes))?)
+        Ok(Response::builder()
+            .status(status)
+            .body(Bytes::from(bytes))?)
     }
 }
 

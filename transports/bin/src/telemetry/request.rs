@@ -119,6 +119,15 @@ fn span(request_id: &str) -> tracing::Span {
     )
 }
 
+/// Names the OpenTelemetry span once the method is known: recording `otel.name` only
+/// works before the span is entered (`tracing-opentelemetry` builds the span then), so
+/// the started span is renamed through its context (a no-op without OTLP).
+fn rename(span: &tracing::Span, name: String) {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    span.context().span().update_name(name);
+}
+
 /// Fills the span's fields from what the core answered.
 fn record(span: &tracing::Span, log: &RequestLog, method: &str, tool: &str, status: u16) {
     span.record("http.response.status_code", status);
@@ -132,9 +141,9 @@ fn record(span: &tracing::Span, log: &RequestLog, method: &str, tool: &str, stat
         } else {
             format!("{method} {tool}")
         };
-        span.record("otel.name", name.as_str());
+        rename(span, name);
     } else if let Some(e) = log.endpoint {
-        span.record("otel.name", e);
+        rename(span, e.to_owned());
     }
     if !tool.is_empty() {
         span.record("gen_ai.tool.name", tool);
