@@ -64,12 +64,55 @@ pub fn backlog(domain: &Domain, now: UnixTime) -> Result<Backlog, DomainError> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::testing::{Bed, T0};
+    use crate::webhooks::{self, RecordingDriver};
 
     #[test]
     fn an_empty_store_has_no_backlog() {
         let domain = Domain::new(crate::testing::store());
-        let b = backlog(&domain, UnixTime::from_millis(1_800_000_000_000)).unwrap();
+        let b = backlog(&domain, T0).unwrap();
         assert_eq!(b, Backlog::default());
+    }
+
+    #[test]
+    fn pending_deliveries_their_age_and_exports_are_counted_then_drained() {
+        let mut bed = Bed::new();
+        let ana = bed.ana();
+        bed.ok(
+            &ana,
+            "dunning_webhooks_create",
+            json!({"url": "https://erp.example/hook", "events": ["*"]}),
+        );
+        bed.ok(
+            &ana,
+            "dunning_exports_create",
+            json!({"resource": "debtors"}),
+        );
+        let b = backlog(&bed.domain, bed.now.plus_millis(90_000)).unwrap();
+        assert_eq!(b.exports[0], 1, "one export queued: {b:?}");
+        assert_eq!(b.webhook_pending, 0, "export.created is not published");
+        // The engine builds the export; `export.processed` fans out to the webhook.
+        let done = crate::ops::exports::drain(&bed.domain, bed.now).unwrap();
+        assert_eq!(done.len(), 1);
+        let b = backlog(&bed.domain, bed.now.plus_millis(90_000)).unwrap();
+        assert_eq!(b.exports, [0, 0, 1, 0, 0], "{b:?}");
+        assert!(b.webhook_pending >= 1, "{b:?}");
+        assert_eq!(b.oldest_pending_age_secs, Some(90), "{b:?}");
+        // The receiver fails once (a retry is scheduled), then answers.
+        let driver = RecordingDriver::new();
+        driver.respond_with(500, "down");
+        let r = webhooks::tick(&bed.domain, bed.now, &driver).unwrap();
+        assert_eq!(r.outcomes.retrying, r.attempts, "{r:?}");
+        assert!(r.attempts >= 1 && r.outcomes.delivered == 0, "{r:?}");
+        driver.respond_with(200, "ok");
+        let later = bed.now.plus_millis(24 * 3_600_000);
+        let r = webhooks::tick(&bed.domain, later, &driver).unwrap();
+        assert_eq!(r.outcomes.delivered, r.attempts, "{r:?}");
+        assert!(r.attempts >= 1, "{r:?}");
+        let b = backlog(&bed.domain, later).unwrap();
+        assert_eq!((b.webhook_pending, b.oldest_pending_age_secs), (0, None));
     }
 }
