@@ -28,7 +28,7 @@ use crate::mirror;
 use crate::principal::{Audience, Principal};
 use crate::registry::{ConfigError, Registry};
 use crate::request::Request;
-use crate::response::{RequestLog, Response};
+use crate::response::{Endpoint, RequestLog, Response};
 
 /// Renders Prometheus text for `/metrics`; the state lives with the adapter.
 pub trait Metrics: Send + Sync {
@@ -49,31 +49,6 @@ pub struct Server<D> {
     limiter: Box<dyn RateLimit>,
     metrics: Option<Box<dyn Metrics>>,
     server_info: Value,
-}
-
-/// Where a path leads (§15 step 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Endpoint {
-    Mcp,
-    Rest,
-    WellKnown,
-    Health,
-    Ready,
-    Metrics,
-}
-
-impl Endpoint {
-    /// The endpoint's name in [`RequestLog::endpoint`].
-    fn label(self) -> &'static str {
-        match self {
-            Self::Mcp => "mcp",
-            Self::Rest => "rest",
-            Self::WellKnown => "well_known",
-            Self::Health => "health",
-            Self::Ready => "ready",
-            Self::Metrics => "metrics",
-        }
-    }
 }
 
 /// One MCP request past the checks of §15 steps 1–10: what methods work with.
@@ -194,7 +169,7 @@ impl<D: Dispatch> Server<D> {
         };
         let mut log = RequestLog::default();
         let endpoint = self.route(req.path());
-        log.endpoint = endpoint.map(Endpoint::label);
+        log.endpoint = endpoint;
         let mut resp = match endpoint {
             None => close_if_body(req, Response::empty(StatusCode::NOT_FOUND)),
             Some(Endpoint::Mcp) => self.mcp(req, env, &mut log),
@@ -251,7 +226,7 @@ impl<D: Dispatch> Server<D> {
         };
         let mut log = RequestLog::default();
         let endpoint = self.route(req.path());
-        log.endpoint = endpoint.map(Endpoint::label);
+        log.endpoint = endpoint;
         let mut resp = match endpoint {
             None => Response::empty(StatusCode::NOT_FOUND),
             Some(Endpoint::Mcp) => {

@@ -495,7 +495,9 @@ impl Settings {
         }
         let metrics_listen = args.metrics_listen.or(file.metrics_listen);
         Ok(Self {
-            metrics_on_public: file.metrics_on_public.unwrap_or(metrics_listen.is_none()),
+            metrics_on_public: file
+                .metrics_on_public
+                .unwrap_or_else(|| metrics_listen.is_none()),
             metrics_listen,
             otlp_endpoint: file.telemetry.otlp_endpoint,
             listen: args

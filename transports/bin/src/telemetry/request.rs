@@ -24,7 +24,7 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use dunning_core::{Catalog, Era, RequestLog};
+use dunning_core::{Catalog, Endpoint, Era, RequestLog};
 use dunning_runtime::{CloseReason, Observer};
 use metrics::{counter, gauge, histogram};
 use tracing::field::Empty;
@@ -132,7 +132,7 @@ fn rename(span: &tracing::Span, name: String) {
 fn record(span: &tracing::Span, log: &RequestLog, method: &str, tool: &str, status: u16) {
     span.record("http.response.status_code", status);
     if let Some(e) = log.endpoint {
-        span.record("dunning.endpoint", e);
+        span.record("dunning.endpoint", e.label());
     }
     if !method.is_empty() {
         span.record("mcp.method.name", method);
@@ -143,7 +143,7 @@ fn record(span: &tracing::Span, log: &RequestLog, method: &str, tool: &str, stat
         };
         rename(span, name);
     } else if let Some(e) = log.endpoint {
-        rename(span, e.to_owned());
+        rename(span, e.label().to_owned());
     }
     if !tool.is_empty() {
         span.record("gen_ai.tool.name", tool);
@@ -221,7 +221,7 @@ impl Observer for Telemetry {
 
     fn request_finished(&self, request_id: &str, log: &RequestLog, status: u16, elapsed: Duration) {
         gauge!(m::IN_FLIGHT).decrement(1.0);
-        let endpoint = log.endpoint.unwrap_or("none");
+        let endpoint = log.endpoint.map_or("none", Endpoint::label);
         let method = Self::label(&self.methods, log.method.as_ref());
         let tool = Self::label(&self.names, log.tool.as_ref());
         let era = Self::era(log);
@@ -303,7 +303,7 @@ mod tests {
                 method: Some("tools/call".into()),
                 tool: Some("evil\"}\nname".into()),
                 version: Some(Version::V2026_07_28),
-                endpoint: Some("mcp"),
+                endpoint: Some(Endpoint::Mcp),
                 tool_error: Some("VALIDATION_ERROR"),
                 ..RequestLog::default()
             };
@@ -315,7 +315,7 @@ mod tests {
             t.request_started("r2");
             t.request_finished("r2", &log, 404, Duration::from_millis(3));
             let log = RequestLog {
-                endpoint: Some("mcp"),
+                endpoint: Some(Endpoint::Mcp),
                 auth_error: Some(AuthError::Expired),
                 ..RequestLog::default()
             };
