@@ -38,6 +38,7 @@ use crate::fdlimit;
 use crate::instructions::INSTRUCTIONS;
 use crate::jobs::JobsThread;
 use crate::limiter::Gcra;
+use crate::limiter::shared::SharedGcra;
 use crate::settings::{JwksSource, Settings, WebhookDriver};
 use crate::telemetry::metrics::{self as metric, Prometheus};
 use crate::telemetry::{self, Telemetry, listener, otel};
@@ -196,7 +197,13 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         server = server.with_metrics(prometheus.clone());
     }
     if settings.rate_limit.enabled {
-        server = server.with_limiter(Gcra::new(&settings.rate_limit));
+        server = match &settings.rate_limit.shared {
+            Some(url) => server.with_limiter(
+                SharedGcra::connect(&settings.rate_limit, url)
+                    .map_err(|e| format!("rate_limit.shared: {e}"))?,
+            ),
+            None => server.with_limiter(Gcra::new(&settings.rate_limit)),
+        };
     }
     let server = Arc::new(server);
 

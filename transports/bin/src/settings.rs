@@ -44,6 +44,8 @@
 //! org_burst = 1000
 //! token_per_minute = 1200
 //! token_burst = 200
+//! shared = "redis://127.0.0.1:6379/"   # replicas: buckets in Redis (default: in-process)
+//! shared_prefix = "kobana-dunning"      # of the Redis keys (clusters sharing one Redis)
 //!
 //! [auth]
 //! issuer = "https://auth.example.com"
@@ -187,6 +189,12 @@ pub(crate) struct RateLimits {
     pub(crate) token_per_minute: u32,
     /// Requests a token may send at once.
     pub(crate) token_burst: u32,
+    /// Where replicas keep their buckets together (`redis://host:port/db`); `None`: in
+    /// this process (one server).
+    pub(crate) shared: Option<String>,
+    /// The first part of every Redis key of the buckets: clusters sharing one Redis keep
+    /// apart by it.
+    pub(crate) shared_prefix: String,
 }
 
 impl Default for RateLimits {
@@ -197,6 +205,8 @@ impl Default for RateLimits {
             org_burst: 1000,
             token_per_minute: 1200,
             token_burst: 200,
+            shared: None,
+            shared_prefix: "kobana-dunning".into(),
         }
     }
 }

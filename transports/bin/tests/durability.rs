@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Resp, Srv, V2026, date_in, seeded_dir, try_http};
+use common::{Resp, Srv, V2026, cpf, date_in, mcp_call, seeded_dir, tool_ok, try_http};
 use serde_json::{Value, json};
 
 /// No 429 in the middle of the burst.
@@ -51,52 +51,6 @@ struct Outcome {
     errors: Vec<String>,
 }
 
-/// A valid CPF from nine base digits (check digits computed).
-fn cpf(base: u32) -> String {
-    let mut d: Vec<u32> = format!("{base:09}")
-        .bytes()
-        .map(|b| u32::from(b - b'0'))
-        .collect();
-    for len in [9u32, 10] {
-        let sum: u32 = d.iter().zip((2..=len + 1).rev()).map(|(x, w)| x * w).sum();
-        let r = sum % 11;
-        d.push(if r < 2 { 0 } else { 11 - r });
-    }
-    d.iter()
-        .map(|x| char::from_digit(*x, 10).unwrap())
-        .collect()
-}
-
-/// A 2026 `tools/call` over a fresh connection; `None` when the server is gone.
-fn mcp_call(addr: &str, token: &str, tool: &str, args: &Value) -> Option<Resp> {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": tool, "arguments": args,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": V2026,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": { "name": "durability", "version": "1" },
-            },
-        },
-    });
-    let auth = format!("Bearer {token}");
-    try_http(
-        addr,
-        "POST",
-        "/",
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("MCP-Protocol-Version", V2026),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", tool),
-            ("Authorization", &auth),
-        ],
-        body.to_string().as_bytes(),
-    )
-}
-
 /// A REST request with an API token; `None` when the server is gone.
 fn rest(addr: &str, token: &str, method: &str, target: &str, body: Option<&Value>) -> Option<Resp> {
     let auth = format!("Bearer {token}");
@@ -106,16 +60,6 @@ fn rest(addr: &str, token: &str, method: &str, target: &str, body: Option<&Value
         headers.push(("Content-Type", "application/json"));
     }
     try_http(addr, method, target, &headers, text.as_bytes())
-}
-
-/// The `structuredContent` of a successful tool result, or why it is not one.
-fn tool_ok(r: &Resp) -> Result<Value, String> {
-    let v: Value = serde_json::from_slice(&r.body).map_err(|e| format!("{e}: {}", r.text()))?;
-    let result = &v["result"];
-    if r.status != 200 || result.is_null() || result["isError"] == true {
-        return Err(format!("{} {}", r.status, r.text()));
-    }
-    Ok(result["structuredContent"].clone())
 }
 
 /// The JSON body of a REST success, or why it is not one.

@@ -7,26 +7,11 @@ mod common;
 
 use std::thread;
 
+use common::pg::{in_schema, pg_url};
 use common::{Srv, V2026, scratch};
 use dunning_domain::store::postgres::PostgresStore;
 use dunning_domain::store::{self, Kind, Order, Query};
 use serde_json::json;
-
-fn pg_url() -> Option<String> {
-    let url = std::env::var("DUNNING_TEST_PG")
-        .ok()
-        .filter(|u| !u.trim().is_empty());
-    if url.is_none() {
-        eprintln!("DUNNING_TEST_PG is not set: skipped (CI runs it on PostgreSQL)");
-    }
-    url
-}
-
-/// `url` with every table in `schema` (libpq's `options` parameter).
-fn in_schema(url: &str, schema: &str) -> String {
-    let sep = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{sep}options=-c%20search_path%3D{schema}")
-}
 
 #[test]
 fn two_servers_on_one_new_postgres_database_answer_and_seed_once() {

@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod confirm;
+pub mod pg;
+
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_kobana-dunning");
 
@@ -590,4 +593,51 @@ pub fn date_in(days: i64) -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// A valid CPF whose nine base digits are `base` (check digits computed by the domain's
+/// own rule).
+pub fn cpf(base: u32) -> String {
+    let digits: Vec<u8> = format!("{base:09}").bytes().map(|b| b - b'0').collect();
+    dunning_domain::rules::document::cpf_from_base(&digits.try_into().unwrap())
+}
+
+/// A 2026 `tools/call` over a fresh connection; `None` when the server is gone.
+pub fn mcp_call(addr: &str, token: &str, tool: &str, args: &Value) -> Option<Resp> {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": tool, "arguments": args,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": V2026,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": { "name": "e2e", "version": "1" },
+            },
+        },
+    });
+    let auth = format!("Bearer {token}");
+    try_http(
+        addr,
+        "POST",
+        "/",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", V2026),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+            ("Authorization", &auth),
+        ],
+        body.to_string().as_bytes(),
+    )
+}
+
+/// The `structuredContent` of a successful tool result, or why it is not one.
+pub fn tool_ok(r: &Resp) -> Result<Value, String> {
+    let v: Value = serde_json::from_slice(&r.body).map_err(|e| format!("{e}: {}", r.text()))?;
+    let result = &v["result"];
+    if r.status != 200 || result.is_null() || result["isError"] == true {
+        return Err(format!("{} {}", r.status, r.text()));
+    }
+    Ok(result["structuredContent"].clone())
 }

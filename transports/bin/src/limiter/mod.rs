@@ -16,6 +16,13 @@
 //!
 //! Buckets whose TAT is in the past are equivalent to absent ones and are swept when the
 //! table grows, so memory follows the number of recently active callers.
+//!
+//! Two homes for the buckets: this process ([`Gcra`], the default, right for one server)
+//! or Redis ([`shared::SharedGcra`], `[rate_limit] shared = "redis://..."`), so that
+//! replicas behind a balancer limit a caller as one server would (issue 12). Both make
+//! the same decision from the same numbers; only where the TATs live differs.
+
+pub(crate) mod shared;
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -27,7 +34,7 @@ use crate::settings::RateLimits;
 
 /// One bucket's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Rate {
+pub(crate) struct Rate {
     /// Emission interval, in microseconds.
     interval_us: u64,
     /// Requests allowed at once.
@@ -37,7 +44,7 @@ struct Rate {
 }
 
 impl Rate {
-    fn new(per_minute: u32, burst: u32) -> Self {
+    pub(crate) fn new(per_minute: u32, burst: u32) -> Self {
         Self {
             interval_us: 60_000_000 / u64::from(per_minute.max(1)),
             burst: u64::from(burst.max(1)),
@@ -89,22 +96,60 @@ impl Gcra {
             state: Mutex::default(),
         }
     }
+}
 
-    fn policy(&self) -> String {
-        format!(
-            "\"org\";q={};w=60, \"token\";q={};w=60",
-            self.org.per_minute, self.token.per_minute
-        )
+/// The `RateLimit-Policy` value of a pair of rates.
+fn policy(org: Rate, token: Rate) -> String {
+    format!(
+        "\"org\";q={};w=60, \"token\";q={};w=60",
+        org.per_minute, token.per_minute
+    )
+}
+
+/// Which bucket refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bucket {
+    Org,
+    Token,
+}
+
+/// The refusal of `bucket`, which lets a request pass in `wait_us`.
+pub(crate) fn refusal(org: Rate, token: Rate, bucket: Bucket, wait_us: u64) -> Limited {
+    let name = match bucket {
+        Bucket::Org => "org",
+        Bucket::Token => "token",
+    };
+    // Both limiters (local and shared) refuse through here: counted once, by bucket.
+    metrics::counter!(crate::telemetry::metrics::RATE_LIMITED, "scope" => name).increment(1);
+    let retry_after_ms = wait_us.div_ceil(1000).max(1);
+    Limited {
+        retry_after_ms,
+        policy: policy(org, token),
+        state: format!("\"{name}\";r=0;t={}", retry_after_ms.div_ceil(1000).max(1)),
+    }
+}
+
+/// Both buckets' new TATs when both admit the request; else the bucket whose wait
+/// decides (the longer wait, the organization's on a tie) and that wait.
+pub(crate) fn both(
+    org: Result<u64, u64>,
+    token: Result<u64, u64>,
+) -> Result<(u64, u64), (Bucket, u64)> {
+    match (org, token) {
+        (Ok(o), Ok(t)) => Ok((o, t)),
+        (Err(a), Err(b)) if a >= b => Err((Bucket::Org, a)),
+        (Err(a), Ok(_)) => Err((Bucket::Org, a)),
+        (_, Err(b)) => Err((Bucket::Token, b)),
     }
 }
 
 /// Bucket key of an organization.
-fn org_key(p: &Principal) -> [u8; 16] {
+pub(crate) fn org_key(p: &Principal) -> [u8; 16] {
     digest(&[b"org", p.organization.as_bytes()])
 }
 
 /// Bucket key of a token, from what the principal holds of it.
-fn token_key(p: &Principal) -> [u8; 16] {
+pub(crate) fn token_key(p: &Principal) -> [u8; 16] {
     let aud: &[u8] = match p.audience {
         Audience::Mcp => b"mcp",
         Audience::Api => b"api",
@@ -141,31 +186,15 @@ impl RateLimit for Gcra {
         let (orgs, tokens) = &mut *guard;
         let org = self.org.admit(orgs.tats.get(&ok).copied(), now_us);
         let token = self.token.admit(tokens.tats.get(&tk).copied(), now_us);
-        match (org, token) {
-            (Ok(o), Ok(t)) => {
+        match both(org, token) {
+            Ok((o, t)) => {
                 orgs.sweep(now_us);
                 tokens.sweep(now_us);
                 orgs.tats.insert(ok, o);
                 tokens.tats.insert(tk, t);
                 Ok(())
             }
-            (o, t) => {
-                // The longer wait decides; report the bucket that imposes it.
-                let (name, wait) = match (o, t) {
-                    (Err(a), Err(b)) if a >= b => ("org", a),
-                    (Err(a), Ok(_)) => ("org", a),
-                    (_, Err(b)) => ("token", b),
-                    (Ok(_), Ok(_)) => unreachable!("handled above"),
-                };
-                metrics::counter!(crate::telemetry::metrics::RATE_LIMITED, "scope" => name)
-                    .increment(1);
-                let retry_after_ms = wait.div_ceil(1000).max(1);
-                Err(Limited {
-                    retry_after_ms,
-                    policy: self.policy(),
-                    state: format!("\"{name}\";r=0;t={}", retry_after_ms.div_ceil(1000).max(1)),
-                })
-            }
+            Err((bucket, wait)) => Err(refusal(self.org, self.token, bucket, wait)),
         }
     }
 }
@@ -176,7 +205,7 @@ mod tests {
 
     use super::*;
 
-    fn who(org: &str, sub: &str) -> Principal {
+    pub(super) fn who(org: &str, sub: &str) -> Principal {
         Principal {
             subject: sub.into(),
             organization: org.into(),
@@ -188,13 +217,13 @@ mod tests {
         }
     }
 
-    fn limits(org: (u32, u32), token: (u32, u32)) -> RateLimits {
+    pub(super) fn limits(org: (u32, u32), token: (u32, u32)) -> RateLimits {
         RateLimits {
-            enabled: true,
             org_per_minute: org.0,
             org_burst: org.1,
             token_per_minute: token.0,
             token_burst: token.1,
+            ..RateLimits::default()
         }
     }
 
