@@ -74,6 +74,29 @@ pub enum AuthError {
 }
 
 impl AuthError {
+    /// A short, stable name of the failed check (`expired`, `audience`, ...): a label
+    /// value from a closed set, for metrics, where the `Display` text is for people.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::NoToken => "no_token",
+            Self::NotBearer => "not_bearer",
+            Self::Malformed => "malformed",
+            Self::Algorithm => "algorithm",
+            Self::UnknownKey => "unknown_kid",
+            Self::Signature => "signature",
+            Self::Typ => "typ_not_at_jwt",
+            Self::WrongTyp => "wrong_typ",
+            Self::Expired => "expired",
+            Self::NotYetValid => "not_yet_valid",
+            Self::Lifetime => "lifetime",
+            Self::Issuer => "issuer",
+            Self::Audience => "audience",
+            Self::Claims => "claims",
+            Self::NotMember => "not_member",
+            Self::Lookup => "lookup",
+        }
+    }
+
     /// Whether the client sent a token (the challenge then says `error="invalid_token"`).
     pub fn token_sent(self) -> bool {
         self != Self::NoToken

@@ -77,7 +77,7 @@ pub use mrtr::{InputRequired, Progress, PromptReply, Round, ToolReply};
 pub use principal::{Access, Audience, Principal, Scope, ScopeNames};
 pub use registry::ConfigError;
 pub use request::{Header, Request};
-pub use response::{RequestLog, Response};
+pub use response::{Endpoint, RequestLog, Response};
 pub use server::{Metrics, Server};
 
 pub mod limit;

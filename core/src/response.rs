@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use http::{HeaderName, HeaderValue, StatusCode};
 
+use crate::auth::AuthError;
 use crate::era::Version;
 
 /// What the adapter logs and counts for one request. Never holds tokens or argument values.
@@ -32,6 +33,47 @@ pub struct RequestLog {
     /// The request id the response carries in `X-Request-Id`, when it is not the
     /// adapter's [`crate::Env::request_id`] (a trusted proxy's id): log this one.
     pub request_id: Option<String>,
+    /// Which endpoint the path named (`None`: none, a `404`). Lets the adapter label
+    /// probes, well-known documents and refusals that never got as far as reading a
+    /// method.
+    pub endpoint: Option<Endpoint>,
+    /// The authentication check that failed, for a `401`: a closed set (metrics label it
+    /// with [`AuthError::kind`]), where [`RequestLog::reason`] is the sentence for people.
+    pub auth_error: Option<AuthError>,
+}
+
+/// Where a path leads (§15 step 2). One byte in [`RequestLog`], which every
+/// [`Response`] carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Endpoint {
+    /// The MCP endpoint (`mcp_path`).
+    Mcp,
+    /// The REST API under `/v1`.
+    Rest,
+    /// The protected-resource metadata under `/.well-known/`.
+    WellKnown,
+    /// `/healthz`.
+    Health,
+    /// `/readyz`.
+    Ready,
+    /// `/metrics` (only when a renderer is set).
+    Metrics,
+}
+
+impl Endpoint {
+    /// A short, stable name (`mcp`, `rest`, `well_known`, `health`, `ready`, `metrics`):
+    /// a metrics label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Mcp => "mcp",
+            Self::Rest => "rest",
+            Self::WellKnown => "well_known",
+            Self::Health => "health",
+            Self::Ready => "ready",
+            Self::Metrics => "metrics",
+        }
+    }
 }
 
 /// One HTTP response. `#[must_use]`: dropping it would leave a client hanging.

@@ -28,7 +28,7 @@ use crate::mirror;
 use crate::principal::{Audience, Principal};
 use crate::registry::{ConfigError, Registry};
 use crate::request::Request;
-use crate::response::{RequestLog, Response};
+use crate::response::{Endpoint, RequestLog, Response};
 
 /// Renders Prometheus text for `/metrics`; the state lives with the adapter.
 pub trait Metrics: Send + Sync {
@@ -49,17 +49,6 @@ pub struct Server<D> {
     limiter: Box<dyn RateLimit>,
     metrics: Option<Box<dyn Metrics>>,
     server_info: Value,
-}
-
-/// Where a path leads (§15 step 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Endpoint {
-    Mcp,
-    Rest,
-    WellKnown,
-    Health,
-    Ready,
-    Metrics,
 }
 
 /// One MCP request past the checks of §15 steps 1–10: what methods work with.
@@ -179,7 +168,9 @@ impl<D: Dispatch> Server<D> {
             None => env,
         };
         let mut log = RequestLog::default();
-        let mut resp = match self.route(req.path()) {
+        let endpoint = self.route(req.path());
+        log.endpoint = endpoint;
+        let mut resp = match endpoint {
             None => close_if_body(req, Response::empty(StatusCode::NOT_FOUND)),
             Some(Endpoint::Mcp) => self.mcp(req, env, &mut log),
             Some(Endpoint::Rest) => self.rest(req, env, &mut log),
@@ -234,7 +225,9 @@ impl<D: Dispatch> Server<D> {
             None => env,
         };
         let mut log = RequestLog::default();
-        let mut resp = match self.route(req.path()) {
+        let endpoint = self.route(req.path());
+        log.endpoint = endpoint;
+        let mut resp = match endpoint {
             None => Response::empty(StatusCode::NOT_FOUND),
             Some(Endpoint::Mcp) => {
                 let header_version = mirror::text(req, "mcp-protocol-version").ok().flatten();
@@ -263,7 +256,9 @@ impl<D: Dispatch> Server<D> {
             p if p == mcp => Endpoint::Mcp,
             "/healthz" => Endpoint::Health,
             "/readyz" => Endpoint::Ready,
-            "/metrics" => Endpoint::Metrics,
+            // Only with a renderer: an adapter that serves its metrics elsewhere (a
+            // separate listener) keeps them off this one, and it answers `404`.
+            "/metrics" if self.metrics.is_some() => Endpoint::Metrics,
             PRM => Endpoint::WellKnown,
             p if mcp != "/" && p.strip_prefix(PRM) == Some(mcp) => Endpoint::WellKnown,
             p if p == "/v1" || p.starts_with("/v1/") => Endpoint::Rest,
@@ -514,6 +509,9 @@ impl<D: Dispatch> Server<D> {
         let (status, code) = err.wire(version.map(Version::era));
         log.rpc_code = Some(code.0);
         log.reason = Some(err.reason());
+        if let ProtocolError::Unauthorized(why) = &err {
+            log.auth_error = Some(*why);
+        }
         if let ProtocolError::BodyTooLarge { .. } = err {
             return self.too_large(log);
         }

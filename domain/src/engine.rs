@@ -21,7 +21,7 @@
 //! delivery for a person: the engine never negativates, protests or escalates by itself.
 
 use crate::Worker;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use chrono::Duration;
@@ -188,6 +188,27 @@ pub struct TickReport {
     pub waiting: u32,
     /// Steps taken by the bureau, protest, agreement and export workflows.
     pub workflow_steps: u32,
+    /// `sent`, `failed` and `canceled` again, by the delivery's channel (`email`, `sms`,
+    /// ...): the binary's metrics count them per channel, and the domain keeps no
+    /// counters of its own (it has no global state; the caller records the report).
+    pub by_channel: BTreeMap<String, ChannelCounts>,
+}
+
+/// What one tick did on one channel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ChannelCounts {
+    /// Deliveries the driver accepted.
+    pub sent: u32,
+    /// Deliveries the driver refused or that could not be rendered.
+    pub failed: u32,
+    /// Deliveries canceled before sending.
+    pub canceled: u32,
+}
+
+impl TickReport {
+    fn channel(&mut self, channel: &str) -> &mut ChannelCounts {
+        self.by_channel.entry(channel.to_owned()).or_default()
+    }
 }
 
 /// Runs the engine once for every organization at `now`.
@@ -531,6 +552,7 @@ fn claim(op: &mut Op<'_>, report: &mut TickReport) -> Result<Vec<Claimed>, Domai
                 if d.status == "scheduled" || d.status == "queued" {
                     deliveries::advance(op, &mut d, "canceled", Some((&r.code, &r.message)))?;
                     report.canceled += 1;
+                    report.channel(&d.channel).canceled += 1;
                 }
                 continue;
             }
@@ -559,6 +581,7 @@ fn claim(op: &mut Op<'_>, report: &mut TickReport) -> Result<Vec<Claimed>, Domai
                     }
                     deliveries::advance(op, &mut d, "failed", Some((&r.code, &r.message)))?;
                     report.failed += 1;
+                    report.channel(&d.channel).failed += 1;
                     continue;
                 }
             };
@@ -629,10 +652,12 @@ fn finish(
                 d.body = Some(c.rendered.body.clone());
                 deliveries::advance(op, &mut d, "sent", None)?;
                 report.sent += 1;
+                report.channel(&d.channel).sent += 1;
             }
             Err(e) => {
                 deliveries::advance(op, &mut d, "failed", Some((&e.code, &e.message)))?;
                 report.failed += 1;
+                report.channel(&d.channel).failed += 1;
             }
         }
         touch_contact_point(op, &d)?;

@@ -185,6 +185,49 @@ fn steps_fire_on_the_right_day_and_time() {
 }
 
 #[test]
+fn the_tick_report_counts_sends_and_cancellations_by_channel_too() {
+    let mut fx = Fx::new();
+    fx.b2c();
+    let d = fx.debtor(json!({}));
+    let c = fx.charge(&d, "2026-12-10");
+    let sent: Vec<TickReport> = fx
+        .daily_until("2026-12-31")
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let by = |ch: &str| -> (u32, u32, u32) {
+        sent.iter()
+            .filter_map(|r| r.by_channel.get(ch))
+            .fold((0, 0, 0), |a, c| {
+                (a.0 + c.sent, a.1 + c.failed, a.2 + c.canceled)
+            })
+    };
+    assert_eq!(by("email"), (2, 0, 0), "the -5 and +10 e-mails");
+    assert_eq!(by("sms"), (1, 0, 0));
+    assert_eq!(by("whatsapp"), (1, 0, 0));
+    assert_eq!(by("task"), (1, 0, 0));
+    let total: u32 = sent.iter().map(|r| r.sent).sum();
+    assert_eq!(total, 5, "the totals and the channels agree");
+    // A cancellation is counted on its channel.
+    let c2 = fx.charge(&d, "2027-01-20");
+    fx.ok(
+        "dunning_charges_notify",
+        json!({"id": c2, "channel": "sms", "template_id": "reminder",
+               "schedule_at": "2027-01-04T10:00:00-03:00"}),
+    );
+    fx.ok("dunning_charges_mark_paid", json!({"id": c2}));
+    fx.bed.now = at("2027-01-04", "10:00");
+    let r = fx.tick();
+    assert_eq!(r.canceled, 1, "{r:?}");
+    assert_eq!(
+        r.by_channel.get("sms").map(|c| c.canceled),
+        Some(1),
+        "{r:?}"
+    );
+    let _ = c;
+}
+
+#[test]
 fn rule_send_window_respected() {
     let mut fx = Fx::new();
     fx.ok(

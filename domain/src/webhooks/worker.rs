@@ -192,12 +192,30 @@ pub fn claim(op: &mut Op<'_>, limit: u32) -> Result<Vec<Claimed>, DomainError> {
     Ok(out)
 }
 
-/// Records the outcome of attempts; returns how many were recorded.
+/// What the recorded attempts came to: the delivery's state after each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcomes {
+    /// Answered 2xx: the delivery is `delivered`.
+    pub delivered: u32,
+    /// Failed, with a retry scheduled: still `pending`.
+    pub retrying: u32,
+    /// Failed, the retry schedule exhausted: the delivery is `failed`.
+    pub failed: u32,
+}
+
+impl Outcomes {
+    /// Attempts recorded.
+    pub fn total(&self) -> u32 {
+        self.delivered + self.retrying + self.failed
+    }
+}
+
+/// Records the outcome of attempts; returns what they came to.
 pub fn finish(
     op: &mut Op<'_>,
     results: Vec<(Claimed, WebhookResponse)>,
-) -> Result<u32, DomainError> {
-    let mut n = 0;
+) -> Result<Outcomes, DomainError> {
+    let mut n = Outcomes::default();
     for (c, r) in results {
         let Some(mut d) =
             load::<WebhookDelivery>(op.tx, Kind::WebhookDelivery, op.org, &c.delivery_id)?
@@ -208,7 +226,11 @@ pub fn finish(
             continue;
         }
         record(op, &mut d, &r)?;
-        n += 1;
+        match d.status.as_str() {
+            "delivered" => n.delivered += 1,
+            "failed" => n.failed += 1,
+            _ => n.retrying += 1,
+        }
     }
     Ok(n)
 }
@@ -269,7 +291,7 @@ pub fn deliver(op: &mut Op<'_>, driver: &dyn WebhookDriver) -> Result<u32, Domai
     if op.dry_run {
         return Ok(0);
     }
-    finish(op, post_all(driver, claimed))
+    Ok(finish(op, post_all(driver, claimed))?.total())
 }
 
 /// Posts every claimed delivery, one after the other, outside any transaction.
@@ -290,6 +312,8 @@ pub struct TickReport {
     pub organizations: u32,
     /// Attempts made.
     pub attempts: u32,
+    /// What the attempts came to (the binary's metrics count them by outcome).
+    pub outcomes: Outcomes,
 }
 
 /// The worker tick for every organization: claim (one transaction), post through
@@ -308,7 +332,11 @@ pub fn tick(
             continue;
         }
         let results = post_all(driver, claimed);
-        report.attempts += with_system_op(domain, &org, now, None, |op| finish(op, results))?;
+        let o = with_system_op(domain, &org, now, None, |op| finish(op, results))?;
+        report.attempts += o.total();
+        report.outcomes.delivered += o.delivered;
+        report.outcomes.retrying += o.retrying;
+        report.outcomes.failed += o.failed;
     }
     Ok(report)
 }

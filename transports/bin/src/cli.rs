@@ -88,6 +88,10 @@ pub(crate) struct ServeArgs {
     /// configuration file's `log_level` [default: info].
     #[arg(long, value_name = "FILTER")]
     pub(crate) log_level: Option<String>,
+    /// Serve `/metrics` on this address only (e.g. a private interface); the public
+    /// listener then answers `/metrics` with `404` unless `metrics_on_public = true`.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_listen: Option<SocketAddr>,
     /// Put the development token in the JSON startup event too (text logs always show
     /// it; JSON logs leave it out, since they are usually shipped somewhere).
     #[arg(long)]

@@ -15,6 +15,13 @@
 //! adapters ([`JobsThread::waking`]) sees every answered `dunning_exports_create` and
 //! wakes this thread, which claims and builds the export in the same breath; each
 //! finished export gets a log line.
+//!
+//! Metrics: the domain's workers return what they did (`engine::TickReport` with its
+//! counts by channel, `webhooks::TickReport` with the attempts' outcomes,
+//! `backlog::backlog`) and this thread records them on the `metrics` facade
+//! ([`record_engine`], [`record_webhooks`], [`record_backlog`]). Reports rather than a
+//! recorder passed into the domain: the domain keeps no global state and needs no new
+//! trait, and each report is also what its tests assert on.
 
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -31,6 +38,7 @@ use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::settings;
+use crate::telemetry::metrics as m;
 
 /// The tool whose success wakes the thread.
 const EXPORTS_CREATE: &str = "dunning_exports_create";
@@ -74,6 +82,7 @@ impl JobsThread {
                         engine_tick(domain, clock);
                         build_exports(domain, clock);
                         webhooks_tick(domain, clock, &*webhooks);
+                        record_backlog(domain, clock);
                     }
                     if now >= next_sweep {
                         next_sweep = now + sweep_every;
@@ -87,7 +96,10 @@ impl JobsThread {
                         .min(next_tick)
                         .saturating_duration_since(Instant::now());
                     match inbox.recv_timeout(wait) {
-                        Ok(Signal::Wake) => build_exports(domain, clock),
+                        Ok(Signal::Wake) => {
+                            build_exports(domain, clock);
+                            record_backlog(domain, clock);
+                        }
                         Err(RecvTimeoutError::Timeout) => {}
                         Ok(Signal::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                     }
@@ -151,7 +163,9 @@ impl Observer for Waking {
 
 /// The ruler engine tick, logged when it did something.
 fn engine_tick(domain: &Domain, clock: Clock) {
-    match engine::tick(domain, clock.now(), &LogDriver) {
+    let report = engine::tick(domain, clock.now(), &LogDriver);
+    record_engine(report.as_ref().ok());
+    match report {
         Ok(r) if r.overdue + r.scheduled + r.sent + r.failed + r.canceled > 0 => {
             tracing::info!(
                 overdue = r.overdue,
@@ -190,12 +204,67 @@ fn build_exports(domain: &Domain, clock: Clock) {
 /// Webhook deliveries, through the driver `[webhooks]` chose (by default one that
 /// records and never leaves the machine).
 fn webhooks_tick(domain: &Domain, clock: Clock, driver: &dyn WebhookDriver) {
-    match dunning_domain::webhooks::tick(domain, clock.now(), driver) {
+    let report = dunning_domain::webhooks::tick(domain, clock.now(), driver);
+    if let Ok(r) = &report {
+        record_webhooks(r);
+    }
+    match report {
         Ok(r) if r.attempts > 0 => {
             tracing::info!(attempts = r.attempts, "webhook deliveries tick");
         }
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "webhook deliveries tick failed"),
+    }
+}
+
+/// Counts one engine tick (`None`: it failed) and its deliveries by channel.
+fn record_engine(report: Option<&engine::TickReport>) {
+    let Some(r) = report else {
+        metrics::counter!(m::ENGINE_TICKS, "outcome" => "error").increment(1);
+        return;
+    };
+    metrics::counter!(m::ENGINE_TICKS, "outcome" => "ok").increment(1);
+    for (channel, c) in &r.by_channel {
+        let channel = m::channel(channel);
+        for (outcome, n) in [
+            ("sent", c.sent),
+            ("failed", c.failed),
+            ("canceled", c.canceled),
+        ] {
+            if n > 0 {
+                metrics::counter!(m::DELIVERIES, "channel" => channel, "outcome" => outcome)
+                    .increment(u64::from(n));
+            }
+        }
+    }
+}
+
+/// Counts the webhook attempts of one outbox tick by what each delivery became.
+fn record_webhooks(r: &dunning_domain::webhooks::TickReport) {
+    let o = r.outcomes;
+    for (outcome, n) in [
+        ("delivered", o.delivered),
+        ("retrying", o.retrying),
+        ("failed", o.failed),
+    ] {
+        if n > 0 {
+            metrics::counter!(m::WEBHOOK_ATTEMPTS, "outcome" => outcome).increment(u64::from(n));
+        }
+    }
+}
+
+/// Sets the backlog gauges: the outbox and the exports by state.
+fn record_backlog(domain: &Domain, clock: Clock) {
+    match dunning_domain::backlog::backlog(domain, clock.now()) {
+        Ok(b) => {
+            metrics::gauge!(m::OUTBOX_PENDING).set(b.webhook_pending as f64);
+            metrics::gauge!(m::OUTBOX_OLDEST_AGE)
+                .set(b.oldest_pending_age_secs.unwrap_or(0) as f64);
+            for (state, n) in dunning_domain::backlog::EXPORT_STATES.iter().zip(b.exports) {
+                metrics::gauge!(m::EXPORTS, "state" => *state).set(n as f64);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "counting the backlog failed"),
     }
 }
 

@@ -40,7 +40,8 @@ use crate::jobs::JobsThread;
 use crate::limiter::Gcra;
 use crate::limiter::shared::SharedGcra;
 use crate::settings::{JwksSource, Settings, WebhookDriver};
-use crate::telemetry::{self, MetricsView, Telemetry};
+use crate::telemetry::metrics::{self as metric, Prometheus};
+use crate::telemetry::{self, Telemetry, listener, otel};
 use crate::token;
 use crate::webhook_http::HttpDriver;
 
@@ -61,7 +62,30 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         std::env::var("RUST_LOG").ok().as_deref(),
         settings.file_log_level.as_deref(),
     )?;
-    telemetry::init_logging(settings.log_format, filter);
+    let (otel, layer) = if otel::wanted(settings.otlp_endpoint.as_deref()) {
+        let (o, l) = otel::start(settings.otlp_endpoint.as_deref())?;
+        (Some(o), Some(l))
+    } else {
+        (None, None)
+    };
+    telemetry::init_logging(settings.log_format, filter, layer);
+    if otel.is_some() {
+        tracing::info!(
+            otlp_endpoint = settings.otlp_endpoint.as_deref().map(otel::traces_url),
+            "exporting request spans over OTLP"
+        );
+    }
+    let served = serve(args, &settings);
+    // Last: the spans of the drained requests are still batched.
+    if let Some(o) = otel {
+        o.shutdown();
+    }
+    served
+}
+
+/// Everything between the subscriber and the exit.
+fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
+    let prometheus = Prometheus::install()?;
     tracing::debug!(
         listen = %settings.listen,
         transport = ?settings.transport,
@@ -124,7 +148,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
 
     let dev_seed = init.dev_key;
     let keys = Arc::new(auth::Keys::new(initial_keys(
-        &settings,
+        settings,
         dev_seed.as_deref(),
     )?));
     let mut validation = Validation::new(
@@ -152,7 +176,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         confirmation_ttl_ms: settings.confirmation.ttl_secs.saturating_mul(1000),
         ..Config::default()
     };
-    let state_keys = state_keys(&settings, init.state_key)?;
+    let state_keys = state_keys(settings, init.state_key)?;
 
     // The webhook driver `[webhooks]` asks for, passed to whoever posts: the domain
     // (`dunning_webhooks_test`) and the jobs thread (the outbox).
@@ -168,8 +192,10 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         Domain::new(store.clone()),
     );
     let mut server = Server::new(config, state_keys, domain, authenticator)
-        .map_err(|e| format!("catalog: {e}"))?
-        .with_metrics(MetricsView(telemetry.clone()));
+        .map_err(|e| format!("catalog: {e}"))?;
+    if settings.metrics_on_public {
+        server = server.with_metrics(prometheus.clone());
+    }
     if settings.rate_limit.enabled {
         server = match &settings.rate_limit.shared {
             Some(url) => server.with_limiter(
@@ -181,6 +207,12 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     }
     let server = Arc::new(server);
 
+    // The metrics address is bound before the public port opens, like the rest.
+    let metrics_listener = settings.metrics_listen.map(listener::bind).transpose()?;
+    let metrics_addr = match &metrics_listener {
+        Some(l) => Some(l.local_addr().map_err(|e| format!("metrics_listen: {e}"))?),
+        None => None,
+    };
     dir.write_endpoint(&endpoint)?;
     socket
         .listen(LISTEN_BACKLOG)
@@ -206,6 +238,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
             "the development key is trusted on a non-loopback address: anyone who can read the data dir can mint tokens this server accepts; set [auth] dev_key = false and configure jwks_file or jwks_url"
         );
     }
+    if let Some(addr) = metrics_addr {
+        tracing::info!(metrics_listen = %addr, on_public = settings.metrics_on_public, "serving /metrics");
+    }
     telemetry::banner(
         settings.log_format,
         &telemetry::Banner {
@@ -214,8 +249,10 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
             rest_api: &endpoint.api_audience,
             dev_token: dev_token.as_deref(),
             print_token: settings.print_token,
+            metrics: metrics_addr,
         },
     );
+
     tracing::info!(
         listen = %bound,
         public_url = %public_url,
@@ -232,6 +269,10 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("signal handler: {e}"))?;
     }
 
+    let metrics_thread = match metrics_listener {
+        Some(l) => Some(listener::spawn(l, prometheus.clone(), stop.clone())?),
+        None => None,
+    };
     let jobs = JobsThread::spawn(server.clone(), &settings.jobs, clock, webhooks);
     let refresher = match &settings.auth.jwks {
         Some(JwksSource::Url(url)) => Some(spawn_refresher(
@@ -244,7 +285,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         _ => None,
     };
 
-    let mut opts = options(&settings);
+    let mut opts = options(settings);
     if clock.is_shifted() {
         opts.env = Arc::new(ShiftedEnv(clock));
     }
@@ -261,6 +302,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     jobs.stop();
     if let Some(r) = refresher {
         let _ = r.join();
+    }
+    if let Some(t) = metrics_thread {
+        let _ = t.join();
     }
     served.map_err(|e| format!("serve: {e}"))?;
     tracing::info!("stopped");
@@ -363,6 +407,7 @@ fn initial_keys(s: &Settings, dev_seed: Option<&[u8; 32]>) -> Result<KeySet, Str
     for why in jwks.skipped() {
         tracing::warn!(reason = %why, "JWKS key skipped");
     }
+    metric::jwks_refreshed();
     Ok(jwks.merged(&dev))
 }
 
@@ -417,6 +462,7 @@ fn spawn_refresher(
                 last = Instant::now();
                 match fetch_jwks(&url) {
                     Ok(k) => {
+                        metric::jwks_refreshed();
                         let k = match dev_seed.as_deref().map(dev_key_set) {
                             Some(Ok(dev)) => k.merged(&dev),
                             _ => k,
@@ -425,7 +471,10 @@ fn spawn_refresher(
                             tracing::info!(url = %url, "JWKS changed");
                         }
                     }
-                    Err(e) => tracing::warn!(url = %url, error = %e, "JWKS refresh failed; keeping the current keys"),
+                    Err(e) => {
+                        metric::jwks_failed();
+                        tracing::warn!(url = %url, error = %e, "JWKS refresh failed; keeping the current keys");
+                    }
                 }
             }
         })

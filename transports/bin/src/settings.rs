@@ -15,6 +15,13 @@
 //! print_token = false          # JSON logs: put the development token in the startup event
 //! allowed_origins = ["https://app.example.com"]
 //! trust_request_id = false     # true: echo a proxy's X-Request-Id (visible ASCII, <= 128 bytes)
+//! metrics_listen = "10.0.0.5:9090"   # /metrics on this address only (flag --metrics-listen)
+//! metrics_on_public = false    # /metrics on the public listener too; default: true only
+//!                              # without metrics_listen (as before metrics_listen existed)
+//!
+//! [telemetry]
+//! otlp_endpoint = "http://otel-collector:4318"   # OTLP/HTTP base URL; default: the
+//!                              # OTEL_EXPORTER_OTLP_ENDPOINT variable; neither: no export
 //!
 //! [limits]
 //! max_body_bytes = 2097152
@@ -92,12 +99,23 @@ pub(crate) struct File {
     print_token: bool,
     allowed_origins: Vec<String>,
     trust_request_id: bool,
+    metrics_listen: Option<SocketAddr>,
+    metrics_on_public: Option<bool>,
+    telemetry: TelemetryFile,
     limits: Limits,
     rate_limit: RateLimits,
     auth: AuthFile,
     confirmation: Confirmation,
     jobs: Jobs,
     webhooks: Webhooks,
+}
+
+/// `[telemetry]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct TelemetryFile {
+    /// OTLP/HTTP base URL (`/v1/traces` is added); wins over the `OTEL_*` variables.
+    pub(crate) otlp_endpoint: Option<String>,
 }
 
 /// `[limits]`.
@@ -373,6 +391,12 @@ pub(crate) struct Settings {
     pub(crate) allowed_origins: Vec<String>,
     /// Echo a trusted proxy's `X-Request-Id`.
     pub(crate) trust_request_id: bool,
+    /// The separate address serving `/metrics` only.
+    pub(crate) metrics_listen: Option<SocketAddr>,
+    /// Whether the public listener serves `/metrics` (default: without `metrics_listen`).
+    pub(crate) metrics_on_public: bool,
+    /// The OTLP/HTTP base URL of the config file.
+    pub(crate) otlp_endpoint: Option<String>,
     /// Caps and timeouts.
     pub(crate) limits: Limits,
     /// Rate limits.
@@ -472,7 +496,20 @@ impl Settings {
                 "[webhooks]: timeout_secs from 1 to {most}, connect_timeout_secs from 1 to timeout_secs"
             ));
         }
+        if let Some(u) = &file.telemetry.otlp_endpoint {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                return Err(format!(
+                    "[telemetry] otlp_endpoint {u:?}: must be an http(s) URL (OTLP over HTTP)"
+                ));
+            }
+        }
+        let metrics_listen = args.metrics_listen.or(file.metrics_listen);
         Ok(Self {
+            metrics_on_public: file
+                .metrics_on_public
+                .unwrap_or_else(|| metrics_listen.is_none()),
+            metrics_listen,
+            otlp_endpoint: file.telemetry.otlp_endpoint,
             listen: args
                 .listen
                 .or(file.listen)
@@ -538,9 +575,43 @@ mod tests {
             config: None,
             log_format: None,
             log_level: None,
+            metrics_listen: None,
             print_token: false,
             clock: None,
         }
+    }
+
+    #[test]
+    fn metrics_stay_on_the_public_listener_only_without_metrics_listen() {
+        let s = Settings::merge(File::default(), &args()).unwrap();
+        assert_eq!((s.metrics_listen, s.metrics_on_public), (None, true));
+        let file: File = toml::from_str("metrics_listen = \"127.0.0.1:9090\"").unwrap();
+        let s = Settings::merge(file, &args()).unwrap();
+        assert_eq!(s.metrics_listen.map(|a| a.port()), Some(9090));
+        assert!(
+            !s.metrics_on_public,
+            "off the public listener once it has its own"
+        );
+        let file: File =
+            toml::from_str("metrics_listen = \"127.0.0.1:9090\"\nmetrics_on_public = true")
+                .unwrap();
+        assert!(Settings::merge(file, &args()).unwrap().metrics_on_public);
+        let file: File = toml::from_str("metrics_on_public = false").unwrap();
+        assert!(!Settings::merge(file, &args()).unwrap().metrics_on_public);
+        let mut a = args();
+        a.metrics_listen = Some(SocketAddr::from(([127, 0, 0, 1], 9191)));
+        let file: File = toml::from_str("metrics_listen = \"127.0.0.1:9090\"").unwrap();
+        assert_eq!(
+            Settings::merge(file, &a)
+                .unwrap()
+                .metrics_listen
+                .map(|a| a.port()),
+            Some(9191),
+            "the flag wins"
+        );
+        let file: File = toml::from_str("[telemetry]\notlp_endpoint = \"grpc://c:4317\"").unwrap();
+        assert!(Settings::merge(file, &args()).is_err());
+        assert!(toml::from_str::<File>("[telemetry]\nendpoint = \"x\"").is_err());
     }
 
     #[test]

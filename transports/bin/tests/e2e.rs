@@ -565,13 +565,13 @@ fn metadata_probes_metrics_and_json_logs() {
     let text = r.text();
     assert!(
         text.contains(
-            "dunning_requests_total{method=\"tools/call\",tool=\"dunning_me\",era=\"2026\",status=\"200\"} 1"
+            "dunning_requests_total{endpoint=\"mcp\",method=\"tools/call\",tool=\"dunning_me\",era=\"2026\",status=\"200\",tool_error=\"\"} 1"
         ),
         "{text}"
     );
     assert!(
         text.contains(
-            "dunning_request_duration_seconds_bucket{method=\"tools/call\",le=\"+Inf\"} 1"
+            "dunning_request_duration_seconds_bucket{endpoint=\"mcp\",method=\"tools/call\",tool=\"dunning_me\",le=\"+Inf\"} 1"
         )
     );
     assert!(

@@ -119,6 +119,8 @@ pub(crate) fn refusal(org: Rate, token: Rate, bucket: Bucket, wait_us: u64) -> L
         Bucket::Org => "org",
         Bucket::Token => "token",
     };
+    // Both limiters (local and shared) refuse through here: counted once, by bucket.
+    metrics::counter!(crate::telemetry::metrics::RATE_LIMITED, "scope" => name).increment(1);
     let retry_after_ms = wait_us.div_ceil(1000).max(1);
     Limited {
         retry_after_ms,

@@ -1,0 +1,175 @@
+//! Logs, metrics and traces (product spec §17), in modules named after what they hold:
+//!
+//! - [`request`]: the adapters' observer — one span, one set of series and one log line
+//!   per request;
+//! - [`metrics`]: the Prometheus recorder behind the `metrics` facade, every series'
+//!   name, `/metrics` rendering;
+//! - [`listener`]: the separate `metrics_listen` address;
+//! - [`otel`]: OTLP export of the request spans;
+//! - here: the startup banner, the log filter and the subscriber.
+
+pub(crate) mod listener;
+pub(crate) mod metrics;
+pub(crate) mod otel;
+pub(crate) mod request;
+
+use std::fmt::Write as _;
+
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::cli::LogFormat;
+
+pub(crate) use request::Telemetry;
+
+/// A layer of the global subscriber (the log lines, the OTLP export).
+pub(crate) type BoxedLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// The target of the startup event: always let through, whatever the filter says.
+const BANNER: &str = "kobana_dunning::banner";
+
+/// What the startup banner says.
+pub(crate) struct Banner<'a> {
+    /// The bound address.
+    pub(crate) listen: std::net::SocketAddr,
+    /// The MCP endpoint URL.
+    pub(crate) mcp_endpoint: String,
+    /// The REST API base URL.
+    pub(crate) rest_api: &'a str,
+    /// A development token, when the development key is trusted.
+    pub(crate) dev_token: Option<&'a str>,
+    /// Whether the JSON event may carry the token.
+    pub(crate) print_token: bool,
+    /// The separate metrics address, when there is one.
+    pub(crate) metrics: Option<std::net::SocketAddr>,
+}
+
+/// Writes the startup banner on stderr (stdout stays free for a supervisor or a pipe):
+/// the human text in text mode (the development token included), one JSON event in
+/// JSON mode (the token only with `--print-token`: JSON logs are usually shipped to a
+/// log store, and a token there is a credential anyone with access to it could use).
+pub(crate) fn banner(format: LogFormat, b: &Banner<'_>) {
+    match format {
+        LogFormat::Text => {
+            let mut text = format!(
+                "kobana-dunning {} listening on {}
+MCP endpoint: {}
+REST API: {}
+",
+                env!("CARGO_PKG_VERSION"),
+                b.listen,
+                b.mcp_endpoint,
+                b.rest_api
+            );
+            if let Some(addr) = b.metrics {
+                let _ = writeln!(text, "Metrics: http://{addr}/metrics");
+            }
+            if let Some(token) = b.dev_token {
+                let _ = writeln!(
+                    text,
+                    "Development token (ana@demo.example, organization demo, MCP audience, 24 h):
+{token}"
+                );
+            }
+            text.push_str("Ready: stop with Ctrl-C (SIGINT) or SIGTERM.\n");
+            // One write, so no log line lands in the middle of it.
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+        }
+        LogFormat::Json => {
+            let token = b.dev_token.filter(|_| b.print_token);
+            let hint = (b.dev_token.is_some() && token.is_none()).then_some(
+                "kobana-dunning token --org demo --person ana@demo.example (or --print-token)",
+            );
+            tracing::info!(
+                target: BANNER,
+                version = env!("CARGO_PKG_VERSION"),
+                listen = %b.listen,
+                mcp_endpoint = %b.mcp_endpoint,
+                rest_api = b.rest_api,
+                metrics = b.metrics.map(|a| format!("http://{a}/metrics")),
+                dev_key = b.dev_token.is_some(),
+                dev_token = token,
+                mint_a_token = hint,
+                "ready"
+            );
+        }
+    }
+}
+
+/// The log filter: `--log-level` if given, else `RUST_LOG` if set and not empty, else
+/// the file's `log_level`, else `info`. Each is a level or `RUST_LOG`-style directives;
+/// an invalid one given by the flag or the file is a startup error, an invalid `RUST_LOG`
+/// too (a typo must not silently fall back).
+pub(crate) fn log_filter(
+    flag: Option<&str>,
+    env: Option<&str>,
+    file: Option<&str>,
+) -> Result<EnvFilter, String> {
+    let (source, text) = match (flag, env.filter(|e| !e.trim().is_empty()), file) {
+        (Some(f), _, _) => ("--log-level", f),
+        (None, Some(e), _) => ("RUST_LOG", e),
+        (None, None, Some(f)) => ("log_level", f),
+        (None, None, None) => ("default", "info"),
+    };
+    let filter = EnvFilter::try_new(text).map_err(|e| format!("{source} {text:?}: {e}"))?;
+    Ok(match format!("{BANNER}=info").parse() {
+        Ok(always) => filter.add_directive(always),
+        Err(_) => filter,
+    })
+}
+
+/// Installs the global `tracing` subscriber: text or JSON lines on stderr, filtered by
+/// `filter` ([`log_filter`]), and the OTLP layer when given ([`otel::start`]). Each has
+/// its own filter, so the log level never decides which spans are exported.
+pub(crate) fn init_logging(format: LogFormat, filter: EnvFilter, otel: Option<BoxedLayer>) {
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let logs: BoxedLayer = match format {
+        LogFormat::Text => fmt.with_ansi(false).with_filter(filter).boxed(),
+        LogFormat::Json => fmt
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_filter(filter)
+            .boxed(),
+    };
+    let mut layers = vec![logs];
+    layers.extend(otel);
+    let _ = tracing_subscriber::registry().with(layers).try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flag_wins_over_rust_log_which_wins_over_the_file() {
+        // The banner's directive is always there; the rest is what was chosen.
+        let show = |f: EnvFilter| {
+            let text = f.to_string();
+            assert!(text.contains("kobana_dunning::banner=info"), "{text}");
+            text.split(',')
+                .filter(|d| !d.starts_with("kobana_dunning::banner"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert_eq!(show(log_filter(None, None, None).unwrap()), "info");
+        assert_eq!(show(log_filter(None, None, Some("warn")).unwrap()), "warn");
+        assert_eq!(
+            show(log_filter(None, Some("debug"), Some("warn")).unwrap()),
+            "debug"
+        );
+        assert_eq!(
+            show(log_filter(None, Some(" "), Some("warn")).unwrap()),
+            "warn"
+        );
+        assert_eq!(
+            show(log_filter(Some("trace"), Some("debug"), Some("warn")).unwrap()),
+            "trace"
+        );
+        let e = log_filter(Some("verbose=loud=yes"), None, None).unwrap_err();
+        assert!(e.starts_with("--log-level"), "{e}");
+    }
+}
