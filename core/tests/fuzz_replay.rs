@@ -446,3 +446,30 @@ fn write_seed_corpus() {
     }
     assert!(n > 0);
 }
+
+/// Every input of the committed corpora of the core's targets (`fuzz/corpus/<target>/`,
+/// minimized after each campaign: see `fuzz/README.md`), through the same bodies the
+/// fuzzer runs: what a campaign reached stays reached, on stable, at every `cargo test`.
+/// A fuzz target: its corpus folder and its body.
+type Target = (&'static str, fn(&[u8]));
+
+#[test]
+fn the_committed_corpora_replay_cleanly() {
+    let targets: [Target; 4] = [
+        ("core_handle", fuzzing::handle),
+        ("rest_handle", fuzzing::rest_handle),
+        ("jwt_verify", fuzzing::jwt_verify),
+        ("request_state_open", fuzzing::request_state),
+    ];
+    for (target, run) in targets {
+        let dir = repo_root().join("fuzz").join("corpus").join(target);
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).expect("the corpus is committed") {
+            let path = entry.expect("entry").path();
+            let data = std::fs::read(&path).expect("input");
+            run(&data);
+            n += 1;
+        }
+        assert!(n > 0, "{}: an empty corpus", dir.display());
+    }
+}

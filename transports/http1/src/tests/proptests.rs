@@ -219,3 +219,28 @@ proptest! {
         crate::fuzzing::split(&data);
     }
 }
+
+/// Every input of the committed corpora of the codec's targets (`fuzz/corpus/codec_*`,
+/// minimized after each campaign), through the fuzz bodies: what a campaign reached stays
+/// reached at every `cargo test`.
+/// A fuzz target: its corpus folder and its body.
+type Target = (&'static str, fn(&[u8]));
+
+#[test]
+fn the_committed_corpora_replay_cleanly() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    let targets: [Target; 2] = [
+        ("codec_decode", crate::fuzzing::decode),
+        ("codec_split", crate::fuzzing::split),
+    ];
+    for (target, run) in targets {
+        let dir = root.join(target);
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).expect("the corpus is committed") {
+            let data = std::fs::read(entry.expect("entry").path()).expect("input");
+            run(&data);
+            n += 1;
+        }
+        assert!(n > 0, "{}: an empty corpus", dir.display());
+    }
+}
