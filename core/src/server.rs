@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::auth::{self, AuthError, Authenticate};
 use crate::config::{Config, Keys};
+use crate::cors;
 use crate::dispatch::Dispatch;
 use crate::env::{Env, Load};
 use crate::era::{self, Detected, Signals, Version};
@@ -25,6 +26,7 @@ use crate::error::ProtocolError;
 use crate::jsonrpc::{self, Message};
 use crate::limit::{RateLimit, Unlimited};
 use crate::mirror;
+use crate::oauth::{self, AuthorizationServer};
 use crate::principal::{Audience, Principal};
 use crate::registry::{ConfigError, Registry};
 use crate::request::Request;
@@ -48,6 +50,7 @@ pub struct Server<D> {
     auth: Box<dyn Authenticate>,
     limiter: Box<dyn RateLimit>,
     metrics: Option<Box<dyn Metrics>>,
+    oauth: Option<AuthorizationServer>,
     server_info: Value,
 }
 
@@ -60,6 +63,8 @@ enum Endpoint {
     Health,
     Ready,
     Metrics,
+    /// The embedded authorization server's paths (only when one is configured).
+    OAuth(oauth::Route),
 }
 
 /// One MCP request past the checks of §15 steps 1–10: what methods work with.
@@ -123,6 +128,7 @@ impl<D: Dispatch> Server<D> {
             auth: Box::new(auth),
             limiter: Box::new(Unlimited),
             metrics: None,
+            oauth: None,
             server_info,
         })
     }
@@ -136,6 +142,13 @@ impl<D: Dispatch> Server<D> {
     /// Serves `/metrics` from `metrics`.
     pub fn with_metrics(mut self, metrics: impl Metrics + 'static) -> Self {
         self.metrics = Some(Box::new(metrics));
+        self
+    }
+
+    /// Serves the embedded authorization server (its metadata, `/authorize`, `/token`,
+    /// `/register`). Without it those paths are `404`.
+    pub fn with_authorization_server(mut self, server: AuthorizationServer) -> Self {
+        self.oauth = Some(server);
         self
     }
 
@@ -179,7 +192,10 @@ impl<D: Dispatch> Server<D> {
             None => env,
         };
         let mut log = RequestLog::default();
-        let mut resp = match self.route(req.path()) {
+        let route = self.route(req.path());
+        let cors = route.and_then(|r| self.cors_origin(req, r));
+        let mut resp = match route {
+            _ if cors.is_some() && is_preflight(req) => cors::preflight(req),
             None => close_if_body(req, Response::empty(StatusCode::NOT_FOUND)),
             Some(Endpoint::Mcp) => self.mcp(req, env, &mut log),
             Some(Endpoint::Rest) => self.rest(req, env, &mut log),
@@ -187,9 +203,50 @@ impl<D: Dispatch> Server<D> {
             Some(Endpoint::Health) => Self::probe(req, true),
             Some(Endpoint::Ready) => Self::probe(req, self.dispatch.ready()),
             Some(Endpoint::Metrics) => self.metrics(req),
+            Some(Endpoint::OAuth(r)) => self.oauth(r, req, env, &mut log),
         };
+        if let Some(origin) = cors {
+            cors::decorate(&mut resp, origin);
+        }
         finish(&mut resp, log, env, incoming.is_some());
         resp
+    }
+
+    /// The authorization server's answer on `route`.
+    fn oauth(
+        &self,
+        route: oauth::Route,
+        req: &Request<'_>,
+        env: &Env,
+        log: &mut RequestLog,
+    ) -> Response {
+        let Some(server) = &self.oauth else {
+            return close_if_body(req, Response::empty(StatusCode::NOT_FOUND));
+        };
+        if !route.serves(req.method) {
+            let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
+            set_header(&mut r, ALLOW, route.allow());
+            return close_if_body(req, r);
+        }
+        let mut r = server.handle(route, req, env);
+        log.method = Some(format!("{} {}", req.method, req.path()));
+        log.reason = r.log.reason.take();
+        r
+    }
+
+    /// The request's `Origin` when it may read the answer (CORS, product §4): one
+    /// `Origin` header that the Origin rule allows, on the MCP endpoint, the REST API,
+    /// the well-known documents or the authorization server. Anything else gets no CORS
+    /// header (and the MCP endpoint still refuses a foreign `Origin` with `403`).
+    fn cors_origin<'r>(&self, req: &Request<'r>, route: Endpoint) -> Option<&'r str> {
+        if !matches!(
+            route,
+            Endpoint::Mcp | Endpoint::Rest | Endpoint::WellKnown | Endpoint::OAuth(_)
+        ) {
+            return None;
+        }
+        let origin = std::str::from_utf8(req.single_header("origin").ok()??).ok()?;
+        crate::origin::allowed(origin.trim(), &self.config).then_some(origin.trim())
     }
 
     /// The request's `X-Request-Id`, when trusted and valid: one header, 1 to
@@ -234,7 +291,10 @@ impl<D: Dispatch> Server<D> {
             None => env,
         };
         let mut log = RequestLog::default();
-        let mut resp = match self.route(req.path()) {
+        let route = self.route(req.path());
+        let cors = route.and_then(|r| self.cors_origin(req, r));
+        let mut resp = match route {
+            _ if cors.is_some() && is_preflight(req) => cors::preflight(req),
             None => Response::empty(StatusCode::NOT_FOUND),
             Some(Endpoint::Mcp) => {
                 let header_version = mirror::text(req, "mcp-protocol-version").ok().flatten();
@@ -251,7 +311,21 @@ impl<D: Dispatch> Server<D> {
                 set_header(&mut r, ALLOW, "GET, HEAD");
                 r
             }
+            Some(Endpoint::OAuth(r)) => {
+                if self.oauth.is_none() {
+                    Response::empty(StatusCode::NOT_FOUND)
+                } else if r.serves(req.method) {
+                    return None;
+                } else {
+                    let mut resp = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
+                    set_header(&mut resp, ALLOW, r.allow());
+                    resp
+                }
+            }
         };
+        if let Some(origin) = cors {
+            cors::decorate(&mut resp, origin);
+        }
         finish(&mut resp, log, env, incoming.is_some());
         Some(resp)
     }
@@ -267,6 +341,7 @@ impl<D: Dispatch> Server<D> {
             PRM => Endpoint::WellKnown,
             p if mcp != "/" && p.strip_prefix(PRM) == Some(mcp) => Endpoint::WellKnown,
             p if p == "/v1" || p.starts_with("/v1/") => Endpoint::Rest,
+            p if self.oauth.is_some() => Endpoint::OAuth(oauth::Route::of(p)?),
             _ => return None,
         })
     }
@@ -626,6 +701,11 @@ impl<D: Dispatch> Server<D> {
         r.body = text.into_bytes();
         r
     }
+}
+
+/// A CORS preflight: `OPTIONS` with `Access-Control-Request-Method`.
+fn is_preflight(req: &Request<'_>) -> bool {
+    req.method == "OPTIONS" && req.single_header("access-control-request-method") != Ok(None)
 }
 
 /// Longest `X-Request-Id` taken from a request (bytes).

@@ -34,6 +34,7 @@ pub mod error;
 mod idempotency;
 pub mod list;
 pub mod mcp;
+pub mod oauth;
 pub mod op;
 pub mod ops;
 pub mod org;

@@ -24,8 +24,10 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use dunning_core::jwt::{Jwk, KeySet, Validation};
+use dunning_core::oauth::{AsConfig, AuthorizationServer};
 use dunning_core::{Config, Dispatch, Keys, Server, StateKey};
 use dunning_domain::Domain;
+use dunning_domain::oauth::OAuthStore;
 use dunning_runtime::{Observer, Options};
 use socket2::{Domain as SockDomain, Socket, Type};
 use zeroize::Zeroizing;
@@ -166,9 +168,19 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
         settings.auth.token_cache_size,
         Domain::new(store.clone()),
     );
+    let embedded_as = embedded_authorization_server(
+        &settings,
+        &endpoint,
+        dev_seed.as_deref(),
+        &state_keys,
+        &store,
+    );
     let mut server = Server::new(config, state_keys, domain, authenticator)
         .map_err(|e| format!("catalog: {e}"))?
         .with_metrics(MetricsView(telemetry.clone()));
+    if let Some(a) = embedded_as {
+        server = server.with_authorization_server(a);
+    }
     if settings.rate_limit.enabled {
         server = server.with_limiter(Gcra::new(&settings.rate_limit));
     }
@@ -320,6 +332,38 @@ fn serve_tokio<D: Dispatch + 'static>(
         };
         dunning_tokio::serve(listener, server, opts, observer, shutdown).await
     })
+}
+
+/// The embedded development authorization server (issue 14): served when the
+/// development key is trusted and no JWKS is configured, i.e. when the tokens this
+/// server accepts can only come from itself. With a real authorization server
+/// configured its paths answer `404` and the metadata names the configured servers.
+fn embedded_authorization_server(
+    settings: &Settings,
+    endpoint: &Endpoint,
+    dev_seed: Option<&[u8; 32]>,
+    state_keys: &Keys,
+    store: &Arc<dyn dunning_domain::store::Store>,
+) -> Option<AuthorizationServer> {
+    if settings.auth.jwks.is_some() {
+        return None;
+    }
+    let seed = dev_seed?;
+    let scopes = dunning_domain::catalog::SCOPES
+        .all()
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let mut c = AsConfig::new(&endpoint.issuer, &endpoint.mcp_audience, scopes);
+    c.title = "Kobana Dunning".into();
+    c.api_resource = Some(endpoint.api_audience.clone());
+    Some(AuthorizationServer::new(
+        c,
+        &token::dev_kid(seed),
+        Zeroizing::new(*seed),
+        state_keys.clone(),
+        OAuthStore::new(store.clone()),
+    ))
 }
 
 /// The verification keys at startup: the development key and/or the configured JWKS.
