@@ -743,8 +743,14 @@ impl AuthorizationServer {
         let token = p
             .get("refresh_token")
             .ok_or(OAuthError::InvalidRequest("refresh_token is missing"))?;
+        // Checked before the token is spent, so that a request the client got wrong
+        // (another scope, another resource) does not cost it its grant; spending it is
+        // then the atomic step (a concurrent use of the same token loses there).
+        let id = digest(token);
         let doc = self
-            .take(GrantKind::Refresh, &digest(token))?
+            .backend
+            .get(GrantKind::Refresh, &id)
+            .map_err(|_| OAuthError::ServerError("the store failed"))?
             .ok_or(OAuthError::InvalidGrant("unknown refresh token"))?;
         let family = doc["family"].as_str().unwrap_or_default().to_owned();
         if doc["used"] != Value::Bool(false) {
@@ -790,6 +796,15 @@ impl AuthorizationServer {
                 asked.join(" ")
             }
         };
+        let spent = self
+            .take(GrantKind::Refresh, &id)?
+            .ok_or(OAuthError::InvalidGrant("unknown refresh token"))?;
+        if spent["used"] != Value::Bool(false) {
+            self.revoke_family(&family)?;
+            return Err(OAuthError::InvalidGrant(
+                "the refresh token was already used: its family is revoked",
+            ));
+        }
         self.issue(&doc, &family, client_id, &scope, env)
     }
 
