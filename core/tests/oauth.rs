@@ -63,14 +63,18 @@ impl Backend for Mem {
         }
         Ok(Some(old))
     }
+    fn client_metadata(&self, url: &str) -> Result<Value, String> {
+        Ok(json!({ "client_id": url, "client_name": "Doc client", "redirect_uris": [REDIRECT] }))
+    }
 }
 
 fn server() -> AuthorizationServer {
-    let config = AsConfig::new(
+    let mut config = AsConfig::new(
         ISSUER,
         ISSUER,
         vec!["read".into(), "write".into(), "admin".into()],
     );
+    config.client_metadata_documents = true;
     AuthorizationServer::new(
         config,
         "kid",
@@ -272,4 +276,41 @@ fn refresh_tokens_expire_and_rotate() {
     let again = widen.replace("&scope=admin", "");
     let r = call(&s, Route::Token, "POST", "/token", &[FORM], &again, T0 + 6);
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+}
+
+/// A client named by the URL of its metadata document signs in without registering.
+#[test]
+fn a_client_metadata_document_client_signs_in() {
+    let s = server();
+    let client = "https://app.example.com/oauth/client.json";
+    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(VERIFIER.as_bytes()));
+    let target = format!(
+        "/authorize?response_type=code&client_id={}&redirect_uri={}&code_challenge={challenge}&code_challenge_method=S256&resource={}",
+        enc(client),
+        enc(REDIRECT),
+        enc(ISSUER)
+    );
+    let page = call(&s, Route::Authorize, "GET", &target, &[], "", T0);
+    assert_eq!(page.status, 200);
+    assert!(String::from_utf8_lossy(&page.body).contains("Doc client"));
+    // The document's client id at /token, with a code for another client: refused.
+    let body = format!(
+        "grant_type=authorization_code&code=x&client_id={}",
+        enc(client)
+    );
+    let r = call(&s, Route::Token, "POST", "/token", &[FORM], &body, T0);
+    assert_eq!(json_of(&r)["error"], "invalid_grant");
+    let meta = call(
+        &s,
+        Route::Metadata,
+        "GET",
+        "/.well-known/oauth-authorization-server",
+        &[],
+        "",
+        T0,
+    );
+    assert_eq!(
+        json_of(&meta)["client_id_metadata_document_supported"],
+        true
+    );
 }

@@ -22,6 +22,7 @@
 //! Errors: [`OAuthError`], mapped to RFC 6749 codes and statuses in one place
 //! ([`OAuthError::wire`]).
 
+pub mod cimd;
 mod error;
 pub mod form;
 pub mod page;
@@ -116,6 +117,13 @@ pub trait Backend: Send + Sync {
         id: &str,
         f: &mut dyn FnMut(&Value) -> Option<Value>,
     ) -> Result<Option<Value>, String>;
+    /// The Client ID Metadata Document at `url` (an `https` client id, already checked
+    /// by [`cimd::url_ok`]), fetched under the adapter's rules (addresses, size, time,
+    /// cache). Its content is checked by the core. The default fetches nothing.
+    fn client_metadata(&self, url: &str) -> Result<Value, String> {
+        let _ = url;
+        Err("client metadata documents are not fetched".into())
+    }
 }
 
 /// Settings of the authorization server.
@@ -139,6 +147,10 @@ pub struct AsConfig {
     pub refresh_ttl_secs: u64,
     /// How long the consent page may be submitted.
     pub page_ttl_secs: u64,
+    /// Whether an `https` client id is a Client ID Metadata Document to fetch
+    /// ([`Backend::client_metadata`]); advertised as
+    /// `client_id_metadata_document_supported`.
+    pub client_metadata_documents: bool,
 }
 
 impl AsConfig {
@@ -155,6 +167,7 @@ impl AsConfig {
             code_ttl_secs: 60,
             refresh_ttl_secs: 30 * 24 * 3600,
             page_ttl_secs: 600,
+            client_metadata_documents: false,
         }
     }
 }
@@ -291,6 +304,9 @@ impl AuthorizationServer {
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": true,
         });
+        if self.config.client_metadata_documents {
+            doc["client_id_metadata_document_supported"] = json!(true);
+        }
         if openid {
             doc["subject_types_supported"] = json!(["public"]);
             doc["id_token_signing_alg_values_supported"] = json!(["EdDSA"]);
@@ -384,7 +400,19 @@ impl AuthorizationServer {
         Ok(out)
     }
 
+    /// A registered client, or a client whose id is the URL of its metadata document.
     fn client(&self, id: &str) -> Result<Option<Value>, OAuthError> {
+        if id.starts_with("https://") && self.config.client_metadata_documents {
+            if !cimd::url_ok(id) {
+                return Err(OAuthError::InvalidClient(
+                    "a client id URL must be https with a path, without fragment, credentials or dot segments",
+                ));
+            }
+            let doc = self.backend.client_metadata(id).map_err(|_| {
+                OAuthError::InvalidClient("the client's metadata document could not be fetched")
+            })?;
+            return cimd::client(id, &doc).map(Some);
+        }
         self.backend
             .get(GrantKind::Client, id)
             .map_err(|_| OAuthError::ServerError("the store failed"))

@@ -34,6 +34,7 @@ use zeroize::Zeroizing;
 
 use crate::auth::{self, Authenticator};
 use crate::cli::{AudienceArg, ServeArgs, Transport};
+use crate::client_metadata::{Fetcher, WithClientMetadata};
 use crate::clock::{Clock, ShiftedEnv};
 use crate::datadir::{DataDir, Endpoint};
 use crate::fdlimit;
@@ -357,12 +358,16 @@ fn embedded_authorization_server(
     let mut c = AsConfig::new(&endpoint.issuer, &endpoint.mcp_audience, scopes);
     c.title = "Kobana Dunning".into();
     c.api_resource = Some(endpoint.api_audience.clone());
+    c.client_metadata_documents = true;
     Some(AuthorizationServer::new(
         c,
         &token::dev_kid(seed),
         Zeroizing::new(*seed),
         state_keys.clone(),
-        OAuthStore::new(store.clone()),
+        WithClientMetadata {
+            store: OAuthStore::new(store.clone()),
+            fetcher: Fetcher::new(false),
+        },
     ))
 }
 

@@ -254,6 +254,7 @@ fn the_metadata_names_this_server_as_its_authorization_server() {
         assert_eq!(m["code_challenge_methods_supported"], json!(["S256"]));
         assert_eq!(m["response_types_supported"], json!(["code"]));
         assert_eq!(m["token_endpoint_auth_methods_supported"], json!(["none"]));
+        assert_eq!(m["client_id_metadata_document_supported"], true);
         assert_eq!(
             m["grant_types_supported"],
             json!(["authorization_code", "refresh_token"])
@@ -771,4 +772,55 @@ fn browser_clients_get_cors_for_allowed_origins_only() {
     );
     assert_eq!(r.status, 403);
     assert!(r.header("access-control-allow-origin").is_none());
+}
+
+/// A client id URL (Client ID Metadata Document) is fetched under the webhook address
+/// rules: one on a loopback or private address is never fetched.
+#[test]
+fn a_client_metadata_url_on_a_private_address_is_refused() {
+    let srv = Srv::start(&[], None);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        "10.0.0.1".into(),
+        "localhost".into(),
+    ] {
+        let client_id = format!("https://{host}/client.json");
+        let target = format!(
+            "/authorize?response_type=code&client_id={}&redirect_uri={}&code_challenge={}&code_challenge_method=S256&resource={}",
+            pct(&client_id),
+            pct(REDIRECT),
+            challenge(VERIFIER),
+            pct(&srv.url)
+        );
+        let r = srv.request("GET", &target, &[], b"");
+        assert_eq!(r.status, 400, "{host}: {}", r.text());
+        assert!(r.header("location").is_none());
+        assert!(r.text().contains("could not be fetched"), "{}", r.text());
+        let t = token(
+            &srv,
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", "x"),
+                ("client_id", &client_id),
+            ],
+        );
+        assert_oauth_error(&t, 401, "invalid_client");
+    }
+    assert!(
+        listener.accept().is_err(),
+        "nothing connected to the loopback listener"
+    );
+    // Not a URL a client may be named by: refused before any fetch.
+    let r = token(
+        &srv,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", "x"),
+            ("client_id", "https://app.example.com/"),
+        ],
+    );
+    assert_oauth_error(&r, 401, "invalid_client");
 }
