@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod oauth;
+
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_kobana-dunning");
 
