@@ -228,6 +228,9 @@ impl<D: Dispatch> Server<D> {
             set_header(&mut r, ALLOW, route.allow());
             return close_if_body(req, r);
         }
+        if let Some(refusal) = oauth_body_refusal(req) {
+            return close_if_body(req, refusal);
+        }
         let mut r = server.handle(route, req, env);
         log.method = Some(format!("{} {}", req.method, req.path()));
         log.reason = r.log.reason.take();
@@ -315,7 +318,7 @@ impl<D: Dispatch> Server<D> {
                 if self.oauth.is_none() {
                     Response::empty(StatusCode::NOT_FOUND)
                 } else if r.serves(req.method) {
-                    return None;
+                    oauth_body_refusal(req)?
                 } else {
                     let mut resp = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
                     set_header(&mut resp, ALLOW, r.allow());
@@ -700,6 +703,29 @@ impl<D: Dispatch> Server<D> {
         );
         r.body = text.into_bytes();
         r
+    }
+}
+
+/// The authorization server's endpoints take requests from anyone (no token yet), so
+/// their bodies are bounded before any byte is read: a `POST` must declare its length
+/// (`411` otherwise, chunked included) and at most [`oauth::MAX_BODY`] bytes (`413`).
+/// A token-less request never buys more than that.
+fn oauth_body_refusal(req: &Request<'_>) -> Option<Response> {
+    if req.method != "POST" {
+        return None;
+    }
+    let declared = req
+        .single_header("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        None => Some(Response::empty(StatusCode::LENGTH_REQUIRED)),
+        Some(n) if n > oauth::MAX_BODY as u64 => {
+            Some(Response::empty(StatusCode::PAYLOAD_TOO_LARGE))
+        }
+        Some(_) => None,
     }
 }
 

@@ -45,8 +45,13 @@ use crate::env::{Env, UnixTime};
 use crate::request::Request;
 use crate::response::Response;
 
+/// Longest body of any request to the authorization server (checked from the head by
+/// the server, before the body is read).
+pub const MAX_BODY: usize = 16 * 1024;
 /// Longest registration document read.
-const MAX_REGISTRATION: usize = 16 * 1024;
+const MAX_REGISTRATION: usize = MAX_BODY;
+/// Longest `state` carried (it travels in the sealed form and the redirect).
+const MAX_STATE: usize = 1024;
 /// Most redirect URIs one client registers.
 const MAX_REDIRECT_URIS: usize = 10;
 /// Name of the CSRF cookie.
@@ -444,6 +449,9 @@ impl AuthorizationServer {
             None => return page("redirect_uri is missing."),
         };
         let state = p.get("state").map(str::to_owned);
+        if state.as_ref().is_some_and(|s| s.len() > MAX_STATE) {
+            return page("state is too long.");
+        }
         let back = |e: OAuthError| {
             Err(Box::new(self.redirect_error(
                 &redirect_uri,

@@ -602,3 +602,33 @@ fn a_client_metadata_url_on_a_private_address_is_refused() {
     );
     assert_oauth_error(&r, 401, "invalid_client");
 }
+
+/// Anyone may call these endpoints, so their bodies are bounded from the head: a body
+/// over 16 KiB, or of undeclared length, is refused before it is read.
+#[test]
+fn token_less_bodies_are_bounded() {
+    let srv = Srv::start(&[], None);
+    let big = vec![b'a'; 16 * 1024 + 1];
+    for path in ["/token", "/register", "/authorize"] {
+        let r = srv.request(
+            "POST",
+            path,
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            &big,
+        );
+        assert_eq!(r.status, 413, "{path}");
+        let raw = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n",
+            srv.addr
+        );
+        let mut conn = std::net::TcpStream::connect(&srv.addr).unwrap();
+        std::io::Write::write_all(&mut conn, raw.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = std::io::Read::read_to_string(&mut conn, &mut answer);
+        assert!(answer.starts_with("HTTP/1.1 411"), "{path}: {answer}");
+    }
+    // A state too long for the form is refused on the page.
+    let client = Client::register(&srv, &[REDIRECT]);
+    let r = client.authorize(&[("state", &"s".repeat(2000))]);
+    assert_eq!(r.status, 400);
+}
