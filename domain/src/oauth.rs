@@ -53,16 +53,36 @@ pub fn role_scopes(role: &str) -> Vec<String> {
 }
 
 impl Backend for OAuthStore {
+    /// The `demo` organization first (the development token's), then the others by
+    /// creation and name; each one's members strongest role first, then by name.
     fn people(&self) -> Result<Vec<Person>, String> {
+        let rank = |role: &str| match role {
+            "owner" => 0,
+            "admin" => 1,
+            "operator" => 2,
+            "viewer" => 3,
+            _ => 4,
+        };
         store::read(&*self.store, |tx| {
-            let mut out = Vec::new();
+            let mut orgs = Vec::new();
             for org_id in tx.organizations()? {
-                let Some(o) =
+                if let Some(o) =
                     store::load::<Organization>(tx, Kind::Organization, &org_id, &org_id)?
-                else {
-                    continue;
-                };
-                let members: Vec<Member> = store::find(tx, Kind::Member, &org_id, &Query::all())?;
+                {
+                    orgs.push(o);
+                }
+            }
+            orgs.sort_by(|a, b| {
+                (a.slug != "demo", &a.created_at, &a.name).cmp(&(
+                    b.slug != "demo",
+                    &b.created_at,
+                    &b.name,
+                ))
+            });
+            let mut out = Vec::new();
+            for o in orgs {
+                let mut members: Vec<Member> = store::find(tx, Kind::Member, &o.id, &Query::all())?;
+                members.sort_by(|a, b| (rank(&a.role), &a.name).cmp(&(rank(&b.role), &b.name)));
                 for m in members {
                     out.push(Person {
                         organization: o.id.clone(),
