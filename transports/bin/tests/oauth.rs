@@ -632,3 +632,34 @@ fn token_less_bodies_are_bounded() {
     let r = client.authorize(&[("state", &"s".repeat(2000))]);
     assert_eq!(r.status, 400);
 }
+
+/// A viewer who approves a request for every scope grants only what the role allows:
+/// the token reads, and a write is refused for its scope.
+#[test]
+fn a_viewer_grants_read_only() {
+    let srv = Srv::start(&[], None);
+    let client = Client::register(&srv, &[REDIRECT]);
+    let t = client.redeem(&client.code("bruno@demo.example"));
+    assert_eq!(t.status, 200, "{}", t.text());
+    assert_eq!(t.json()["scope"], "dunning.read");
+    let access = t.json()["access_token"].as_str().unwrap().to_owned();
+    let tools = tool_names(&srv, &access);
+    assert!(
+        !tools.iter().any(|t| t == "dunning_debtors_create"),
+        "{tools:?}"
+    );
+    let r = srv.call(
+        &access,
+        V2026,
+        "dunning_debtors_create",
+        json!({"cnpj_cpf": "529.982.247-25", "name": "Nope"}),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(
+        r.header("www-authenticate")
+            .unwrap()
+            .contains("insufficient_scope")
+    );
+    let me = srv.call(&access, V2026, "dunning_me", json!({}));
+    assert_eq!(me.structured()["user"]["email"], "bruno@demo.example");
+}
