@@ -231,6 +231,16 @@ impl<D: Dispatch> Server<D> {
         if let Some(refusal) = oauth_body_refusal(req) {
             return close_if_body(req, refusal);
         }
+        // The consent form is only ever submitted from this server's own page: a
+        // browser names the page's origin, so a foreign `Origin` is a cross-site
+        // submission (refused besides by the CSRF cookie, which such a request lacks).
+        if route == oauth::Route::Authorize
+            && req.method == "POST"
+            && self.check_origin(req).is_err()
+        {
+            log.reason = Some("consent form submitted from a foreign Origin".into());
+            return close_if_body(req, Response::empty(StatusCode::FORBIDDEN));
+        }
         let mut r = server.handle(route, req, env);
         log.method = Some(format!("{} {}", req.method, req.path()));
         log.reason = r.log.reason.take();

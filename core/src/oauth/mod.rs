@@ -947,7 +947,10 @@ fn html(status: StatusCode, body: String) -> Response {
     ));
     r.headers.push((
         HeaderName::from_static("referrer-policy"),
-        HeaderValue::from_static("no-referrer"),
+        // `same-origin`, not `no-referrer`: a browser then names the page's origin on
+        // the form's POST (with `no-referrer` it sends `Origin: null`), and the page's
+        // URL still never leaves in a `Referer` to another site.
+        HeaderValue::from_static("same-origin"),
     ));
     r.headers.push((
         HeaderName::from_static("x-content-type-options"),

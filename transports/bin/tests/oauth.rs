@@ -401,6 +401,23 @@ fn the_form_is_csrf_protected() {
     assert_eq!(r.status, 400);
     let r = client.post_form("", &person, "approve", Some(&cookie));
     assert_eq!(r.status, 400);
+    // A submission from another site's page (its browser names that origin).
+    let body = form(&[
+        ("request", &sealed),
+        ("person", &person),
+        ("decision", "approve"),
+    ]);
+    let r = srv.request(
+        "POST",
+        "/authorize",
+        &[
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Cookie", &cookie),
+            ("Origin", "https://evil.example"),
+        ],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 403);
     // The genuine one still works.
     let r = client.post_form(&sealed, &person, "approve", Some(&cookie));
     assert_eq!(r.status, 302, "{}", r.text());
