@@ -18,6 +18,9 @@ pub enum OAuthError {
     /// something else (client, redirect URI, verifier, resource).
     #[error("{0}")]
     InvalidGrant(&'static str),
+    /// A grant type this client did not register for.
+    #[error("{0}")]
+    UnauthorizedClient(&'static str),
     /// A grant type other than `authorization_code` and `refresh_token`.
     #[error("{0}")]
     UnsupportedGrantType(&'static str),
@@ -52,6 +55,7 @@ impl OAuthError {
             Self::InvalidRequest(_) => ("invalid_request", StatusCode::BAD_REQUEST),
             Self::InvalidClient(_) => ("invalid_client", StatusCode::UNAUTHORIZED),
             Self::InvalidGrant(_) => ("invalid_grant", StatusCode::BAD_REQUEST),
+            Self::UnauthorizedClient(_) => ("unauthorized_client", StatusCode::BAD_REQUEST),
             Self::UnsupportedGrantType(_) => ("unsupported_grant_type", StatusCode::BAD_REQUEST),
             Self::UnsupportedResponseType(_) => {
                 ("unsupported_response_type", StatusCode::BAD_REQUEST)
@@ -76,6 +80,7 @@ impl OAuthError {
             Self::InvalidRequest(d)
             | Self::InvalidClient(d)
             | Self::InvalidGrant(d)
+            | Self::UnauthorizedClient(d)
             | Self::UnsupportedGrantType(d)
             | Self::UnsupportedResponseType(d)
             | Self::InvalidScope(d)
@@ -99,6 +104,11 @@ mod tests {
             (OAuthError::InvalidRequest(""), "invalid_request", 400),
             (OAuthError::InvalidClient(""), "invalid_client", 401),
             (OAuthError::InvalidGrant(""), "invalid_grant", 400),
+            (
+                OAuthError::UnauthorizedClient(""),
+                "unauthorized_client",
+                400,
+            ),
             (
                 OAuthError::UnsupportedGrantType(""),
                 "unsupported_grant_type",

@@ -686,8 +686,18 @@ impl AuthorizationServer {
         let client_id = p.get("client_id").ok_or(OAuthError::InvalidClient(
             "client_id is required (public client)",
         ))?;
-        if self.client(client_id)?.is_none() {
-            return Err(OAuthError::InvalidClient("unknown client"));
+        let client = self
+            .client(client_id)?
+            .ok_or(OAuthError::InvalidClient("unknown client"))?;
+        // A client registered for some grant types only may use no other (absent: both).
+        if let (Some(g), Some(registered)) = (p.get("grant_type"), client["grant_types"].as_array())
+        {
+            let known = matches!(g, "authorization_code" | "refresh_token");
+            if known && !registered.iter().any(|r| r.as_str() == Some(g)) {
+                return Err(OAuthError::UnauthorizedClient(
+                    "the client did not register for this grant type",
+                ));
+            }
         }
         match p.get("grant_type") {
             Some("authorization_code") => self.redeem(&p, client_id, env),

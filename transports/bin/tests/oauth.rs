@@ -440,6 +440,21 @@ fn registration_validates_redirect_uris() {
         &json!({ "redirect_uris": [REDIRECT], "grant_types": ["client_credentials"] }),
     );
     assert_oauth_error(&r, 400, "invalid_client_metadata");
+    // A client registered without refresh_token may not refresh.
+    let r = register(
+        &srv,
+        &json!({ "redirect_uris": [REDIRECT], "grant_types": ["authorization_code"] }),
+    );
+    let id = r.json()["client_id"].as_str().unwrap().to_owned();
+    let r = token(
+        &srv,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", "x"),
+            ("client_id", &id),
+        ],
+    );
+    assert_oauth_error(&r, 400, "unauthorized_client");
     // A confidential method asked for is replaced: public clients only.
     let r = register(
         &srv,
