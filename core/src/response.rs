@@ -59,11 +59,13 @@ pub enum Endpoint {
     Ready,
     /// `/metrics` (only when a renderer is set).
     Metrics,
+    /// The embedded authorization server's paths (only when one is configured).
+    OAuth(crate::oauth::Route),
 }
 
 impl Endpoint {
-    /// A short, stable name (`mcp`, `rest`, `well_known`, `health`, `ready`, `metrics`):
-    /// a metrics label value.
+    /// A short, stable name (`mcp`, `rest`, `well_known`, `health`, `ready`, `metrics`,
+    /// `oauth`): a metrics label value.
     pub fn label(self) -> &'static str {
         match self {
             Self::Mcp => "mcp",
@@ -72,6 +74,7 @@ impl Endpoint {
             Self::Health => "health",
             Self::Ready => "ready",
             Self::Metrics => "metrics",
+            Self::OAuth(_) => "oauth",
         }
     }
 }

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::auth::{self, AuthError, Authenticate};
 use crate::config::{Config, Keys};
+use crate::cors;
 use crate::dispatch::Dispatch;
 use crate::env::{Env, Load};
 use crate::era::{self, Detected, Signals, Version};
@@ -25,6 +26,7 @@ use crate::error::ProtocolError;
 use crate::jsonrpc::{self, Message};
 use crate::limit::{RateLimit, Unlimited};
 use crate::mirror;
+use crate::oauth::{self, AuthorizationServer};
 use crate::principal::{Audience, Principal};
 use crate::registry::{ConfigError, Registry};
 use crate::request::Request;
@@ -48,6 +50,7 @@ pub struct Server<D> {
     auth: Box<dyn Authenticate>,
     limiter: Box<dyn RateLimit>,
     metrics: Option<Box<dyn Metrics>>,
+    oauth: Option<AuthorizationServer>,
     server_info: Value,
 }
 
@@ -112,6 +115,7 @@ impl<D: Dispatch> Server<D> {
             auth: Box::new(auth),
             limiter: Box::new(Unlimited),
             metrics: None,
+            oauth: None,
             server_info,
         })
     }
@@ -125,6 +129,13 @@ impl<D: Dispatch> Server<D> {
     /// Serves `/metrics` from `metrics`.
     pub fn with_metrics(mut self, metrics: impl Metrics + 'static) -> Self {
         self.metrics = Some(Box::new(metrics));
+        self
+    }
+
+    /// Serves the embedded authorization server (its metadata, `/authorize`, `/token`,
+    /// `/register`). Without it those paths are `404`.
+    pub fn with_authorization_server(mut self, server: AuthorizationServer) -> Self {
+        self.oauth = Some(server);
         self
     }
 
@@ -170,7 +181,9 @@ impl<D: Dispatch> Server<D> {
         let mut log = RequestLog::default();
         let endpoint = self.route(req.path());
         log.endpoint = endpoint;
+        let cors = endpoint.and_then(|r| self.cors_origin(req, r));
         let mut resp = match endpoint {
+            _ if cors.is_some() && is_preflight(req) => cors::preflight(req),
             None => close_if_body(req, Response::empty(StatusCode::NOT_FOUND)),
             Some(Endpoint::Mcp) => self.mcp(req, env, &mut log),
             Some(Endpoint::Rest) => self.rest(req, env, &mut log),
@@ -178,9 +191,63 @@ impl<D: Dispatch> Server<D> {
             Some(Endpoint::Health) => Self::probe(req, true),
             Some(Endpoint::Ready) => Self::probe(req, self.dispatch.ready()),
             Some(Endpoint::Metrics) => self.metrics(req),
+            Some(Endpoint::OAuth(r)) => self.oauth(r, req, env, &mut log),
         };
+        if let Some(origin) = cors {
+            cors::decorate(&mut resp, origin);
+        }
         finish(&mut resp, log, env, incoming.is_some());
         resp
+    }
+
+    /// The authorization server's answer on `route`.
+    fn oauth(
+        &self,
+        route: oauth::Route,
+        req: &Request<'_>,
+        env: &Env,
+        log: &mut RequestLog,
+    ) -> Response {
+        let Some(server) = &self.oauth else {
+            return close_if_body(req, Response::empty(StatusCode::NOT_FOUND));
+        };
+        if !route.serves(req.method) {
+            let mut r = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
+            set_header(&mut r, ALLOW, route.allow());
+            return close_if_body(req, r);
+        }
+        if let Some(refusal) = oauth_body_refusal(req) {
+            return close_if_body(req, refusal);
+        }
+        // The consent form is only ever submitted from this server's own page: a
+        // browser names the page's origin, so a foreign `Origin` is a cross-site
+        // submission (refused besides by the CSRF cookie, which such a request lacks).
+        if route == oauth::Route::Authorize
+            && req.method == "POST"
+            && self.check_origin(req).is_err()
+        {
+            log.reason = Some("consent form submitted from a foreign Origin".into());
+            return close_if_body(req, Response::empty(StatusCode::FORBIDDEN));
+        }
+        let mut r = server.handle(route, req, env);
+        log.method = Some(format!("{} {}", req.method, req.path()));
+        log.reason = r.log.reason.take();
+        r
+    }
+
+    /// The request's `Origin` when it may read the answer (CORS, product §4): one
+    /// `Origin` header that the Origin rule allows, on the MCP endpoint, the REST API,
+    /// the well-known documents or the authorization server. Anything else gets no CORS
+    /// header (and the MCP endpoint still refuses a foreign `Origin` with `403`).
+    fn cors_origin<'r>(&self, req: &Request<'r>, route: Endpoint) -> Option<&'r str> {
+        if !matches!(
+            route,
+            Endpoint::Mcp | Endpoint::Rest | Endpoint::WellKnown | Endpoint::OAuth(_)
+        ) {
+            return None;
+        }
+        let origin = std::str::from_utf8(req.single_header("origin").ok()??).ok()?;
+        crate::origin::allowed(origin.trim(), &self.config).then_some(origin.trim())
     }
 
     /// The request's `X-Request-Id`, when trusted and valid: one header, 1 to
@@ -227,7 +294,9 @@ impl<D: Dispatch> Server<D> {
         let mut log = RequestLog::default();
         let endpoint = self.route(req.path());
         log.endpoint = endpoint;
+        let cors = endpoint.and_then(|r| self.cors_origin(req, r));
         let mut resp = match endpoint {
+            _ if cors.is_some() && is_preflight(req) => cors::preflight(req),
             None => Response::empty(StatusCode::NOT_FOUND),
             Some(Endpoint::Mcp) => {
                 let header_version = mirror::text(req, "mcp-protocol-version").ok().flatten();
@@ -244,7 +313,21 @@ impl<D: Dispatch> Server<D> {
                 set_header(&mut r, ALLOW, "GET, HEAD");
                 r
             }
+            Some(Endpoint::OAuth(r)) => {
+                if self.oauth.is_none() {
+                    Response::empty(StatusCode::NOT_FOUND)
+                } else if r.serves(req.method) {
+                    oauth_body_refusal(req)?
+                } else {
+                    let mut resp = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
+                    set_header(&mut resp, ALLOW, r.allow());
+                    resp
+                }
+            }
         };
+        if let Some(origin) = cors {
+            cors::decorate(&mut resp, origin);
+        }
         finish(&mut resp, log, env, incoming.is_some());
         Some(resp)
     }
@@ -262,6 +345,7 @@ impl<D: Dispatch> Server<D> {
             PRM => Endpoint::WellKnown,
             p if mcp != "/" && p.strip_prefix(PRM) == Some(mcp) => Endpoint::WellKnown,
             p if p == "/v1" || p.starts_with("/v1/") => Endpoint::Rest,
+            p if self.oauth.is_some() => Endpoint::OAuth(oauth::Route::of(p)?),
             _ => return None,
         })
     }
@@ -624,6 +708,34 @@ impl<D: Dispatch> Server<D> {
         r.body = text.into_bytes();
         r
     }
+}
+
+/// The authorization server's endpoints take requests from anyone (no token yet), so
+/// their bodies are bounded before any byte is read: a `POST` must declare its length
+/// (`411` otherwise, chunked included) and at most [`oauth::MAX_BODY`] bytes (`413`).
+/// A token-less request never buys more than that.
+fn oauth_body_refusal(req: &Request<'_>) -> Option<Response> {
+    if req.method != "POST" {
+        return None;
+    }
+    let declared = req
+        .single_header("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        None => Some(Response::empty(StatusCode::LENGTH_REQUIRED)),
+        Some(n) if n > oauth::MAX_BODY as u64 => {
+            Some(Response::empty(StatusCode::PAYLOAD_TOO_LARGE))
+        }
+        Some(_) => None,
+    }
+}
+
+/// A CORS preflight: `OPTIONS` with `Access-Control-Request-Method`.
+fn is_preflight(req: &Request<'_>) -> bool {
+    req.method == "OPTIONS" && req.single_header("access-control-request-method") != Ok(None)
 }
 
 /// Longest `X-Request-Id` taken from a request (bytes).

@@ -35,6 +35,7 @@ pub mod error;
 mod idempotency;
 pub mod list;
 pub mod mcp;
+pub mod oauth;
 pub mod op;
 pub mod ops;
 pub mod org;

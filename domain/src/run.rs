@@ -153,6 +153,12 @@ impl Domain {
         store::write(&*self.store, |tx| Ok(tx.forget_before(before)?))
     }
 
+    /// Forgets the authorization server's records that expired before `now` (codes,
+    /// refresh tokens; issue 14). How many.
+    pub fn sweep_grants(&self, now: UnixTime) -> Result<u64, DomainError> {
+        store::write(&*self.store, |tx| Ok(tx.grant_sweep(now.as_millis())?))
+    }
+
     /// The preflight of a destructive call: what the user will be asked, after every
     /// check that needs no consent passed — an `idempotency_key` reused with other
     /// arguments first (§13), then the handler itself, run dry. Nothing is kept.

@@ -400,6 +400,22 @@ pub trait Tx {
     ) -> Result<(), StoreError>;
     /// Forgets idempotency records older than `before_ms`.
     fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError>;
+    /// An authorization-server record (client, code, refresh token, family; issue 14),
+    /// outside any organization.
+    fn grant_get(&mut self, kind: &str, id: &str) -> Result<Option<Value>, StoreError>;
+    /// Stores (or replaces) an authorization-server record; `expires_ms`: when the sweep
+    /// may forget it (`None`: never).
+    fn grant_put(
+        &mut self,
+        kind: &str,
+        id: &str,
+        doc: &Value,
+        expires_ms: Option<u64>,
+    ) -> Result<(), StoreError>;
+    /// Replaces the document of a record, keeping its expiry; whether it existed.
+    fn grant_rewrite(&mut self, kind: &str, id: &str, doc: &Value) -> Result<bool, StoreError>;
+    /// Forgets the records that expired before `before_ms`.
+    fn grant_sweep(&mut self, before_ms: u64) -> Result<u64, StoreError>;
 }
 
 /// A transactional document store shared by every request.

@@ -44,6 +44,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
         3,
         include_str!("migrations/postgres/0003_charges_by_debtor.sql"),
     ),
+    (4, include_str!("migrations/postgres/0004_oauth_grants.sql")),
 ];
 
 /// The schema version this binary knows.
@@ -676,6 +677,46 @@ impl Tx for PgTx<'_, '_> {
             ],
         )?;
         Ok(())
+    }
+
+    fn grant_get(&mut self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        let rows = self.query(
+            "SELECT doc::text FROM oauth_grants WHERE kind = $1 AND id = $2",
+            &[&kind, &id],
+        )?;
+        rows.first()
+            .map(|r| parse_doc(&r.get::<_, String>(0)))
+            .transpose()
+    }
+
+    fn grant_put(
+        &mut self,
+        kind: &str,
+        id: &str,
+        doc: &Value,
+        expires_ms: Option<u64>,
+    ) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO oauth_grants (kind, id, doc, expires_ms) VALUES ($1, $2, $3::text::json, $4) \
+             ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc, expires_ms = excluded.expires_ms",
+            &[&kind, &id, &doc.to_string(), &expires_ms.map(ms)],
+        )?;
+        Ok(())
+    }
+
+    fn grant_rewrite(&mut self, kind: &str, id: &str, doc: &Value) -> Result<bool, StoreError> {
+        let n = self.execute(
+            "UPDATE oauth_grants SET doc = $1::text::json WHERE kind = $2 AND id = $3",
+            &[&doc.to_string(), &kind, &id],
+        )?;
+        Ok(n > 0)
+    }
+
+    fn grant_sweep(&mut self, before_ms: u64) -> Result<u64, StoreError> {
+        self.execute(
+            "DELETE FROM oauth_grants WHERE expires_ms < $1",
+            &[&ms(before_ms)],
+        )
     }
 
     fn rewrite_remembered(

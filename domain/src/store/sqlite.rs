@@ -34,6 +34,9 @@ const MIGRATIONS: &[(u32, &str)] = &[
     // A debtor's oldest open charge is one seek (`ops::aggregates`), not a scan of the
     // debtor's charges.
     (3, include_str!("migrations/0003_charges_by_debtor.sql")),
+    // The embedded authorization server's clients, codes, refresh tokens and token
+    // families (issue 14), by kind and id, with an expiry for the sweep.
+    (4, include_str!("migrations/0004_oauth_grants.sql")),
 ];
 
 /// SQLite store.
@@ -445,6 +448,52 @@ impl Tx for SqlTx<'_> {
         let n = self
             .tx
             .prepare_cached("DELETE FROM idempotency WHERE at_ms < ?")?
+            .execute(params![i64::try_from(before_ms).unwrap_or(i64::MAX)])?;
+        Ok(n as u64)
+    }
+
+    fn grant_get(&mut self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        let doc: Option<String> = self
+            .tx
+            .prepare_cached("SELECT doc FROM oauth_grants WHERE kind = ? AND id = ?")?
+            .query_row(params![kind, id], |r| r.get(0))
+            .optional()?;
+        doc.map(parse_doc).transpose()
+    }
+
+    fn grant_put(
+        &mut self,
+        kind: &str,
+        id: &str,
+        doc: &Value,
+        expires_ms: Option<u64>,
+    ) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached(
+                "INSERT INTO oauth_grants (kind, id, doc, expires_ms) VALUES (?, ?, ?, ?) \
+                 ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc, expires_ms = excluded.expires_ms",
+            )?
+            .execute(params![
+                kind,
+                id,
+                doc.to_string(),
+                expires_ms.map(|v| i64::try_from(v).unwrap_or(i64::MAX))
+            ])?;
+        Ok(())
+    }
+
+    fn grant_rewrite(&mut self, kind: &str, id: &str, doc: &Value) -> Result<bool, StoreError> {
+        let n = self
+            .tx
+            .prepare_cached("UPDATE oauth_grants SET doc = ? WHERE kind = ? AND id = ?")?
+            .execute(params![doc.to_string(), kind, id])?;
+        Ok(n > 0)
+    }
+
+    fn grant_sweep(&mut self, before_ms: u64) -> Result<u64, StoreError> {
+        let n = self
+            .tx
+            .prepare_cached("DELETE FROM oauth_grants WHERE expires_ms < ?")?
             .execute(params![i64::try_from(before_ms).unwrap_or(i64::MAX)])?;
         Ok(n as u64)
     }

@@ -5,7 +5,8 @@
 //! every engine_interval  -> ruler engine tick (sends, workflows), then every export left
 //!                           queued or processing is built (exports::drain), then the
 //!                           webhook outbox
-//! every sweep_interval   -> idempotency records past retention are forgotten
+//! every sweep_interval   -> idempotency records past retention are forgotten, and the
+//!                           authorization server's expired codes and refresh tokens
 //! Wake                   -> exports::drain at once (an export was just queued)
 //! Stop                   -> return
 //! ```
@@ -90,6 +91,11 @@ impl JobsThread {
                             Ok(0) => {}
                             Ok(n) => tracing::info!(forgotten = n, "idempotency sweep"),
                             Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),
+                        }
+                        match domain.sweep_grants(clock.now()) {
+                            Ok(0) => {}
+                            Ok(n) => tracing::info!(forgotten = n, "expired OAuth grants swept"),
+                            Err(e) => tracing::warn!(error = %e, "OAuth grant sweep failed"),
                         }
                     }
                     let wait = next_sweep

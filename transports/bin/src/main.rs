@@ -19,6 +19,7 @@
 
 mod auth;
 mod cli;
+mod client_metadata;
 mod clock;
 mod datadir;
 mod fdlimit;

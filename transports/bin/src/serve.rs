@@ -24,14 +24,17 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use dunning_core::jwt::{Jwk, KeySet, Validation};
+use dunning_core::oauth::{AsConfig, AuthorizationServer};
 use dunning_core::{Config, Dispatch, Keys, Server, StateKey};
 use dunning_domain::Domain;
+use dunning_domain::oauth::OAuthStore;
 use dunning_runtime::{Observer, Options};
 use socket2::{Domain as SockDomain, Socket, Type};
 use zeroize::Zeroizing;
 
 use crate::auth::{self, Authenticator};
 use crate::cli::{AudienceArg, ServeArgs, Transport};
+use crate::client_metadata::{Fetcher, WithClientMetadata};
 use crate::clock::{Clock, ShiftedEnv};
 use crate::datadir::{DataDir, Endpoint};
 use crate::fdlimit;
@@ -191,10 +194,20 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         settings.auth.token_cache_size,
         Domain::new(store.clone()),
     );
+    let embedded_as = embedded_authorization_server(
+        settings,
+        &endpoint,
+        dev_seed.as_deref(),
+        &state_keys,
+        &store,
+    );
     let mut server = Server::new(config, state_keys, domain, authenticator)
         .map_err(|e| format!("catalog: {e}"))?;
     if settings.metrics_on_public {
         server = server.with_metrics(prometheus.clone());
+    }
+    if let Some(a) = embedded_as {
+        server = server.with_authorization_server(a);
     }
     if settings.rate_limit.enabled {
         server = match &settings.rate_limit.shared {
@@ -371,6 +384,42 @@ fn serve_tokio<D: Dispatch + 'static>(
         };
         dunning_tokio::serve(listener, server, opts, observer, shutdown).await
     })
+}
+
+/// The embedded development authorization server (issue 14): served when the
+/// development key is trusted and no JWKS is configured, i.e. when the tokens this
+/// server accepts can only come from itself. With a real authorization server
+/// configured its paths answer `404` and the metadata names the configured servers.
+fn embedded_authorization_server(
+    settings: &Settings,
+    endpoint: &Endpoint,
+    dev_seed: Option<&[u8; 32]>,
+    state_keys: &Keys,
+    store: &Arc<dyn dunning_domain::store::Store>,
+) -> Option<AuthorizationServer> {
+    if settings.auth.jwks.is_some() {
+        return None;
+    }
+    let seed = dev_seed?;
+    let scopes = dunning_domain::catalog::SCOPES
+        .all()
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let mut c = AsConfig::new(&endpoint.issuer, &endpoint.mcp_audience, scopes);
+    c.title = "Kobana Dunning".into();
+    c.api_resource = Some(endpoint.api_audience.clone());
+    c.client_metadata_documents = true;
+    Some(AuthorizationServer::new(
+        c,
+        &token::dev_kid(seed),
+        Zeroizing::new(*seed),
+        state_keys.clone(),
+        WithClientMetadata {
+            store: OAuthStore::new(store.clone()),
+            fetcher: Fetcher::new(false),
+        },
+    ))
 }
 
 /// The verification keys at startup: the development key and/or the configured JWKS.

@@ -96,3 +96,53 @@ fn two_servers_on_one_new_postgres_database_answer_and_seed_once() {
         assert!(s.terminate().success());
     }
 }
+
+/// The embedded authorization server's records live in the store (issue 14): behind one
+/// public URL, two replicas sharing their keys and one PostgreSQL database serve one
+/// sign-in together. A client registered on one is known to the other; a code issued
+/// by one is redeemed on the other, once; a refresh token rotated on one and reused on
+/// the other revokes the family for both.
+#[test]
+fn oauth_grants_are_shared_by_replicas_on_one_database() {
+    use common::oauth::{Client, REDIRECT, assert_oauth_error};
+    let Some(url) = pg_url() else { return };
+    let db = PostgresStore::scratch(&url).unwrap();
+    let store_url = in_schema(&url, db.scratch_schema().unwrap());
+    let public = "http://127.0.0.1:1";
+    let args = ["--store", store_url.as_str(), "--public-url", public];
+    let a = Srv::start_in(scratch("pg-oauth-a"), &args, None);
+    // Replicas share their keys (the development key signs, the state key seals forms).
+    let b_dir = scratch("pg-oauth-b");
+    for f in ["dev-signing.key", "request-state.key"] {
+        std::fs::copy(a.dir.join(f), b_dir.join(f)).unwrap();
+    }
+    let b = Srv::start_in(b_dir, &args, None);
+
+    let mut on_a = Client::register(&a, &[REDIRECT]);
+    on_a.base = public.into();
+    let on_b = Client {
+        srv: &b,
+        id: on_a.id.clone(),
+        base: public.into(),
+    };
+    let code = on_a.code("ana@demo.example");
+    let t = on_b.redeem(&code);
+    assert_eq!(t.status, 200, "{}", t.text());
+    assert_oauth_error(&on_a.redeem(&code), 400, "invalid_grant");
+    let access = t.json()["access_token"].as_str().unwrap().to_owned();
+    for s in [&a, &b] {
+        let me = s.call(&access, V2026, "dunning_me", json!({}));
+        assert_eq!(me.status, 200, "{}", me.text());
+    }
+    // The code's reuse revoked its family; a new sign-in, on B this time.
+    let code = on_b.code("ana@demo.example");
+    let first = on_b.redeem(&code).json()["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = on_a.refresh(&first);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let second = r.json()["refresh_token"].as_str().unwrap().to_owned();
+    assert_oauth_error(&on_b.refresh(&first), 400, "invalid_grant");
+    assert_oauth_error(&on_a.refresh(&second), 400, "invalid_grant");
+}

@@ -51,6 +51,37 @@ const MAX_TIMEOUT: Duration = Duration::from_millis(CLAIM_MS / 2);
 /// Largest response head read; a larger one fails the attempt.
 const HEAD_MAX: usize = 16 * 1024;
 
+/// A `ureq` agent under the webhook rules, for other outbound fetches of URLs a client
+/// chose (Client ID Metadata Documents, issue 14): the address policy of
+/// [`GlobalResolver`] (unless `allow_private`), no proxy, no redirects, no pooled
+/// connections, certificates verified, `connect` to resolve and connect, `total` for
+/// the whole exchange.
+pub(crate) fn guarded_agent(connect: Duration, total: Duration, allow_private: bool) -> Agent {
+    let connect = connect.min(total);
+    let resolver = GlobalResolver {
+        timeout: connect,
+        allow_private,
+    };
+    let config = Agent::config_builder()
+        .proxy(None)
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .max_idle_connections(0)
+        .max_idle_connections_per_host(0)
+        .max_response_header_size(HEAD_MAX)
+        .timeout_resolve(Some(connect))
+        .timeout_connect(Some(connect))
+        .timeout_per_read(Some(total))
+        .timeout_global(Some(total))
+        .build();
+    Agent::with_parts(config, DefaultConnector::new(), resolver)
+}
+
+/// A `ureq` failure in words (the resolver's refusals as they are).
+pub(crate) fn describe_error(e: ureq::Error) -> String {
+    describe(e)
+}
+
 /// Posts for real: one `POST` per connection through `ureq`.
 #[derive(Clone, Debug)]
 pub(crate) struct HttpDriver {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub mod confirm;
+pub mod oauth;
 pub mod pg;
 
 /// The binary under test.

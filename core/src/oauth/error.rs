@@ -1,0 +1,141 @@
+//! The one error enum of the authorization server and its one mapping to the wire
+//! (RFC 6749 §5.2 and §4.1.2.1, RFC 7591 §3.2.2, RFC 8707 §2).
+
+use http::StatusCode;
+
+/// Why an OAuth request was refused. Each variant carries the server's own words
+/// (`error_description`), never text the client sent.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OAuthError {
+    /// A parameter is missing, repeated, malformed or not supported.
+    #[error("{0}")]
+    InvalidRequest(&'static str),
+    /// The client is unknown (or is not the one the grant was issued to, at `/token`).
+    #[error("{0}")]
+    InvalidClient(&'static str),
+    /// The code or refresh token is unknown, expired, used, revoked, or bound to
+    /// something else (client, redirect URI, verifier, resource).
+    #[error("{0}")]
+    InvalidGrant(&'static str),
+    /// A grant type this client did not register for.
+    #[error("{0}")]
+    UnauthorizedClient(&'static str),
+    /// A grant type other than `authorization_code` and `refresh_token`.
+    #[error("{0}")]
+    UnsupportedGrantType(&'static str),
+    /// A response type other than `code`.
+    #[error("{0}")]
+    UnsupportedResponseType(&'static str),
+    /// A scope this server does not know, or none the person may grant.
+    #[error("{0}")]
+    InvalidScope(&'static str),
+    /// The person denied the request.
+    #[error("{0}")]
+    AccessDenied(&'static str),
+    /// A `resource` (RFC 8707) that is not this server's.
+    #[error("{0}")]
+    InvalidTarget(&'static str),
+    /// A redirect URI that may not be registered (RFC 7591).
+    #[error("{0}")]
+    InvalidRedirectUri(&'static str),
+    /// Client metadata that may not be registered (RFC 7591).
+    #[error("{0}")]
+    InvalidClientMetadata(&'static str),
+    /// The store failed (logged; the client gets a generic answer).
+    #[error("{0}")]
+    ServerError(&'static str),
+}
+
+impl OAuthError {
+    /// The wire: the `error` code and the HTTP status of a JSON error answer. The only
+    /// place either is decided.
+    pub fn wire(&self) -> (&'static str, StatusCode) {
+        match self {
+            Self::InvalidRequest(_) => ("invalid_request", StatusCode::BAD_REQUEST),
+            Self::InvalidClient(_) => ("invalid_client", StatusCode::UNAUTHORIZED),
+            Self::InvalidGrant(_) => ("invalid_grant", StatusCode::BAD_REQUEST),
+            Self::UnauthorizedClient(_) => ("unauthorized_client", StatusCode::BAD_REQUEST),
+            Self::UnsupportedGrantType(_) => ("unsupported_grant_type", StatusCode::BAD_REQUEST),
+            Self::UnsupportedResponseType(_) => {
+                ("unsupported_response_type", StatusCode::BAD_REQUEST)
+            }
+            Self::InvalidScope(_) => ("invalid_scope", StatusCode::BAD_REQUEST),
+            Self::AccessDenied(_) => ("access_denied", StatusCode::FORBIDDEN),
+            Self::InvalidTarget(_) => ("invalid_target", StatusCode::BAD_REQUEST),
+            Self::InvalidRedirectUri(_) => ("invalid_redirect_uri", StatusCode::BAD_REQUEST),
+            Self::InvalidClientMetadata(_) => ("invalid_client_metadata", StatusCode::BAD_REQUEST),
+            Self::ServerError(_) => ("server_error", StatusCode::INTERNAL_SERVER_ERROR),
+        }
+    }
+
+    /// The `error` code alone (what a redirect back to the client carries).
+    pub fn code(&self) -> &'static str {
+        self.wire().0
+    }
+
+    /// `error_description`.
+    pub fn description(&self) -> &'static str {
+        match *self {
+            Self::InvalidRequest(d)
+            | Self::InvalidClient(d)
+            | Self::InvalidGrant(d)
+            | Self::UnauthorizedClient(d)
+            | Self::UnsupportedGrantType(d)
+            | Self::UnsupportedResponseType(d)
+            | Self::InvalidScope(d)
+            | Self::AccessDenied(d)
+            | Self::InvalidTarget(d)
+            | Self::InvalidRedirectUri(d)
+            | Self::InvalidClientMetadata(d)
+            | Self::ServerError(d) => d,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant's code and status, pinned.
+    #[test]
+    fn the_mapping() {
+        let table = [
+            (OAuthError::InvalidRequest(""), "invalid_request", 400),
+            (OAuthError::InvalidClient(""), "invalid_client", 401),
+            (OAuthError::InvalidGrant(""), "invalid_grant", 400),
+            (
+                OAuthError::UnauthorizedClient(""),
+                "unauthorized_client",
+                400,
+            ),
+            (
+                OAuthError::UnsupportedGrantType(""),
+                "unsupported_grant_type",
+                400,
+            ),
+            (
+                OAuthError::UnsupportedResponseType(""),
+                "unsupported_response_type",
+                400,
+            ),
+            (OAuthError::InvalidScope(""), "invalid_scope", 400),
+            (OAuthError::AccessDenied(""), "access_denied", 403),
+            (OAuthError::InvalidTarget(""), "invalid_target", 400),
+            (
+                OAuthError::InvalidRedirectUri(""),
+                "invalid_redirect_uri",
+                400,
+            ),
+            (
+                OAuthError::InvalidClientMetadata(""),
+                "invalid_client_metadata",
+                400,
+            ),
+            (OAuthError::ServerError(""), "server_error", 500),
+        ];
+        for (e, code, status) in table {
+            assert_eq!(e.wire(), (code, StatusCode::from_u16(status).unwrap()));
+        }
+    }
+}
