@@ -2,7 +2,7 @@
 # One fuzzing campaign, bounded by CPU time rather than wall time (the machine is shared,
 # so wall time says little): `fuzz/campaign.sh <target> <cpu-seconds> [libFuzzer flags...]`.
 #
-# Builds the target (`cargo +nightly fuzz build`), then runs its binary at nice 19 on the
+# Builds the target (`cargo +nightly fuzz build`), then runs its binary at nice $NICE (19) on the
 # committed corpus (fuzz/corpus/<target>/, which grows) with a 2 GB RSS limit and
 # libFuzzer's final stats. The script polls the fuzzer's user+system CPU time in
 # /proc/<pid>/stat and sends SIGINT once it reaches <cpu-seconds>; libFuzzer then prints
@@ -17,7 +17,7 @@ log="logs/$target-$(date -u +%Y%m%dT%H%M%SZ).log"
 cargo +nightly fuzz build "$target" >/dev/null 2>&1
 bin=target/x86_64-unknown-linux-gnu/release/$target
 echo "corpus before: $(ls "corpus/$target" | wc -l) inputs" | tee "$log"
-nice -n 19 "$bin" "corpus/$target" -artifact_prefix="artifacts/$target/" \
+nice -n "${NICE:-19}" "$bin" "corpus/$target" -artifact_prefix="artifacts/$target/" \
   -rss_limit_mb=2048 -print_final_stats=1 "$@" >>"$log" 2>&1 &
 pid=$!
 tick=$(getconf CLK_TCK)
