@@ -4,7 +4,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use dunning_core::UnixTime;
 
 /// `kobana-dunning`: the MCP server of Kobana Dunning (Régua de Cobrança).
 #[derive(Debug, Parser)]
@@ -97,10 +96,12 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     pub(crate) print_token: bool,
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
-    /// in real time (send windows, business days, token times). Give `serve`, `token`
-    /// and `demo` the same instant.
-    #[arg(long, value_name = "INSTANT", hide = true, value_parser = crate::clock::parse_instant)]
-    pub(crate) clock: Option<UnixTime>,
+    /// in real time (send windows, business days, token times); `INSTANT@MS` reads
+    /// INSTANT at the real time MS (ms since the epoch), so processes started at
+    /// different moments agree to the millisecond. Give `serve`, `token` and `demo` the
+    /// same value.
+    #[arg(long, value_name = "INSTANT[@MS]", hide = true, value_parser = crate::clock::parse_flag)]
+    pub(crate) clock: Option<crate::clock::Clock>,
 }
 
 /// `token` options.
@@ -129,10 +130,12 @@ pub(crate) struct TokenArgs {
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
-    /// in real time (send windows, business days, token times). Give `serve`, `token`
-    /// and `demo` the same instant.
-    #[arg(long, value_name = "INSTANT", hide = true, value_parser = crate::clock::parse_instant)]
-    pub(crate) clock: Option<UnixTime>,
+    /// in real time (send windows, business days, token times); `INSTANT@MS` reads
+    /// INSTANT at the real time MS (ms since the epoch), so processes started at
+    /// different moments agree to the millisecond. Give `serve`, `token` and `demo` the
+    /// same value.
+    #[arg(long, value_name = "INSTANT[@MS]", hide = true, value_parser = crate::clock::parse_flag)]
+    pub(crate) clock: Option<crate::clock::Clock>,
 }
 
 /// `demo` options.
@@ -142,8 +145,10 @@ pub(crate) struct DemoArgs {
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
-    /// in real time (send windows, business days, token times). Give `serve`, `token`
-    /// and `demo` the same instant.
-    #[arg(long, value_name = "INSTANT", hide = true, value_parser = crate::clock::parse_instant)]
-    pub(crate) clock: Option<UnixTime>,
+    /// in real time (send windows, business days, token times); `INSTANT@MS` reads
+    /// INSTANT at the real time MS (ms since the epoch), so processes started at
+    /// different moments agree to the millisecond. Give `serve`, `token` and `demo` the
+    /// same value.
+    #[arg(long, value_name = "INSTANT[@MS]", hide = true, value_parser = crate::clock::parse_flag)]
+    pub(crate) clock: Option<crate::clock::Clock>,
 }

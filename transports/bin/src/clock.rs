@@ -37,9 +37,18 @@ impl Clock {
         }
     }
 
+    /// A clock that read `at` when the real clock read `real`: the same offset in every
+    /// process given the pair, however late each one starts.
+    pub(crate) fn read_at(at: UnixTime, real: UnixTime) -> Self {
+        let to_i64 = |t: UnixTime| i64::try_from(t.as_millis()).unwrap_or(i64::MAX);
+        Self {
+            offset_ms: to_i64(at).saturating_sub(to_i64(real)),
+        }
+    }
+
     /// From the `--clock` flag: absent is the system clock.
-    pub(crate) fn from_flag(flag: Option<UnixTime>) -> Self {
-        flag.map_or_else(Self::system, Self::starting_at)
+    pub(crate) fn from_flag(flag: Option<Self>) -> Self {
+        flag.unwrap_or_else(Self::system)
     }
 
     /// Whether this is not the operating system's clock.
@@ -55,7 +64,26 @@ impl Clock {
     }
 }
 
-/// Parses `--clock`: an RFC 3339 instant (`2026-12-03T14:02:00Z`, offsets allowed).
+/// Parses `--clock`: `INSTANT` (the clock reads it now, at this process's start) or
+/// `INSTANT@MS` (it read it at the real time MS, milliseconds since the epoch: a test
+/// suite passes the one offset it runs on, and a server that took a second to start
+/// does not lag it by that second).
+pub(crate) fn parse_flag(text: &str) -> Result<Clock, String> {
+    match text.split_once('@') {
+        None => parse_instant(text).map(Clock::starting_at),
+        Some((at, real)) => {
+            let real: u64 = real
+                .parse()
+                .map_err(|_| format!("{real:?} is not milliseconds since the epoch"))?;
+            Ok(Clock::read_at(
+                parse_instant(at)?,
+                UnixTime::from_millis(real),
+            ))
+        }
+    }
+}
+
+/// Parses an RFC 3339 instant (`2026-12-03T14:02:00Z`, offsets allowed).
 pub(crate) fn parse_instant(text: &str) -> Result<UnixTime, String> {
     let t = DateTime::parse_from_rfc3339(text)
         .map_err(|e| format!("{text:?} is not an RFC 3339 instant ({e})"))?;
@@ -99,6 +127,23 @@ mod tests {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
         assert!(clock.now().as_millis() >= a + 20);
+    }
+
+    #[test]
+    fn a_clock_given_with_its_real_time_does_not_lag_a_late_start() {
+        let real = SystemClock::now().as_millis();
+        // The pair was made 3 s ago (a slow start): the clock is 3 s past the instant.
+        let flag = format!("2026-12-03T14:02:00Z@{}", real - 3_000);
+        let clock = parse_flag(&flag).unwrap();
+        let start = parse_instant("2026-12-03T14:02:00Z").unwrap().as_millis();
+        let ahead = clock.now().as_millis() - start;
+        assert!((3_000..4_000).contains(&ahead), "{ahead}");
+        assert_eq!(
+            parse_flag("2026-12-03T14:02:00Z").unwrap().is_shifted(),
+            Clock::starting_at(UnixTime::from_millis(start)).is_shifted()
+        );
+        assert!(parse_flag("2026-12-03T14:02:00Z@soon").is_err());
+        assert!(parse_flag("yesterday@1").is_err());
     }
 
     #[test]

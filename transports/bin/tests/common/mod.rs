@@ -64,13 +64,19 @@ pub fn now_secs() -> u64 {
     now_ms() / 1000
 }
 
-/// `--clock <the suite's time now>`, for every command of the binary a test runs.
+/// `--clock <the suite's time now>@<the real time now>`, for every command of the binary
+/// a test runs: every process gets the suite's own offset, exactly, however long it
+/// takes to start (a bare instant would make a server that started late lag the suite).
 pub fn clock_args() -> [String; 2] {
-    let ms = i64::try_from(now_ms()).expect("fits");
+    let real = real_ms();
+    let ms = real + clock_offset_ms();
     let at = chrono::DateTime::from_timestamp_millis(ms).expect("a valid instant");
     [
         "--clock".into(),
-        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        format!(
+            "{}@{real}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        ),
     ]
 }
 
