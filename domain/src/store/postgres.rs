@@ -25,6 +25,7 @@
 //! refused.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use postgres::types::ToSql;
@@ -104,6 +105,8 @@ impl r2d2::ManageConnection for Manager {
 /// PostgreSQL store.
 pub struct PostgresStore {
     pool: r2d2::Pool<Manager>,
+    /// Round trips so far (issue 12 asks them counted and kept minimal).
+    trips: RoundTrips,
     /// `SELECT pg_advisory_xact_lock(<key>)`: the writers' lock of this schema.
     write_lock: String,
     /// A schema of its own to drop with the store (tests).
@@ -203,6 +206,7 @@ impl PostgresStore {
             .build_unchecked(Manager { config });
         Ok(Self {
             pool,
+            trips: RoundTrips::default(),
             write_lock: format!("SELECT pg_advisory_xact_lock({key})"),
             scratch,
         })
@@ -249,9 +253,11 @@ impl PostgresStore {
             .map_err(StoreError::from)?;
         tx.batch_execute(&self.write_lock)
             .map_err(StoreError::from)?;
+        self.trips.transactions.fetch_add(1, Ordering::Relaxed);
         let out = f(&mut PgTx {
             tx: &mut tx,
             statements,
+            trips: &self.trips,
         });
         if keep && out.is_ok() {
             tx.commit().map_err(StoreError::from)?;
@@ -324,9 +330,11 @@ impl Store for PostgresStore {
             .read_only(true)
             .start()
             .map_err(StoreError::from)?;
+        self.trips.transactions.fetch_add(1, Ordering::Relaxed);
         let out = f(&mut PgTx {
             tx: &mut tx,
             statements,
+            trips: &self.trips,
         });
         tx.commit().map_err(StoreError::from)?;
         out
@@ -356,6 +364,27 @@ impl Store for PostgresStore {
 struct PgTx<'a, 'c> {
     tx: &'a mut Transaction<'c>,
     statements: &'a mut HashMap<String, Statement>,
+    trips: &'a RoundTrips,
+}
+
+/// Round trips to PostgreSQL, counted so a test can hold them down: a transaction costs
+/// a fixed frame (`BEGIN`, the writers' lock for a write, `COMMIT`), and each statement
+/// the domain runs in it one more (two the first time a connection prepares it).
+#[derive(Debug, Default)]
+struct RoundTrips {
+    transactions: AtomicU64,
+    statements: AtomicU64,
+}
+
+impl PostgresStore {
+    /// `(transactions, statements)` run so far: the statements are the domain's own
+    /// (each prepare and each execution one round trip), the transactions' frames apart.
+    pub fn round_trips(&self) -> (u64, u64) {
+        (
+            self.trips.transactions.load(Ordering::Relaxed),
+            self.trips.statements.load(Ordering::Relaxed),
+        )
+    }
 }
 
 /// One bound parameter.
@@ -525,6 +554,7 @@ impl PgTx<'_, '_> {
             return Ok(s.clone());
         }
         let s = self.tx.prepare(sql)?;
+        self.trips.statements.fetch_add(1, Ordering::Relaxed);
         if self.statements.len() >= STATEMENTS_KEPT {
             self.statements.clear();
         }
@@ -538,11 +568,13 @@ impl PgTx<'_, '_> {
         args: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<postgres::Row>, StoreError> {
         let s = self.statement(sql)?;
+        self.trips.statements.fetch_add(1, Ordering::Relaxed);
         Ok(self.tx.query(&s, args)?)
     }
 
     fn execute(&mut self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
         let s = self.statement(sql)?;
+        self.trips.statements.fetch_add(1, Ordering::Relaxed);
         Ok(self.tx.execute(&s, args)?)
     }
 }

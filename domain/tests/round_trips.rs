@@ -1,0 +1,94 @@
+//! PostgreSQL round trips per tool call (issue 12): a call is one transaction, and the
+//! statements it runs do not grow with the page it answers or with the data around it
+//! (no N+1). Counted by the store itself (`PostgresStore::round_trips`). Runs when
+//! `DUNNING_TEST_PG` names a database (CI's PostgreSQL step); says so and passes
+//! otherwise.
+
+use std::sync::Arc;
+
+use dunning_domain::store::postgres::PostgresStore;
+use dunning_domain::testing::{Bed, pg_url};
+use serde_json::{Value, json};
+
+/// A store of its own and a bed on it, with a debtor of `charges` charges.
+fn bed_with(charges: usize) -> Option<(Arc<PostgresStore>, Bed, String)> {
+    let Some(url) = pg_url() else {
+        eprintln!("DUNNING_TEST_PG is not set: skipped (CI runs it on PostgreSQL)");
+        return None;
+    };
+    let store = Arc::new(PostgresStore::scratch(&url).expect("a scratch schema"));
+    let mut bed = Bed::on(store.clone());
+    let ana = bed.ana();
+    let debtor = bed.ok(
+        &ana,
+        "dunning_debtors_create",
+        json!({"cnpj_cpf": "529.982.247-25", "name": "Maria Silva"}),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for i in 0..charges {
+        bed.ok(
+            &ana,
+            "dunning_charges_create",
+            json!({
+                "debtor_id": debtor, "amount": 100 + i, "due_date": "2026-12-20",
+                "payment_method": "boleto", "description": format!("Parcela {i}"),
+            }),
+        );
+    }
+    Some((store, bed, debtor))
+}
+
+/// `(transactions, statements)` of one call.
+fn cost(store: &PostgresStore, bed: &mut Bed, tool: &str, args: Value) -> (u64, u64) {
+    let ana = bed.ana();
+    let (t0, s0) = store.round_trips();
+    bed.ok(&ana, tool, args);
+    let (t1, s1) = store.round_trips();
+    (t1 - t0, s1 - s0)
+}
+
+#[test]
+fn a_list_is_one_transaction_whatever_its_page() {
+    let Some((store, mut bed, debtor)) = bed_with(40) else {
+        return;
+    };
+    let list = |per_page: u64| json!({ "debtor_id": debtor, "per_page": per_page });
+    // Once each to prepare the statements on the connection; then measured.
+    cost(&store, &mut bed, "dunning_charges_list", list(5));
+    cost(&store, &mut bed, "dunning_charges_list", list(40));
+    let small = cost(&store, &mut bed, "dunning_charges_list", list(5));
+    let large = cost(&store, &mut bed, "dunning_charges_list", list(40));
+    assert_eq!(small.0, 1, "one transaction: {small:?}");
+    assert_eq!(large.0, 1, "one transaction: {large:?}");
+    assert_eq!(small.1, large.1, "statements do not grow with the page");
+    assert!(
+        small.1 <= 6,
+        "a page costs a handful of statements: {small:?}"
+    );
+}
+
+#[test]
+fn a_write_costs_the_same_however_much_data_surrounds_it() {
+    let Some((store, mut bed, debtor)) = bed_with(3) else {
+        return;
+    };
+    let create = |i: u64| {
+        json!({
+            "debtor_id": debtor, "amount": 50 + i, "due_date": "2026-12-21",
+            "payment_method": "boleto", "description": format!("Extra {i}"),
+        })
+    };
+    cost(&store, &mut bed, "dunning_charges_create", create(0));
+    let first = cost(&store, &mut bed, "dunning_charges_create", create(1));
+    for i in 2..30 {
+        cost(&store, &mut bed, "dunning_charges_create", create(i));
+    }
+    let later = cost(&store, &mut bed, "dunning_charges_create", create(30));
+    assert_eq!(first.0, 1, "one transaction: {first:?}");
+    assert_eq!(
+        later, first,
+        "the same round trips with 4 or 33 charges on the debtor"
+    );
+}
