@@ -1,0 +1,239 @@
+use super::*;
+use crate::store::{read, write};
+use crate::testing::{PG_VAR, pg_url};
+use serde_json::json;
+
+fn url() -> Option<String> {
+    let url = pg_url();
+    if url.is_none() {
+        eprintln!("{PG_VAR} is not set: skipped (CI runs it on PostgreSQL)");
+    }
+    url
+}
+
+/// An empty schema of its own (dropped at the end), for tests that migrate by hand.
+struct Schema {
+    admin: Client,
+    name: String,
+    url: String,
+}
+
+impl Schema {
+    fn new(url: &str) -> Self {
+        let mut admin = parse_url(url).unwrap().connect(NoTls).unwrap();
+        let name: String = admin
+            .query_one(
+                "SELECT 't_' || replace(gen_random_uuid()::text, '-', '')",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        admin
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .unwrap();
+        Self {
+            admin,
+            name,
+            url: url.to_owned(),
+        }
+    }
+
+    fn client(&self) -> Client {
+        client_in(&self.url, &self.name)
+    }
+}
+
+fn client_in(url: &str, schema: &str) -> Client {
+    let mut c = parse_url(url).unwrap();
+    c.options(&format!("-c search_path={schema}"));
+    c.connect(NoTls).unwrap()
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let _ = self
+            .admin
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name));
+    }
+}
+
+/// An entity's indexed columns ([`Kind::columns`]) must be in the frozen PostgreSQL
+/// schema with their type, and nothing else: the twin of SQLite's test.
+#[test]
+fn the_frozen_schema_has_every_declared_column() {
+    let Some(url) = url() else { return };
+    let schema = Schema::new(&url);
+    let mut c = schema.client();
+    migrate(&mut c).expect("the migrations run");
+    for kind in Kind::ALL {
+        let have: Vec<(String, String)> = c
+            .query(
+                "SELECT column_name::text, data_type::text FROM information_schema.columns \
+                 WHERE table_schema = current_schema() AND table_name = $1",
+                &[&kind.table()],
+            )
+            .expect("columns")
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert!(!have.is_empty(), "table {} exists", kind.table());
+        for col in kind.columns() {
+            let ty = match col.ty {
+                ColumnType::Text => "text",
+                ColumnType::Tags => "jsonb",
+                ColumnType::Real => "double precision",
+                ColumnType::Integer => "bigint",
+            };
+            assert!(
+                have.iter().any(|(n, t)| n == col.name && t == ty),
+                "{}.{} {ty} is declared but no PostgreSQL migration creates it",
+                kind.table(),
+                col.name
+            );
+        }
+        for (name, _) in &have {
+            let fixed = ["org", "id", "created_at", "doc"].contains(&name.as_str());
+            assert!(
+                fixed || kind.columns().iter().any(|c| c.name == name),
+                "{}.{name} is in the PostgreSQL schema but not declared",
+                kind.table()
+            );
+        }
+    }
+    // Text compares bytewise, as on SQLite.
+    let collations: Vec<String> = c
+        .query(
+            "SELECT DISTINCT COALESCE(collation_name::text, '?') FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND data_type = 'text'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(collations, ["C"]);
+}
+
+/// Two processes starting at once on a new database: one migrates, the other waits
+/// for it and finds nothing to do (without the lock, the second's `CREATE TABLE`
+/// fails or the versions are recorded twice).
+#[test]
+fn migrations_run_once_even_when_started_together() {
+    let Some(url) = url() else { return };
+    let schema = Schema::new(&url);
+    let (url, name) = (&schema.url, &schema.name);
+    let results: Vec<Result<(), StoreError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| migrate(&mut client_in(url, name))))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in results {
+        r.expect("every starter succeeds");
+    }
+    migrate(&mut schema.client()).expect("a later start is a no-op");
+    let versions: Vec<i32> = schema
+        .client()
+        .query(
+            "SELECT version FROM schema_migrations ORDER BY version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
+}
+
+/// A database migrated by a newer binary is refused with a clear error, and left
+/// as it was.
+#[test]
+fn a_database_newer_than_the_binary_is_refused() {
+    let Some(url) = url() else { return };
+    let schema = Schema::new(&url);
+    migrate(&mut schema.client()).unwrap();
+    let newer = SCHEMA_VERSION + 1;
+    schema
+        .client()
+        .execute(
+            "INSERT INTO schema_migrations (version) VALUES ($1)",
+            &[&newer],
+        )
+        .unwrap();
+    let err = PostgresStore::open_in_schema(&url, &schema.name, 1)
+        .expect_err("a newer schema is refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("version {newer}")) && msg.contains("newer than this binary knows"),
+        "{msg}"
+    );
+    let n: i64 = schema
+        .client()
+        .query_one("SELECT COUNT(*) FROM schema_migrations", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, i64::from(newer));
+}
+
+/// `read` is one snapshot: a write committed while a read runs is not seen by it,
+/// and a read after the commit sees it.
+#[test]
+fn a_read_is_one_snapshot() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let doc = |id: &str| json!({"id": id, "created_at": "2026-01-01", "status": "pending"});
+    write(&s, |tx| Ok(tx.put(Kind::Charge, "a", &doc("1"))?)).unwrap();
+    let (before, during) = read(&s, |tx| {
+        let before = tx.count(Kind::Charge, "a", &[])?;
+        write(&s, |w| Ok(w.put(Kind::Charge, "a", &doc("2"))?))?;
+        let during = (
+            tx.count(Kind::Charge, "a", &[])?,
+            tx.get(Kind::Charge, "a", "2")?.is_some(),
+        );
+        Ok((before, during))
+    })
+    .unwrap();
+    assert_eq!((before, during), (1, (1, false)));
+    assert_eq!(
+        read(&s, |tx| Ok(tx.count(Kind::Charge, "a", &[])?)).unwrap(),
+        2
+    );
+    // And it is read-only.
+    let err = read(&s, |tx| Ok(tx.put(Kind::Charge, "a", &doc("3"))?)).unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+}
+
+/// A document comes back exactly as written (key order, number spelling): `doc` is
+/// `json`, not `jsonb`, so an event's `data` lists as the tool wrote it.
+#[test]
+fn documents_come_back_byte_for_byte() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let text = r#"{"id":"1","created_at":"2026-01-01","zeta":1,"alpha":{"b":2,"a":1.50},"tags":["b","a"]}"#;
+    let doc: Value = serde_json::from_str(text).unwrap();
+    write(&s, |tx| Ok(tx.put(Kind::Debtor, "a", &doc)?)).unwrap();
+    let raw = read(&s, |tx| {
+        Ok(tx.find_raw(Kind::Debtor, "a", &Query::all())?)
+    })
+    .unwrap();
+    assert_eq!(raw, [doc.to_string()]);
+}
+
+/// The scratch schema is gone once its store is.
+#[test]
+fn a_scratch_schema_is_dropped_with_its_store() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let name = s.scratch.clone().unwrap();
+    assert!(s.ping());
+    drop(s);
+    let mut admin = parse_url(&url).unwrap().connect(NoTls).unwrap();
+    let n: i64 = admin
+        .query_one(
+            "SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1",
+            &[&name],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0);
+}
