@@ -15,6 +15,7 @@
 use http::header::{ALLOW, CACHE_CONTROL, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderName, HeaderValue, StatusCode};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 use crate::auth::{self, AuthError, Authenticate};
 use crate::config::{Config, Keys};
@@ -166,18 +167,8 @@ impl<D: Dispatch> Server<D> {
     /// Every response carries `X-Request-Id`: [`Env::request_id`], or the request's own
     /// when [`Config::trust_request_id`] says so and it is valid.
     pub fn handle(&self, req: &Request<'_>, env: &Env) -> Response {
-        let incoming = self.incoming_request_id(req);
-        let swapped;
-        let env = match incoming {
-            Some(id) => {
-                swapped = Env {
-                    request_id: id.to_owned(),
-                    ..env.clone()
-                };
-                &swapped
-            }
-            None => env,
-        };
+        let (env, incoming) = self.request_env(req, env);
+        let env = &*env;
         let mut log = RequestLog::default();
         let endpoint = self.route(req.path());
         log.endpoint = endpoint;
@@ -196,7 +187,7 @@ impl<D: Dispatch> Server<D> {
         if let Some(origin) = cors {
             cors::decorate(&mut resp, origin);
         }
-        finish(&mut resp, log, env, incoming.is_some());
+        finish(&mut resp, log, env, incoming);
         resp
     }
 
@@ -252,6 +243,21 @@ impl<D: Dispatch> Server<D> {
 
     /// The request's `X-Request-Id`, when trusted and valid: one header, 1 to
     /// [`MAX_REQUEST_ID`] bytes of visible ASCII. Anything else is ignored.
+    /// The request's environment: `env`, or a copy carrying the request's own id when
+    /// [`Config::trust_request_id`] takes it (the flag says which).
+    fn request_env<'e>(&self, req: &Request<'_>, env: &'e Env) -> (Cow<'e, Env>, bool) {
+        match self.incoming_request_id(req) {
+            Some(id) => {
+                let own = Env {
+                    request_id: id.to_owned(),
+                    ..env.clone()
+                };
+                (Cow::Owned(own), true)
+            }
+            None => (Cow::Borrowed(env), false),
+        }
+    }
+
     fn incoming_request_id<'r>(&self, req: &Request<'r>) -> Option<&'r str> {
         if !self.config.trust_request_id {
             return None;
@@ -279,18 +285,8 @@ impl<D: Dispatch> Server<D> {
     pub fn check_head(&self, req: &Request<'_>, env: &Env) -> Option<Response> {
         let head = Request { body: &[], ..*req };
         let req = &head;
-        let incoming = self.incoming_request_id(req);
-        let swapped;
-        let env = match incoming {
-            Some(id) => {
-                swapped = Env {
-                    request_id: id.to_owned(),
-                    ..env.clone()
-                };
-                &swapped
-            }
-            None => env,
-        };
+        let (env, incoming) = self.request_env(req, env);
+        let env = &*env;
         let mut log = RequestLog::default();
         let endpoint = self.route(req.path());
         log.endpoint = endpoint;
@@ -328,7 +324,7 @@ impl<D: Dispatch> Server<D> {
         if let Some(origin) = cors {
             cors::decorate(&mut resp, origin);
         }
-        finish(&mut resp, log, env, incoming.is_some());
+        finish(&mut resp, log, env, incoming);
         Some(resp)
     }
 
