@@ -34,6 +34,7 @@ use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::deliveries::{self, Delivery, Refusal};
 use crate::ops::rulers::{self, DUNNABLE, Ruler, Step};
+use crate::ops::{self, charges};
 use crate::rules::calendar;
 use crate::store::{self, Cond, Kind, Order, Query, find, load, save};
 
@@ -226,6 +227,20 @@ pub fn tick(
     Ok(report)
 }
 
+/// The other clock-driven workflows of the domain, in dependency order: bureau records
+/// (notice window, inclusion, automatic removal after payment or agreement), protests
+/// (the notary's steps), agreements (expiry, completion, breaking) and CSV exports. Each
+/// runs in a write transaction of its own and answers how many steps it took.
+const WORKFLOWS: [(&str, Workflow); 4] = [
+    ("bureau", ops::bureau::advance),
+    ("protests", ops::protests::advance),
+    ("agreements", ops::agreements::check_broken),
+    ("exports", ops::exports::process),
+];
+
+/// One clock-driven workflow: its steps due at the op's time.
+type Workflow = fn(&mut Op<'_>) -> Result<u32, DomainError>;
+
 /// Runs the engine once for one organization.
 pub fn tick_org(
     domain: &Domain,
@@ -234,26 +249,10 @@ pub fn tick_org(
     driver: &dyn DeliveryDriver,
     report: &mut TickReport,
 ) -> Result<(), DomainError> {
-    report.overdue += with_op(
-        domain,
-        org,
-        now,
-        "sweep",
-        crate::ops::charges::sweep_overdue,
-    )?;
-    // The other clock-driven workflows of the domain, in dependency order: bureau records
-    // (notice window, inclusion, automatic removal after payment or agreement), protests
-    // (the notary's steps), agreements (expiry, completion, breaking) and CSV exports.
-    report.workflow_steps += with_op(domain, org, now, "bureau", crate::ops::bureau::advance)?;
-    report.workflow_steps += with_op(domain, org, now, "protests", crate::ops::protests::advance)?;
-    report.workflow_steps += with_op(
-        domain,
-        org,
-        now,
-        "agreements",
-        crate::ops::agreements::check_broken,
-    )?;
-    report.workflow_steps += with_op(domain, org, now, "exports", crate::ops::exports::process)?;
+    report.overdue += with_op(domain, org, now, "sweep", charges::sweep_overdue)?;
+    for (phase, step) in WORKFLOWS {
+        report.workflow_steps += with_op(domain, org, now, phase, step)?;
+    }
     report.scheduled += with_op(domain, org, now, "plan", plan)?;
     let claimed = with_op(domain, org, now, "claim", |op| claim(op, report))?;
     let mut results = Vec::with_capacity(claimed.len());

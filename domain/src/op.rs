@@ -142,22 +142,10 @@ impl<'a> Op<'a> {
         calendar::today(self.now)
     }
 
-    /// Records an audit event (every change writes one) and fans it out to webhooks.
+    /// Records an audit event (every change writes one) and fans it out to the webhooks
+    /// that want it (`webhook.*` events never are: a test delivery must not trigger
+    /// deliveries of its own). Returns the stored event.
     pub fn event(
-        &mut self,
-        code: &str,
-        resource_type: &str,
-        resource_id: &str,
-        data: &impl Serialize,
-        changes: Value,
-    ) -> Result<(), DomainError> {
-        let event = self.store_event(code, resource_type, resource_id, data, changes)?;
-        crate::webhooks::fan_out(self, &event)
-    }
-
-    /// Records an audit event without fanning it out (`webhook.tested`: a test delivery
-    /// must not trigger deliveries of its own). Returns the stored event.
-    pub fn store_event(
         &mut self,
         code: &str,
         resource_type: &str,
@@ -199,6 +187,7 @@ impl<'a> Op<'a> {
             "updated_at": at,
         });
         save(self.tx, Kind::Event, self.org, &event)?;
+        crate::webhooks::fan_out(self, &event)?;
         Ok(event)
     }
 

@@ -418,6 +418,29 @@ pub trait Tx {
     fn grant_sweep(&mut self, before_ms: u64) -> Result<u64, StoreError>;
 }
 
+/// `s` matched literally inside a `LIKE` pattern (escape character `\`).
+pub(crate) fn like_escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+/// A stored document read back (a driver's text column).
+pub(crate) fn parse_doc(text: impl AsRef<str>) -> Result<Value, StoreError> {
+    serde_json::from_str(text.as_ref()).map_err(|e| StoreError(format!("corrupt document: {e}")))
+}
+
+/// The `id` and `created_at` every stored document carries (the row's key and its first
+/// ordering column).
+pub(crate) fn identity(doc: &Value) -> Result<(&str, &str), StoreError> {
+    let field = |k: &str| {
+        doc.get(k)
+            .and_then(Value::as_str)
+            .ok_or_else(|| StoreError(format!("document without {k}")))
+    };
+    Ok((field("id")?, field("created_at")?))
+}
+
 /// A transactional document store shared by every request.
 pub trait Store: Send + Sync {
     /// Runs `f` in a read transaction (a consistent snapshot).
@@ -425,18 +448,30 @@ pub trait Store: Send + Sync {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
     ) -> Result<(), DomainError>;
+    /// Runs `f` in a write transaction (one writer at a time); commits when `f` is `Ok`
+    /// and `commit` says so, rolls back otherwise. The one write primitive a store
+    /// implements: [`Store::write`] and [`Store::rehearse`] are this, with `commit` set.
+    fn transact(
+        &self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+        commit: bool,
+    ) -> Result<(), DomainError>;
     /// Runs `f` in a write transaction: committed when `f` is `Ok`, rolled back otherwise.
     fn write(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-    ) -> Result<(), DomainError>;
+    ) -> Result<(), DomainError> {
+        self.transact(f, true)
+    }
     /// Runs `f` in a write transaction that is always rolled back, whatever `f`
     /// returns: a dry run sees and checks everything the real call would (the writer's
     /// view, its own writes included) and leaves nothing behind.
     fn rehearse(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-    ) -> Result<(), DomainError>;
+    ) -> Result<(), DomainError> {
+        self.transact(f, false)
+    }
     /// Whether the store answers (`/readyz`).
     fn ping(&self) -> bool;
 }

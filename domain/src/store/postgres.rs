@@ -8,7 +8,7 @@
 //! - `write` and `rehearse` run one at a time: every one takes a transaction-level
 //!   advisory lock (one key per database schema) before anything else, so writers
 //!   serialize exactly as behind SQLite's one writer connection. The domain relies on
-//!   that: an event's `sequence` is `max + 1` (`Op::store_event`), the debtor's
+//!   that: an event's `sequence` is `max + 1` (`Op::event`), the debtor's
 //!   aggregates are read-modify-write deltas (`ops::aggregates`), outbox claims are
 //!   read-then-write. The transaction is `READ COMMITTED`, so each statement sees every
 //!   writer that committed before the lock was granted (a `REPEATABLE READ` snapshot
@@ -32,7 +32,10 @@ use postgres::types::ToSql;
 use postgres::{Client, Config, IsolationLevel, NoTls, Statement, Transaction};
 use serde_json::Value;
 
-use super::{ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx};
+use super::{
+    ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx, identity, like_escape,
+    parse_doc,
+};
 use crate::error::DomainError;
 
 /// Versioned migrations, frozen like SQLite's (`sqlite::MIGRATIONS`): a released one
@@ -237,35 +240,50 @@ impl PostgresStore {
         Ok(self.pool.get()?)
     }
 
-    /// Runs `f` in a write transaction under the writers' lock; commits when `f`
-    /// succeeded and `keep` says so, rolls back otherwise.
-    fn on_writer(
+    /// Runs `f` in one transaction, counted in [`PostgresStore::round_trips`]. A read is
+    /// a read-only snapshot (repeatable read) and always commits; a write takes the
+    /// writers' lock first (the domain assumes one writer: `max + 1` sequences, checks
+    /// then inserts) and commits only when `f` succeeded and `commit` says so.
+    fn in_transaction(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-        keep: bool,
+        access: Access,
     ) -> Result<(), DomainError> {
         let mut conn = self.conn()?;
         let Conn { client, statements } = &mut *conn;
-        let mut tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::ReadCommitted)
-            .start()
-            .map_err(StoreError::from)?;
-        tx.batch_execute(&self.write_lock)
-            .map_err(StoreError::from)?;
+        let builder = client.build_transaction();
+        let builder = match access {
+            Access::Read => builder
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true),
+            Access::Write { .. } => builder.isolation_level(IsolationLevel::ReadCommitted),
+        };
+        let mut tx = builder.start().map_err(StoreError::from)?;
+        if let Access::Write { .. } = access {
+            tx.batch_execute(&self.write_lock)
+                .map_err(StoreError::from)?;
+        }
         self.trips.transactions.fetch_add(1, Ordering::Relaxed);
         let out = f(&mut PgTx {
             tx: &mut tx,
             statements,
             trips: &self.trips,
         });
-        if keep && out.is_ok() {
-            tx.commit().map_err(StoreError::from)?;
-        } else {
-            tx.rollback().map_err(StoreError::from)?;
+        match access {
+            Access::Write { commit } if !(commit && out.is_ok()) => {
+                tx.rollback().map_err(StoreError::from)?
+            }
+            _ => tx.commit().map_err(StoreError::from)?,
         }
         out
     }
+}
+
+/// What a transaction may do.
+#[derive(Clone, Copy)]
+enum Access {
+    Read,
+    Write { commit: bool },
 }
 
 impl Drop for PostgresStore {
@@ -322,36 +340,15 @@ impl Store for PostgresStore {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
     ) -> Result<(), DomainError> {
-        let mut conn = self.conn()?;
-        let Conn { client, statements } = &mut *conn;
-        let mut tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(StoreError::from)?;
-        self.trips.transactions.fetch_add(1, Ordering::Relaxed);
-        let out = f(&mut PgTx {
-            tx: &mut tx,
-            statements,
-            trips: &self.trips,
-        });
-        tx.commit().map_err(StoreError::from)?;
-        out
+        self.in_transaction(f, Access::Read)
     }
 
-    fn write(
+    fn transact(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+        commit: bool,
     ) -> Result<(), DomainError> {
-        self.on_writer(f, true)
-    }
-
-    fn rehearse(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-    ) -> Result<(), DomainError> {
-        self.on_writer(f, false)
+        self.in_transaction(f, Access::Write { commit })
     }
 
     fn ping(&self) -> bool {
@@ -464,12 +461,6 @@ fn check_col(kind: Kind, col: &str) -> Result<(), StoreError> {
     }
 }
 
-fn like_escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_")
-}
-
 /// `WHERE` clause and its parameters (the org is always `$1`).
 fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Param>), StoreError> {
     let mut sql = String::from(" WHERE org = $1");
@@ -539,10 +530,6 @@ fn refs(args: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
     args.iter().map(|a| &**a as &(dyn ToSql + Sync)).collect()
 }
 
-fn parse_doc(text: &str) -> Result<Value, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError(format!("corrupt document: {e}")))
-}
-
 fn ms(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -592,14 +579,7 @@ impl Tx for PgTx<'_, '_> {
     }
 
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
-        let id = doc
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| StoreError("document without id".into()))?;
-        let created = doc
-            .get("created_at")
-            .and_then(Value::as_str)
-            .ok_or_else(|| StoreError("document without created_at".into()))?;
+        let (id, created) = identity(doc)?;
         let cols = kind.columns();
         let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
         let marks: String = (0..cols.len()).map(|i| format!(", ${}", i + 5)).collect();

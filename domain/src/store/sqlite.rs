@@ -15,7 +15,10 @@ use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
-use super::{ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx};
+use super::{
+    ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx, identity, like_escape,
+    parse_doc,
+};
 use crate::error::DomainError;
 
 /// Versioned migrations; each runs once, in order, inside one transaction. They are
@@ -120,28 +123,6 @@ fn lock(m: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl SqliteStore {
-    /// Runs `f` in an immediate transaction of the writer; commits when `f` succeeded
-    /// and `keep` says so, rolls back otherwise.
-    fn on_writer(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-        keep: bool,
-    ) -> Result<(), DomainError> {
-        let mut conn = lock(&self.writer);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        let out = f(&mut SqlTx { tx: &tx });
-        if keep && out.is_ok() {
-            tx.commit().map_err(StoreError::from)?;
-        } else {
-            tx.rollback().map_err(StoreError::from)?;
-        }
-        out
-    }
-}
-
 impl Store for SqliteStore {
     fn read(
         &self,
@@ -160,18 +141,22 @@ impl Store for SqliteStore {
         f(&mut t)
     }
 
-    fn write(
+    fn transact(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+        commit: bool,
     ) -> Result<(), DomainError> {
-        self.on_writer(f, true)
-    }
-
-    fn rehearse(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-    ) -> Result<(), DomainError> {
-        self.on_writer(f, false)
+        let mut conn = lock(&self.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StoreError::from)?;
+        let out = f(&mut SqlTx { tx: &tx });
+        if commit && out.is_ok() {
+            tx.commit().map_err(StoreError::from)?;
+        } else {
+            tx.rollback().map_err(StoreError::from)?;
+        }
+        out
     }
 
     fn ping(&self) -> bool {
@@ -264,16 +249,6 @@ fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Sq
     Ok((sql, args))
 }
 
-fn like_escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_")
-}
-
-fn parse_doc(text: String) -> Result<Value, StoreError> {
-    serde_json::from_str(&text).map_err(|e| StoreError(format!("corrupt document: {e}")))
-}
-
 impl Tx for SqlTx<'_> {
     fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
         let sql = format!("SELECT doc FROM {} WHERE org = ? AND id = ?", kind.table());
@@ -286,14 +261,7 @@ impl Tx for SqlTx<'_> {
     }
 
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
-        let id = doc
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| StoreError("document without id".into()))?;
-        let created = doc
-            .get("created_at")
-            .and_then(Value::as_str)
-            .ok_or_else(|| StoreError("document without created_at".into()))?;
+        let (id, created) = identity(doc)?;
         let cols = kind.columns();
         let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
         let marks: String = cols.iter().map(|_| ", ?").collect();

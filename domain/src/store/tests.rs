@@ -370,7 +370,7 @@ fn conditions_on_every_column_type() {
 }
 
 /// Writers run one at a time, so what the domain computes from the last write (an
-/// event's `max(sequence) + 1`, `Op::store_event`) is never computed twice: eight
+/// event's `max(sequence) + 1`, `Op::event`) is never computed twice: eight
 /// threads appending at once still number their documents 1, 2, 3… without a gap or
 /// a repeat, and the tally counts each once.
 #[test]

@@ -298,9 +298,9 @@ pub(super) fn test_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
     {
         return Err(DomainError::RateLimited { retry_after_ms });
     }
-    // The audit event is not fanned out (a test must not cause deliveries of its own);
-    // the test payload is an event of the requested code with the same id.
-    let tested = op.store_event(
+    // The audit event is not fanned out (`webhook.*` never is); the test payload is an
+    // event of the requested code with the same id.
+    let tested = op.event(
         "webhook.tested",
         "webhook",
         id,

@@ -67,7 +67,8 @@ pub(super) fn commit(
     a.updated_at = op.timestamp();
     save(op.tx, Kind::Agreement, op.org, &*a)?;
     let changes = before.map_or(Value::Null, |b| debtors::diff(b, &*a));
-    op.event(code, "agreement", &a.id.clone(), &*a, changes)
+    op.event(code, "agreement", &a.id.clone(), &*a, changes)?;
+    Ok(())
 }
 
 pub(super) fn ts_ms(ts: &str) -> Option<u64> {

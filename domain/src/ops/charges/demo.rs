@@ -244,23 +244,21 @@ fn seed_contact_points(
             )?;
         }
         // Some debtors opted out of a channel (LGPD): honoured from then on.
-        if i % 6 == 5 {
-            s.run(
-                rng,
-                0,
-                update,
-                json!({"id": d.id, "cp_id": whatsapp["id"], "consent": "opted_out",
-                       "opt_out_reason": "Pediu para não receber mensagens pelo WhatsApp"}),
-            )?;
-        }
-        if i % 9 == 8 {
-            s.run(
-                rng,
-                0,
-                update,
-                json!({"id": d.id, "cp_id": email["id"], "consent": "opted_out",
-                       "opt_out_reason": "Descadastrou-se pelo link do e-mail"}),
-            )?;
+        let opt_outs = [
+            (
+                6,
+                5,
+                &whatsapp,
+                "Pediu para não receber mensagens pelo WhatsApp",
+            ),
+            (9, 8, &email, "Descadastrou-se pelo link do e-mail"),
+        ];
+        for (every, at, cp, reason) in opt_outs {
+            if i % every == at {
+                let args = json!({"id": d.id, "cp_id": cp["id"], "consent": "opted_out",
+                                  "opt_out_reason": reason});
+                s.run(rng, 0, update, args)?;
+            }
         }
     }
     Ok(())

@@ -200,7 +200,8 @@ pub fn advance(
         &d.id.clone(),
         &*d,
         changes,
-    )
+    )?;
+    Ok(())
 }
 
 /// Cancels every scheduled or queued delivery matching `cond` (e.g.

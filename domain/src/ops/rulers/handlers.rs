@@ -232,7 +232,8 @@ pub(super) fn transition(
     r.updated_at = now;
     save(op.tx, Kind::Ruler, op.org, r)?;
     let changes = crate::ops::debtors::diff(&before, r);
-    op.event(code, "ruler", &r.id, r, changes)
+    op.event(code, "ruler", &r.id, r, changes)?;
+    Ok(())
 }
 
 pub(super) fn activate_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
