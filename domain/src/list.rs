@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::error::DomainError;
 use crate::op::{Op, Page, list};
-use crate::rules::{calendar, money};
+use crate::rules::calendar;
+use crate::rules::money::Money;
 use crate::store::{Cond, Kind, Order, Query, find};
 
 /// How one argument (or a pair) narrows the rows.
@@ -172,7 +173,7 @@ impl Listing {
                 Filter::MoneyRange { min, max, column } => {
                     let ends = (money_arg(op, min)?, money_arg(op, max)?);
                     let ends = ordered(ends, max, || format!("must not be less than {min}"))?;
-                    range(&mut conds, column, ends, money::brl, money::brl);
+                    range(&mut conds, column, ends, Money::brl, Money::brl);
                 }
             }
         }
@@ -210,8 +211,8 @@ fn range<T, L: serde::Serialize, U: serde::Serialize>(
     }
 }
 
-/// An amount argument: a JSON number with at most 2 decimals, in cents.
-pub fn money_arg(op: &Op<'_>, k: &str) -> Result<Option<i64>, DomainError> {
+/// An amount argument: a JSON number with at most 2 decimals.
+pub fn money_arg(op: &Op<'_>, k: &str) -> Result<Option<Money>, DomainError> {
     match op.args.get(k) {
         None | Some(Value::Null) => Ok(None),
         Some(v) if v.is_number() => op.opt_money(k),

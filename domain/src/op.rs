@@ -19,7 +19,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::DomainError;
 use crate::org::Settings;
-use crate::rules::{calendar, money};
+use crate::rules::calendar;
+use crate::rules::money::Money;
 use crate::store::{Kind, Order, Query, Tx, save};
 
 /// One operation in progress.
@@ -219,11 +220,11 @@ impl<'a> Op<'a> {
         self.args.get(k).and_then(Value::as_f64)
     }
 
-    /// A money argument in centavos (more than 2 decimals is a validation error).
-    pub fn opt_money(&self, k: &str) -> Result<Option<i64>, DomainError> {
+    /// A money argument (more than 2 decimals is a validation error).
+    pub fn opt_money(&self, k: &str) -> Result<Option<Money>, DomainError> {
         match self.opt_f64(k) {
             None => Ok(None),
-            Some(x) => money::cents(x).map(Some).ok_or_else(|| {
+            Some(x) => Money::from_brl(x).map(Some).ok_or_else(|| {
                 DomainError::field(k, "must be an amount in BRL with at most 2 decimals")
             }),
         }

@@ -460,7 +460,7 @@ fn rule_updated_amount_fine_plus_prorata_interest() {
     // The pure function the other modules use agrees.
     let parsed: Charge = serde_json::from_value(later.clone()).unwrap();
     let day = chrono::NaiveDate::from_ymd_opt(2027, 1, 24).unwrap();
-    assert_eq!(charges::updated_amount(&parsed, day), 1035.0);
+    assert_eq!(charges::updated_amount(&parsed, day).brl(), 1035.0);
     assert_eq!(charges::days_overdue(&parsed, day), 45);
 }
 

@@ -6,6 +6,7 @@ use chrono::NaiveDate;
 use dunning_domain::documents::{
     self, Party, SettlementLetter, StatementDoc, StatementLine, StatementTotals, Style, check,
 };
+use dunning_domain::rules::money::Money;
 
 fn day(y: i32, m: u32, d: u32) -> NaiveDate {
     NaiveDate::from_ymd_opt(y, m, d).unwrap()
@@ -24,8 +25,8 @@ fn letter() -> SettlementLetter {
         charge_id: "6f1c2a9e-0000-4000-8000-000000000001".into(),
         external_id: Some("FAT-00042".into()),
         description: Some("Mensalidade de dezembro".into()),
-        original_cents: 120_000,
-        paid_cents: 123_456,
+        original: Money::from_cents(120_000),
+        paid: Money::from_cents(123_456),
         due_date: day(2026, 11, 20),
         paid_on: day(2026, 12, 1),
         paid_via: "pix".into(),
@@ -116,7 +117,7 @@ fn same_input_same_bytes_and_no_clock() {
     let b = documents::settlement_letter(&letter());
     assert_eq!(a, b, "deterministic");
     let mut other = letter();
-    other.paid_cents += 1;
+    other.paid += Money::from_cents(1);
     let c = documents::settlement_letter(&other);
     assert_ne!(a, c);
     // The metadata date is the payment date, not the time the file was made.
@@ -149,18 +150,18 @@ fn statement(lines: usize) -> StatementDoc {
                 },
                 due_date: day(2026, 12, 1),
                 status: if i % 2 == 0 { "overdue" } else { "paid" }.into(),
-                amount_cents: 10_000 + i as i64,
-                paid_cents: 0,
-                updated_cents: 10_500 + i as i64,
+                amount: Money::from_cents(10_000 + i as i64),
+                paid: Money::from_cents(0),
+                updated: Money::from_cents(10_500 + i as i64),
                 days_overdue: if i % 2 == 0 { 45 } else { 0 },
             })
             .collect(),
         totals: StatementTotals {
-            open_cents: 987_654,
-            updated_cents: 1_234_567,
-            overdue_cents: 1_000_000,
-            paid_cents: 55_500,
-            renegotiated_cents: 0,
+            open: Money::from_cents(987_654),
+            updated: Money::from_cents(1_234_567),
+            overdue: Money::from_cents(1_000_000),
+            paid: Money::from_cents(55_500),
+            renegotiated: Money::from_cents(0),
         },
     }
 }

@@ -2,6 +2,7 @@
 //! machine, the default ruler, steps ordering, preview, isolation and idempotency.
 
 use dunning_core::{Ctx, Dispatch, Principal, ToolCall, ToolError, ToolErrorCode};
+use dunning_domain::rules::money::Money;
 use dunning_domain::testing::Bed;
 use serde_json::{Map, Value, json};
 
@@ -693,7 +694,7 @@ fn segment_rulers_and_the_default_are_resolved() {
     assert!(!b2b.matches(&charge, &person));
     let vip = Filters {
         tags: vec!["vip".into()],
-        min_amount: Some(10.0),
+        min_amount: Some(Money::from_cents(1_000)),
         ..Filters::default()
     };
     assert!(vip.matches(&charge, &person));

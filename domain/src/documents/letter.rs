@@ -16,9 +16,9 @@ pub struct SettlementLetter {
     /// What was charged.
     pub description: Option<String>,
     /// Amount originally charged (centavos).
-    pub original_cents: i64,
+    pub original: Money,
     /// Amount received (centavos).
-    pub paid_cents: i64,
+    pub paid: Money,
     /// Due date.
     pub due_date: NaiveDate,
     /// Date of the settling payment.
@@ -53,7 +53,7 @@ pub fn settlement_letter(l: &SettlementLetter) -> Vec<u8> {
         (None, Some(e)) => format!("cobrança {}, referência {e}", l.charge_id),
         (None, None) => format!("cobrança {}", l.charge_id),
     };
-    let amount = money::format_brl(l.paid_cents);
+    let amount = l.paid.to_string();
     let debtor = format!(
         "{}, inscrito(a) no {} sob o nº {}",
         l.debtor.name,
@@ -66,7 +66,7 @@ pub fn settlement_letter(l: &SettlementLetter) -> Vec<u8> {
         l.creditor.document_kind(),
         l.creditor.document_formatted()
     );
-    let words = amount_in_words(l.paid_cents);
+    let words = amount_in_words(l.paid);
     let text = match &l.agreement_id {
         Some(aid) => format!(
             "{creditor}, declara, para os devidos fins, que o débito de {debtor}, no valor de {amount} ({words}), referente a {reference}, com vencimento em {}, foi integralmente pago por meio do acordo de renegociação nº {aid}, cujas parcelas foram todas quitadas, estando o acordo concluído em {}.",
@@ -86,12 +86,12 @@ pub fn settlement_letter(l: &SettlementLetter) -> Vec<u8> {
         "Com o recebimento dessa importância, o credor dá ao devedor plena, geral e irrevogável quitação do débito acima identificado, nada mais tendo a reclamar a esse título, nos termos dos arts. 319 e 320 do Código Civil (Lei nº 10.406/2002).",
         body,
     );
-    if l.original_cents != l.paid_cents {
+    if l.original != l.paid {
         w.space(8.0);
         w.paragraph(
             &format!(
                 "Valor original da cobrança: {}; valor recebido, com os encargos ou descontos aplicáveis na data do pagamento: {amount}.",
-                money::format_brl(l.original_cents)
+                l.original
             ),
             body,
         );

@@ -19,7 +19,7 @@ use chrono::{Datelike, NaiveDate};
 use pdf_writer::{Content, Date, Finish, Name, Pdf, Rect, Ref, Str, TextStr};
 use sha2::{Digest, Sha256};
 
-use crate::rules::money;
+use crate::rules::money::Money;
 
 mod letter;
 mod statement;
@@ -47,12 +47,15 @@ mod tests {
         assert_eq!(in_words(21_000), "vinte e um mil");
         assert_eq!(in_words(2_000_000), "dois milhões");
         assert_eq!(
-            amount_in_words(123_456),
+            amount_in_words(Money::from_cents(123_456)),
             "mil duzentos e trinta e quatro reais e cinquenta e seis centavos"
         );
-        assert_eq!(amount_in_words(100), "um real");
-        assert_eq!(amount_in_words(1), "um centavo");
-        assert_eq!(amount_in_words(100_000_000), "um milhão de reais");
+        assert_eq!(amount_in_words(Money::from_cents(100)), "um real");
+        assert_eq!(amount_in_words(Money::from_cents(1)), "um centavo");
+        assert_eq!(
+            amount_in_words(Money::from_cents(100_000_000)),
+            "um milhão de reais"
+        );
     }
 
     #[test]

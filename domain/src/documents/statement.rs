@@ -12,11 +12,11 @@ pub struct StatementLine {
     /// Status (as the API names it).
     pub status: String,
     /// Amount charged (centavos).
-    pub amount_cents: i64,
+    pub amount: Money,
     /// Paid so far (centavos).
-    pub paid_cents: i64,
+    pub paid: Money,
     /// Owed on the statement date (centavos).
-    pub updated_cents: i64,
+    pub updated: Money,
     /// Days late on the statement date.
     pub days_overdue: i64,
 }
@@ -25,15 +25,15 @@ pub struct StatementLine {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StatementTotals {
     /// Open charges' amounts minus payments.
-    pub open_cents: i64,
+    pub open: Money,
     /// Open charges' updated amounts.
-    pub updated_cents: i64,
+    pub updated: Money,
     /// Overdue part of the updated amounts.
-    pub overdue_cents: i64,
+    pub overdue: Money,
     /// Received on paid charges.
-    pub paid_cents: i64,
+    pub paid: Money,
     /// Amounts folded into agreements.
-    pub renegotiated_cents: i64,
+    pub renegotiated: Money,
 }
 
 /// What a debtor statement says.
@@ -110,8 +110,8 @@ pub fn debtor_statement(s: &StatementDoc) -> Vec<u8> {
             status_text(&line.status).to_owned()
         };
         let due = short_date(line.due_date);
-        let amount = money::format_brl(line.amount_cents);
-        let updated = money::format_brl(line.updated_cents);
+        let amount = line.amount.to_string();
+        let updated = line.updated.to_string();
         w.row(
             &[
                 (&desc, cols[0], Align::Left),
@@ -130,14 +130,14 @@ pub fn debtor_statement(s: &StatementDoc) -> Vec<u8> {
     w.space(6.0);
     let t = &s.totals;
     let total = Style::bold(10.0);
-    for (label, cents, style) in [
-        ("Em aberto (valor original)", t.open_cents, body),
-        ("Vencido (atualizado)", t.overdue_cents, body),
-        ("Pago", t.paid_cents, body),
-        ("Renegociado", t.renegotiated_cents, body),
-        ("Total devido atualizado", t.updated_cents, total),
+    for (label, amount, style) in [
+        ("Em aberto (valor original)", t.open, body),
+        ("Vencido (atualizado)", t.overdue, body),
+        ("Pago", t.paid, body),
+        ("Renegociado", t.renegotiated, body),
+        ("Total devido atualizado", t.updated, total),
     ] {
-        let amount = money::format_brl(cents);
+        let amount = amount.to_string();
         w.row(
             &[
                 (label, cols[2], Align::Left),

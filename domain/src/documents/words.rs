@@ -183,8 +183,8 @@ pub fn in_words(n: u64) -> String {
 
 /// An amount in words (`R$ 1.234,56` → `mil duzentos e trinta e quatro reais e cinquenta
 /// e seis centavos`).
-pub fn amount_in_words(cents: i64) -> String {
-    let c = cents.unsigned_abs();
+pub fn amount_in_words(amount: Money) -> String {
+    let c = amount.cents().unsigned_abs();
     let (reais, centavos) = (c / 100, c % 100);
     let mut out = String::new();
     if reais > 0 {

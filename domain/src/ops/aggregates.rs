@@ -24,7 +24,7 @@ use super::charges::Charge;
 use super::debtors::Debtor;
 use crate::error::DomainError;
 use crate::op::Op;
-use crate::rules::money;
+use crate::rules::money::Money;
 use crate::store::{Cond, Kind, Order, Query, load, save};
 
 /// Statuses whose balance a debtor still owes.
@@ -33,8 +33,8 @@ const OPEN: [&str; 3] = ["pending", "overdue", "partially_paid"];
 /// What one charge adds to its debtor's aggregates.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Share {
-    open_cents: i64,
-    overdue_cents: i64,
+    open: Money,
+    overdue: Money,
     overdue_count: i64,
 }
 
@@ -46,12 +46,11 @@ fn share(c: Option<&Charge>) -> Share {
     let Some(c) = c.filter(|c| is_open(c)) else {
         return Share::default();
     };
-    let due = money::cents(c.amount).unwrap_or_default()
-        - money::cents(c.paid_amount).unwrap_or_default();
+    let due = c.amount - c.paid_amount;
     let overdue = c.status == "overdue";
     Share {
-        open_cents: due,
-        overdue_cents: if overdue { due } else { 0 },
+        open: due,
+        overdue: if overdue { due } else { Money::ZERO },
         overdue_count: i64::from(overdue),
     }
 }
@@ -94,9 +93,8 @@ fn apply_to(
         d.overdue_count,
         d.oldest_due_date.clone(),
     );
-    let cents = |x: f64| money::cents(x).unwrap_or_default();
-    d.open_amount = money::brl(cents(d.open_amount) - old.open_cents + new.open_cents);
-    d.overdue_amount = money::brl(cents(d.overdue_amount) - old.overdue_cents + new.overdue_cents);
+    d.open_amount = d.open_amount - old.open + new.open;
+    d.overdue_amount = d.overdue_amount - old.overdue + new.overdue;
     d.overdue_count =
         u32::try_from((i64::from(d.overdue_count) - old.overdue_count + new.overdue_count).max(0))
             .unwrap_or(u32::MAX);
@@ -153,7 +151,7 @@ fn oldest_open(op: &mut Op<'_>, debtor_id: &str) -> Result<Option<String>, Domai
 pub fn recount(
     op: &mut Op<'_>,
     debtor_id: &str,
-) -> Result<(f64, f64, u32, Option<String>), DomainError> {
+) -> Result<(Money, Money, u32, Option<String>), DomainError> {
     let q = Query {
         sort: ("debtor_id", Order::Asc),
         ..Query::all()
@@ -165,16 +163,16 @@ pub fn recount(
     let mut oldest: Option<String> = None;
     for c in &charges {
         let s = share(Some(c));
-        total.open_cents += s.open_cents;
-        total.overdue_cents += s.overdue_cents;
+        total.open += s.open;
+        total.overdue += s.overdue;
         total.overdue_count += s.overdue_count;
         if oldest.as_deref().is_none_or(|o| c.due_date.as_str() < o) {
             oldest = Some(c.due_date.clone());
         }
     }
     Ok((
-        money::brl(total.open_cents),
-        money::brl(total.overdue_cents),
+        total.open,
+        total.overdue,
         u32::try_from(total.overdue_count).unwrap_or(u32::MAX),
         oldest,
     ))

@@ -8,13 +8,14 @@
 
 use crate::catalog::name;
 use crate::list::{Filter, Listing};
+use crate::rules::money::Money;
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::error::DomainError;
 use crate::op::{Op, created, ok};
-use crate::rules::{document, money};
+use crate::rules::document;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -77,9 +78,9 @@ pub struct Debtor {
     /// Why archived.
     pub archive_reason: Option<String>,
     /// Sum of open charges (pending, overdue, partially paid), computed.
-    pub open_amount: f64,
+    pub open_amount: Money,
     /// Sum of overdue charges, computed.
-    pub overdue_amount: f64,
+    pub overdue_amount: Money,
     /// Number of overdue charges, computed.
     pub overdue_count: u32,
     /// Oldest due date among open charges, computed.
@@ -370,8 +371,8 @@ fn create_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
         status: "active".into(),
         archived_at: None,
         archive_reason: None,
-        open_amount: 0.0,
-        overdue_amount: 0.0,
+        open_amount: Money::ZERO,
+        overdue_amount: Money::ZERO,
         overdue_count: 0,
         oldest_due_date: None,
         created_at: now.clone(),
@@ -425,10 +426,10 @@ fn archive_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if d.status == "archived" {
         return Ok(ok(d));
     }
-    if d.open_amount > 0.0 {
+    if d.open_amount > Money::ZERO {
         return Err(DomainError::Conflict(format!(
             "debtor {id} has open charges of {}; cancel or settle them first",
-            money::format_brl(money::cents(d.open_amount).unwrap_or_default())
+            d.open_amount
         )));
     }
     let before = d.clone();

@@ -28,6 +28,7 @@
 
 use crate::catalog::name;
 use crate::list::{Filter, Listing};
+use crate::rules::money::Money;
 use chrono::{Duration, NaiveDate};
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
@@ -37,7 +38,7 @@ use crate::error::DomainError;
 use crate::op::{Op, created, ok};
 use crate::ops::charges::{self, Charge};
 use crate::ops::debtors::{self, Debtor};
-use crate::rules::{calendar, money};
+use crate::rules::calendar;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -91,14 +92,14 @@ pub struct Protest {
     /// Proof of the debt (the creditor's document references).
     pub document_ids: Vec<String>,
     /// Amount protested (the charge's updated amount when requested, BRL).
-    pub amount: f64,
+    pub amount: Money,
     /// Notary office (the debtor's city).
     pub notary_office: String,
     /// The notary's protocol number.
     pub protocol: Option<String>,
     /// Notary costs (emolumentos; São Paulo defers them to the debtor, so 0 until the
     /// notary says otherwise).
-    pub costs_amount: f64,
+    pub costs_amount: Money,
     /// When requested.
     pub requested_at: Option<String>,
     /// When the notary received it.
@@ -375,8 +376,8 @@ fn describe_protest(op: &mut Op<'_>) -> Result<String, DomainError> {
     Ok(format!(
         "Protest {} of {} ({} updated) owed by {} ({}) as a {} at the {}, with {} proof document(s)? The debtor will be intimated by the notary.",
         charges::label(&p.charge),
-        charges::brl_text(p.charge.amount),
-        charges::brl_text(updated),
+        p.charge.amount,
+        updated,
         p.debtor.name,
         crate::documents::format_document(&p.debtor.cnpj_cpf),
         title_name(&p.title_type),
@@ -492,7 +493,7 @@ fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
     let name = load::<Debtor>(op.tx, Kind::Debtor, op.org, &p.debtor_id)?
         .map(|d| d.name)
         .unwrap_or_default();
-    let amount = money::format_brl(money::cents(p.amount).unwrap_or_default());
+    let amount = p.amount.to_string();
     Ok(match effect {
         Some("withdrawn") => format!(
             "Withdraw the protest of charge {} ({amount}) against {name} at the {} (currently {})?",

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 use crate::error::DomainError;
 use crate::op::{Op, ok};
-use crate::rules::{calendar, money};
+use crate::rules::calendar;
+use crate::rules::money::Money;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Query};
 use crate::tool::{ToolSpec, tool};
@@ -69,16 +70,10 @@ fn summary(op: &mut Op<'_>) -> Result<Output, DomainError> {
         ..Query::all()
     };
     let open = op.tx.find(Kind::Charge, op.org, &q)?;
-    let remaining = |c: &Value| {
-        let amount = c.get("amount").and_then(Value::as_f64).unwrap_or_default();
-        let paid = c
-            .get("paid_amount")
-            .and_then(Value::as_f64)
-            .unwrap_or_default();
-        money::cents(amount).unwrap_or_default() - money::cents(paid).unwrap_or_default()
-    };
-    let (mut open_c, mut overdue_c, mut overdue_n, mut pending_n) = (0i64, 0i64, 0u64, 0u64);
-    let mut aging = [(0i64, 0u64); 5];
+    let remaining = |c: &Value| Money::in_doc(c, "amount") - Money::in_doc(c, "paid_amount");
+    let (mut open_c, mut overdue_c) = (Money::ZERO, Money::ZERO);
+    let (mut overdue_n, mut pending_n) = (0u64, 0u64);
+    let mut aging = [(Money::ZERO, 0u64); 5];
     for c in &open {
         let due = remaining(c);
         open_c += due;
@@ -114,43 +109,29 @@ fn summary(op: &mut Op<'_>) -> Result<Output, DomainError> {
         ..Query::all()
     };
     let paid = op.tx.find(Kind::Charge, op.org, &paid_q)?;
-    let paid_c: i64 = paid
-        .iter()
-        .map(|c| {
-            money::cents(
-                c.get("paid_amount")
-                    .and_then(Value::as_f64)
-                    .unwrap_or_default(),
-            )
-            .unwrap_or_default()
-        })
-        .sum();
+    let paid_c: Money = paid.iter().map(|c| Money::in_doc(c, "paid_amount")).sum();
     let denominator = paid_c + overdue_c;
-    let rate = if denominator == 0 {
+    let rate = if denominator.is_zero() {
         0.0
     } else {
-        money::round2(paid_c as f64 / denominator as f64 * 100.0) / 100.0
+        // A share with two decimals of percent (0.4567 = 45.67 %).
+        (paid_c.cents() as f64 / denominator.cents() as f64 * 10_000.0).round() / 10_000.0
     };
     let aging: serde_json::Map<String, Value> = BUCKETS
         .iter()
         .zip(aging)
-        .map(|(b, (c, n))| {
-            (
-                b.0.to_owned(),
-                json!({ "amount": money::brl(c), "count": n }),
-            )
-        })
+        .map(|(b, (c, n))| (b.0.to_owned(), json!({ "amount": c, "count": n })))
         .collect();
     Ok(ok(json!({
         "as_of": today.format("%Y-%m-%d").to_string(),
         "period": { "from": from.format("%Y-%m-%d").to_string(), "to": to.format("%Y-%m-%d").to_string() },
-        "open_amount": money::brl(open_c),
+        "open_amount": open_c,
         "open_count": open.len(),
         "pending_count": pending_n,
-        "overdue_amount": money::brl(overdue_c),
+        "overdue_amount": overdue_c,
         "overdue_count": overdue_n,
         "aging": aging,
-        "paid_amount": money::brl(paid_c),
+        "paid_amount": paid_c,
         "paid_count": paid.len(),
         "recovery_rate": rate,
     })))

@@ -574,7 +574,7 @@ impl Tx for PgTx<'_, '_> {
         );
         let rows = self.query(&sql, &[&org, &id])?;
         rows.first()
-            .map(|r| parse_doc(&r.get::<_, String>(0)))
+            .map(|r| parse_doc(r.get::<_, String>(0)))
             .transpose()
     }
 
@@ -668,7 +668,7 @@ impl Tx for PgTx<'_, '_> {
                 Ok(Remembered {
                     tool: r.get(0),
                     digest: r.get(1),
-                    result: parse_doc(&r.get::<_, String>(2))?,
+                    result: parse_doc(r.get::<_, String>(2))?,
                     at_ms: u64::try_from(r.get::<_, i64>(3)).unwrap_or_default(),
                 })
             })
@@ -697,7 +697,7 @@ impl Tx for PgTx<'_, '_> {
             &[&kind, &id],
         )?;
         rows.first()
-            .map(|r| parse_doc(&r.get::<_, String>(0)))
+            .map(|r| parse_doc(r.get::<_, String>(0)))
             .transpose()
     }
 

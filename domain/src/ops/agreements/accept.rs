@@ -91,7 +91,7 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
             op,
             NewCharge {
                 debtor_id: a.debtor_id.clone(),
-                amount_cents: money::cents(inst.amount).unwrap_or_default(),
+                amount: inst.amount,
                 due_date: due,
                 payment_method: a.payment_method.clone(),
                 description: Some(format!("Acordo {} — {what}", short(&agreement_id))),
@@ -126,7 +126,7 @@ pub(super) fn cancel_check(op: &mut Op<'_>, a: &Agreement) -> Result<Option<()>,
             for i in &a.installments {
                 let Some(cid) = &i.charge_id else { continue };
                 let c = charges::load_charge(op, cid)?;
-                if c.paid_amount > 0.0 || c.status == "paid" {
+                if c.paid_amount > Money::ZERO || c.status == "paid" {
                     return Err(DomainError::Conflict(format!(
                         "invalid_transition: agreement {} has a payment on installment {} (charge {cid}, {}); an agreement with payments is active and cannot be canceled",
                         a.id, i.number, c.status
@@ -151,7 +151,7 @@ pub(super) fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
     let name = load::<Debtor>(op.tx, Kind::Debtor, op.org, &a.debtor_id)?
         .map(|d| d.name)
         .unwrap_or_default();
-    let total = money::format_brl(money::cents(a.total_amount).unwrap_or_default());
+    let total = a.total_amount.to_string();
     Ok(match (check, a.status.as_str()) {
         (None, _) => {
             format!("Agreement {id} of {name} is already canceled; nothing will change. Continue?")
@@ -206,7 +206,7 @@ pub(super) fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
                 continue;
             }
             let prev = c.clone();
-            c.status = if c.paid_amount > 0.0 {
+            c.status = if c.paid_amount > Money::ZERO {
                 "partially_paid"
             } else {
                 "overdue"

@@ -168,16 +168,16 @@ pub(super) fn create_agreement(op: &mut Op<'_>) -> Result<Output, DomainError> {
         charge_ids: ids,
         status: "proposed".into(),
         charges: t.parts.clone(),
-        original_amount: money::brl(t.principal),
-        fine_amount: money::brl(t.fine),
-        interest_amount: money::brl(t.interest),
-        updated_amount: money::brl(t.updated),
-        fine_waived: money::brl(t.fine_waived),
-        interest_waived: money::brl(t.interest_waived),
-        discount_amount: money::brl(t.discount),
+        original_amount: t.principal,
+        fine_amount: t.fine,
+        interest_amount: t.interest,
+        updated_amount: t.updated,
+        fine_waived: t.fine_waived,
+        interest_waived: t.interest_waived,
+        discount_amount: t.discount,
         discount_percentage: t.discount_pct,
-        total_amount: money::brl(t.total),
-        down_payment_amount: money::brl(t.down),
+        total_amount: t.total,
+        down_payment_amount: t.down,
         installments_count: t.count,
         first_due_date: fmt_date(t.first_due),
         payment_method: t.payment_method.clone(),
@@ -227,13 +227,13 @@ pub(super) fn notify_proposal(
     op.outbound
         .take(op.org, Budget::Messages, 1, op.now, op.dry_run)
         .map_err(|retry_after_ms| DomainError::RateLimited { retry_after_ms })?;
-    let down = if t.down > 0 {
-        format!(" (entrada de {})", money::format_brl(t.down))
+    let down = if t.down > Money::ZERO {
+        format!(" (entrada de {})", t.down)
     } else {
         String::new()
     };
-    let discount = if t.discount > 0 {
-        format!(", com desconto de {}", money::format_brl(t.discount))
+    let discount = if t.discount > Money::ZERO {
+        format!(", com desconto de {}", t.discount)
     } else {
         String::new()
     };
@@ -241,7 +241,7 @@ pub(super) fn notify_proposal(
     let message = format!(
         "Olá, {{{{debtor.name}}}}. Preparamos uma proposta de acordo para {} fatura(s) em aberto: total de {}{discount}, em {} parcela(s){down}, a primeira em {}. A proposta vale até {}. Responda a esta mensagem ou fale com nosso atendimento para aceitar.",
         t.parts.len(),
-        money::format_brl(t.total),
+        t.total,
         t.count,
         documents::short_date(calendar::next_business_day(t.first_due)),
         expires.map(documents::short_date).unwrap_or_default(),

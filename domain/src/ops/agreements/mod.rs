@@ -38,6 +38,7 @@
 //! cancel), `worker`, `term` (the PDF) and `demo`.
 
 use crate::catalog::name;
+use crate::rules::money::Money;
 use std::collections::BTreeSet;
 
 use chrono::{Months, NaiveDate};
@@ -54,7 +55,7 @@ use crate::ops::charges::{self, Charge, NewCharge};
 use crate::ops::debtors::{self, Debtor};
 use crate::ops::deliveries::{self, Delivery};
 use crate::outbound::Budget;
-use crate::rules::{calendar, money};
+use crate::rules::calendar;
 use crate::schema as s;
 use crate::store::{self, Cond, Kind, Order, Query, find, load, must, save};
 use crate::tool::{ToolBuilder, ToolSpec, tool};
@@ -114,17 +115,17 @@ pub struct ChargePart {
     /// Its status then.
     pub status: String,
     /// Its amount (BRL).
-    pub amount: f64,
+    pub amount: Money,
     /// Paid so far (BRL).
-    pub paid_amount: f64,
+    pub paid_amount: Money,
     /// Principal still owed (BRL).
-    pub principal: f64,
+    pub principal: Money,
     /// Fine owed (BRL).
-    pub fine: f64,
+    pub fine: Money,
     /// Interest owed (BRL).
-    pub interest: f64,
+    pub interest: Money,
     /// Everything owed (BRL).
-    pub updated_amount: f64,
+    pub updated_amount: Money,
     /// Days after the effective due date.
     pub days_overdue: i64,
 }
@@ -138,7 +139,7 @@ pub struct Installment {
     /// `down_payment` or `installment`.
     pub kind: String,
     /// Amount (BRL).
-    pub amount: f64,
+    pub amount: Money,
     /// Due date (a bank business day).
     pub due_date: String,
     /// The charge generated on acceptance.
@@ -146,7 +147,7 @@ pub struct Installment {
     /// `scheduled` until accepted, then the charge's status.
     pub status: String,
     /// Paid so far on its charge (BRL).
-    pub paid_amount: f64,
+    pub paid_amount: Money,
 }
 
 /// An agreement.
@@ -164,25 +165,25 @@ pub struct Agreement {
     /// The charges as they stood when proposed.
     pub charges: Vec<ChargePart>,
     /// Open principal of the charges (BRL).
-    pub original_amount: f64,
+    pub original_amount: Money,
     /// Fines owed (BRL).
-    pub fine_amount: f64,
+    pub fine_amount: Money,
     /// Interest owed (BRL).
-    pub interest_amount: f64,
+    pub interest_amount: Money,
     /// Everything owed before the discount (BRL).
-    pub updated_amount: f64,
+    pub updated_amount: Money,
     /// Part of the discount that waives fines (BRL).
-    pub fine_waived: f64,
+    pub fine_waived: Money,
     /// Part of the discount that waives interest (BRL).
-    pub interest_waived: f64,
+    pub interest_waived: Money,
     /// Discount (BRL).
-    pub discount_amount: f64,
+    pub discount_amount: Money,
     /// Discount (percent of the updated amount).
     pub discount_percentage: f64,
     /// What the debtor pays under the agreement (BRL).
-    pub total_amount: f64,
+    pub total_amount: Money,
     /// Down payment (entrada, BRL; 0 when none).
-    pub down_payment_amount: f64,
+    pub down_payment_amount: Money,
     /// Installments besides the down payment.
     pub installments_count: u32,
     /// First due date.

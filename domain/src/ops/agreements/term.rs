@@ -25,10 +25,6 @@ pub(super) fn ts_date(ts: &str) -> Option<NaiveDate> {
     calendar::parse_timestamp(ts).map(|t| t.with_timezone(&calendar::offset()).date_naive())
 }
 
-pub(super) fn brl(x: f64) -> String {
-    money::format_brl(money::cents(money::round2(x)).unwrap_or_default())
-}
-
 pub(super) fn short_iso(iso: &str) -> String {
     calendar::parse_date(iso).map_or_else(|| iso.to_owned(), documents::short_date)
 }
@@ -92,15 +88,13 @@ pub fn term_pdf(a: &Agreement, creditor: &Party, debtor: &Debtor) -> Vec<u8> {
         body,
     );
     w.space(8.0);
-    let updated_cents = money::cents(a.updated_amount).unwrap_or_default();
-    let total_cents = money::cents(a.total_amount).unwrap_or_default();
     let as_of = ts_date(&a.created_at).unwrap_or(date);
     w.line("Cláusula 1ª — Da confissão de dívida", bold);
     w.paragraph(
         &format!(
             "O(A) DEVEDOR(A) reconhece e confessa dever ao CREDOR a importância de {} ({}), atualizada até {} com multa e juros de mora, referente às cobranças abaixo:",
-            money::format_brl(updated_cents),
-            documents::amount_in_words(updated_cents),
+            a.updated_amount,
+            documents::amount_in_words(a.updated_amount),
             documents::short_date(as_of),
         ),
         body,
@@ -123,8 +117,8 @@ pub fn term_pdf(a: &Agreement, creditor: &Party, debtor: &Debtor) -> Vec<u8> {
             &[
                 (&label, x0, Align::Left),
                 (&short_iso(&p.due_date), x1, Align::Left),
-                (&brl(p.amount), x2, Align::Right),
-                (&brl(p.updated_amount), x3, Align::Right),
+                (&p.amount.to_string(), x2, Align::Right),
+                (&p.updated_amount.to_string(), x3, Align::Right),
             ],
             small,
         );
@@ -132,16 +126,16 @@ pub fn term_pdf(a: &Agreement, creditor: &Party, debtor: &Debtor) -> Vec<u8> {
     w.rule();
     w.space(6.0);
     w.line("Cláusula 2ª — Do desconto", bold);
-    if a.discount_amount > 0.0 {
+    if a.discount_amount > Money::ZERO {
         w.paragraph(
             &format!(
                 "O CREDOR concede desconto de {}% ({}), que dispensa {} de juros e {} de multa, de modo que o valor do acordo é de {} ({}).",
                 a.discount_percentage,
-                brl(a.discount_amount),
-                brl(a.interest_waived),
-                brl(a.fine_waived),
-                money::format_brl(total_cents),
-                documents::amount_in_words(total_cents),
+                a.discount_amount,
+                a.interest_waived,
+                a.fine_waived,
+                a.total_amount,
+                documents::amount_in_words(a.total_amount),
             ),
             body,
         );
@@ -149,8 +143,8 @@ pub fn term_pdf(a: &Agreement, creditor: &Party, debtor: &Debtor) -> Vec<u8> {
         w.paragraph(
             &format!(
                 "Não há desconto: o valor do acordo é de {} ({}).",
-                money::format_brl(total_cents),
-                documents::amount_in_words(total_cents)
+                a.total_amount,
+                documents::amount_in_words(a.total_amount)
             ),
             body,
         );
@@ -188,7 +182,7 @@ pub fn term_pdf(a: &Agreement, creditor: &Party, debtor: &Debtor) -> Vec<u8> {
                 (&i.number.to_string(), x0, Align::Left),
                 (kind, x0 + 30.0, Align::Left),
                 (&short_iso(&i.due_date), x1, Align::Left),
-                (&brl(i.amount), x3, Align::Right),
+                (&i.amount.to_string(), x3, Align::Right),
             ],
             small,
         );

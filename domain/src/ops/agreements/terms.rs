@@ -8,16 +8,16 @@ use super::*;
 pub(super) struct Terms {
     pub(super) debtor: Debtor,
     pub(super) parts: Vec<ChargePart>,
-    pub(super) principal: i64,
-    pub(super) fine: i64,
-    pub(super) interest: i64,
-    pub(super) updated: i64,
+    pub(super) principal: Money,
+    pub(super) fine: Money,
+    pub(super) interest: Money,
+    pub(super) updated: Money,
     pub(super) discount_pct: f64,
-    pub(super) discount: i64,
-    pub(super) fine_waived: i64,
-    pub(super) interest_waived: i64,
-    pub(super) total: i64,
-    pub(super) down: i64,
+    pub(super) discount: Money,
+    pub(super) fine_waived: Money,
+    pub(super) interest_waived: Money,
+    pub(super) total: Money,
+    pub(super) down: Money,
     pub(super) count: u32,
     pub(super) first_due: NaiveDate,
     pub(super) payment_method: String,
@@ -71,11 +71,11 @@ pub(super) fn charge_ids_arg(op: &Op<'_>) -> Result<Vec<String>, DomainError> {
 
 /// Splits a charge's amount owed today into (principal, fine, interest): payments settle
 /// principal first, then fine, then interest.
-pub(super) fn split(c: &Charge, today: NaiveDate) -> (i64, i64, i64, charges::Breakdown) {
+pub(super) fn split(c: &Charge, today: NaiveDate) -> (Money, Money, Money, charges::Breakdown) {
     let b = charges::breakdown(c, today);
     let mut paid = b.paid;
-    let mut take = |x: i64| {
-        let t = paid.min(x).max(0);
+    let mut take = |x: Money| {
+        let t = paid.min(x).or_zero();
         paid -= t;
         x - t
     };
@@ -91,35 +91,40 @@ pub(super) fn fmt_date(d: NaiveDate) -> String {
 
 /// The installment plan: down payment on the first due date, then `count` monthly
 /// installments; due dates rolled to business days; the last absorbs the rounding.
-pub(super) fn schedule(first: NaiveDate, count: u32, down: i64, total: i64) -> Vec<Installment> {
+pub(super) fn schedule(
+    first: NaiveDate,
+    count: u32,
+    down: Money,
+    total: Money,
+) -> Vec<Installment> {
     let mut v = Vec::new();
-    let offset = u32::from(down > 0);
-    if down > 0 {
+    let offset = u32::from(down > Money::ZERO);
+    if down > Money::ZERO {
         v.push(Installment {
             number: 1,
             kind: "down_payment".into(),
-            amount: money::brl(down),
+            amount: down,
             due_date: fmt_date(calendar::next_business_day(first)),
             status: "scheduled".into(),
             ..Installment::default()
         });
     }
-    let rest = total - down;
+    let rest = (total - down).cents();
     let n = i64::from(count.max(1));
     let base = rest / n;
     for k in 0..count {
-        let amount = if k + 1 == count {
+        let amount = Money::from_cents(if k + 1 == count {
             rest - base * (n - 1)
         } else {
             base
-        };
+        });
         let due = first
             .checked_add_months(Months::new(k + offset))
             .unwrap_or(first);
         v.push(Installment {
             number: k + offset + 1,
             kind: "installment".into(),
-            amount: money::brl(amount),
+            amount,
             due_date: fmt_date(calendar::next_business_day(due)),
             status: "scheduled".into(),
             ..Installment::default()
@@ -167,7 +172,7 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
         }
     };
     let down = match op.args.get("down_payment_amount") {
-        None | Some(Value::Null) => 0,
+        None | Some(Value::Null) => Money::ZERO,
         Some(v) if !v.is_number() => {
             return Err(DomainError::field(
                 "down_payment_amount",
@@ -176,7 +181,7 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
         }
         Some(_) => op.opt_money("down_payment_amount")?.unwrap_or_default(),
     };
-    if down < 0 {
+    if down < Money::ZERO {
         return Err(DomainError::field(
             "down_payment_amount",
             "may not be negative",
@@ -209,15 +214,15 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
     let mut t = Terms {
         debtor,
         parts: Vec::new(),
-        principal: 0,
-        fine: 0,
-        interest: 0,
-        updated: 0,
+        principal: Money::ZERO,
+        fine: Money::ZERO,
+        interest: Money::ZERO,
+        updated: Money::ZERO,
         discount_pct,
-        discount: 0,
-        fine_waived: 0,
-        interest_waived: 0,
-        total: 0,
+        discount: Money::ZERO,
+        fine_waived: Money::ZERO,
+        interest_waived: Money::ZERO,
+        total: Money::ZERO,
         down,
         count,
         first_due,
@@ -252,20 +257,22 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
             status: c.status.clone(),
             amount: c.amount,
             paid_amount: c.paid_amount,
-            principal: money::brl(p),
-            fine: money::brl(f),
-            interest: money::brl(i),
-            updated_amount: money::brl(p + f + i),
+            principal: p,
+            fine: f,
+            interest: i,
+            updated_amount: p + f + i,
             days_overdue: b.days_late,
         });
     }
     t.updated = t.principal + t.fine + t.interest;
-    t.discount = ((t.updated as f64) * discount_pct / 100.0).round() as i64;
-    t.discount = t.discount.clamp(0, t.updated);
+    t.discount = t
+        .updated
+        .percent(discount_pct)
+        .clamp(Money::ZERO, t.updated);
     t.interest_waived = t.interest.min(t.discount);
     t.fine_waived = t.fine.min(t.discount - t.interest_waived);
     t.total = t.updated - t.discount;
-    if t.total <= 0 {
+    if t.total <= Money::ZERO {
         return Err(DomainError::field(
             "charge_ids",
             "nothing is owed on these charges",
@@ -274,13 +281,10 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
     if down >= t.total {
         return Err(DomainError::field(
             "down_payment_amount",
-            format!(
-                "must be less than the total of the agreement ({})",
-                money::format_brl(t.total)
-            ),
+            format!("must be less than the total of the agreement ({})", t.total),
         ));
     }
-    if t.total - down < i64::from(count) {
+    if (t.total - down).cents() < i64::from(count) {
         return Err(DomainError::field(
             "installments_count",
             "too many installments for the amount left after the down payment",
@@ -297,16 +301,16 @@ pub(super) fn terms_json(t: &Terms, today: NaiveDate) -> Value {
         "as_of": fmt_date(today),
         "charge_ids": t.parts.iter().map(|p| p.charge_id.clone()).collect::<Vec<_>>(),
         "charges": t.parts,
-        "original_amount": money::brl(t.principal),
-        "fine_amount": money::brl(t.fine),
-        "interest_amount": money::brl(t.interest),
-        "updated_amount": money::brl(t.updated),
+        "original_amount": t.principal,
+        "fine_amount": t.fine,
+        "interest_amount": t.interest,
+        "updated_amount": t.updated,
         "discount_percentage": t.discount_pct,
-        "discount_amount": money::brl(t.discount),
-        "fine_waived": money::brl(t.fine_waived),
-        "interest_waived": money::brl(t.interest_waived),
-        "total_amount": money::brl(t.total),
-        "down_payment_amount": money::brl(t.down),
+        "discount_amount": t.discount,
+        "fine_waived": t.fine_waived,
+        "interest_waived": t.interest_waived,
+        "total_amount": t.total,
+        "down_payment_amount": t.down,
         "installments_count": t.count,
         "first_due_date": fmt_date(t.first_due),
         "payment_method": t.payment_method,

@@ -37,7 +37,7 @@ pub fn check_broken(op: &mut Op<'_>) -> Result<u32, DomainError> {
                 all_paid = false;
                 continue;
             };
-            any_paid |= c.paid_amount > 0.0;
+            any_paid |= c.paid_amount > Money::ZERO;
             all_paid &= c.status == "paid";
             let days = charges::days_overdue(&c, today);
             if charges::is_open(&c) && days > i64::from(a.break_after_days) && late.is_none() {
@@ -78,7 +78,7 @@ pub(super) fn break_agreement(
         "agreement {} broken: installment {number} overdue for {days} days (more than {})",
         a.id, a.break_after_days
     );
-    let mut balance = 0i64;
+    let mut balance = Money::ZERO;
     let mut fine = f64::INFINITY;
     let mut interest = f64::INFINITY;
     for i in a.installments.clone() {
@@ -87,18 +87,17 @@ pub(super) fn break_agreement(
         if !charges::is_open(&c) {
             continue;
         }
-        balance += money::cents(c.amount).unwrap_or_default()
-            - money::cents(c.paid_amount).unwrap_or_default();
+        balance += c.amount - c.paid_amount;
         fine = fine.min(c.fine_percentage);
         interest = interest.min(c.interest_percentage);
         cancel_charge(op, cid, &why)?;
     }
-    if balance > 0 {
+    if balance > Money::ZERO {
         let c = charges::issue(
             op,
             NewCharge {
                 debtor_id: a.debtor_id.clone(),
-                amount_cents: balance,
+                amount: balance,
                 due_date: op.today(),
                 payment_method: a.payment_method.clone(),
                 description: Some(format!("Saldo do acordo {} rompido", short(&a.id))),

@@ -35,6 +35,7 @@
 //! dispute ([`is_disputed`]).
 
 use crate::catalog::name;
+use crate::rules::money::Money;
 use chrono::{Months, NaiveDate};
 use dunning_core::{Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
@@ -46,7 +47,7 @@ use crate::ops::charges::{self, Charge};
 use crate::ops::debtors::{self, Debtor};
 use crate::ops::deliveries::{self, Delivery};
 use crate::outbound::Budget;
-use crate::rules::{calendar, money};
+use crate::rules::calendar;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -105,7 +106,7 @@ pub struct BureauRecord {
     /// Status (see the module docs).
     pub status: String,
     /// Amount registered (the charge's updated amount when negativated, BRL).
-    pub amount: f64,
+    pub amount: Money,
     /// The delivery that carried the prior notice.
     pub notice_delivery_id: Option<String>,
     /// `email` or `postal`.

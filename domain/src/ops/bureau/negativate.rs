@@ -185,8 +185,8 @@ pub(super) fn describe_negativate(op: &mut Op<'_>) -> Result<String, DomainError
         crate::documents::format_document(&p.debtor.cnpj_cpf),
         bureau_name(&p.bureau),
         charges::label(&p.charge),
-        charges::brl_text(p.charge.amount),
-        charges::brl_text(updated),
+        p.charge.amount,
+        updated,
         &eligible[..10],
     ))
 }

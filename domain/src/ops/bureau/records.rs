@@ -61,7 +61,7 @@ pub(super) fn describe_remove(op: &mut Op<'_>) -> Result<String, DomainError> {
     let name = load::<Debtor>(op.tx, Kind::Debtor, op.org, &r.debtor_id)?
         .map(|d| d.name)
         .unwrap_or_default();
-    let amount = money::format_brl(money::cents(r.amount).unwrap_or_default());
+    let amount = r.amount.to_string();
     Ok(match removal_effect(&r)? {
         Some("removal_requested") => format!(
             "Ask {} to remove {name}'s registration of {amount} for charge {} (reason: {reason})?",

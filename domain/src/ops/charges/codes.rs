@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::rules::calendar;
+use crate::rules::growth;
+use crate::rules::money::Money;
 
 /// The bank code of the default registration driver (a demo bank: nothing is sent out).
 pub const BANK_CODE: &str = "001";
@@ -100,12 +102,12 @@ pub fn due_factor(due: NaiveDate) -> u32 {
 }
 
 /// The boleto of a charge.
-pub fn boleto(charge_id: &str, amount_cents: i64, due: NaiveDate) -> Boleto {
+pub fn boleto(charge_id: &str, amount: Money, due: NaiveDate) -> Boleto {
     let h = digest(charge_id, "boleto");
     let our_number = digits(&h, 11);
     // Free field (campo livre), 25 digits: our number + agreement digits.
     let free = format!("{our_number}{}", digits(&h[11..], 14));
-    let amount = amount_cents.clamp(0, 9_999_999_999);
+    let amount = amount.or_zero().min(growth::MAX_AMOUNT).cents();
     let factor_amount = format!("{:04}{:010}", due_factor(due), amount);
     let head = format!("{BANK_CODE}9");
     let without_dv = format!("{head}{factor_amount}{free}");
@@ -217,7 +219,7 @@ mod tests {
 
     #[test]
     fn boleto_layout_and_check_digits() {
-        let b = boleto("charge-1", 123_456, d(2026, 12, 10));
+        let b = boleto("charge-1", Money::from_cents(123_456), d(2026, 12, 10));
         assert_eq!(b.barcode.len(), 44);
         assert_eq!(b.line.len(), 47);
         assert!(b.line.bytes().all(|c| c.is_ascii_digit()));
@@ -227,7 +229,10 @@ mod tests {
         assert_eq!(b.barcode[4..5].parse::<u32>().unwrap(), dv);
         assert_eq!(&b.line[32..33], &b.barcode[4..5], "general check digit");
         assert_eq!(&b.line[33..], &b.barcode[5..19], "factor and amount");
-        assert_eq!(b, boleto("charge-1", 123_456, d(2026, 12, 10)));
+        assert_eq!(
+            b,
+            boleto("charge-1", Money::from_cents(123_456), d(2026, 12, 10))
+        );
     }
 
     #[test]

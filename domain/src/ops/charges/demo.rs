@@ -291,7 +291,7 @@ fn seed_charges(
         let interest = if company {
             interest
         } else {
-            interest.min(super::CONSUMER_MAX_MONTHLY_INTEREST)
+            interest.min(crate::rules::growth::CONSUMER_MAX_MONTHLY_INTEREST)
         };
         let method = *rng.pick(&["boleto", "pix", "bolepix"]);
         let (due, created) = match plan {

@@ -1,6 +1,7 @@
 //! The charge tools' handlers (#13–#21, #23, #25) and their confirmation messages.
 
 use crate::list::{Filter, Listing, money_arg};
+use crate::rules::money::Money;
 use std::collections::HashMap;
 
 use chrono::NaiveDate;
@@ -9,14 +10,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Charge, Discount, MAX_AMOUNT_CENTS, NewCharge, OPEN, Payment, breakdown, brl_text, commit,
-    due_date, effective_due_date, is_open, issue, label, load_charge, register, validate_discount,
-    view,
+    Charge, Discount, NewCharge, OPEN, Payment, breakdown, commit, due_date, effective_due_date,
+    is_open, issue, label, load_charge, register, validate_amount, validate_discount, view,
 };
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
 use crate::ops::debtors::Debtor;
-use crate::rules::{calendar, money};
+use crate::rules::calendar;
 use crate::store::{Cond, Kind, Order, Query, find, load, save};
 
 /// The decisions an operator can take on a debt (domain.md §1 `debt_decision`).
@@ -334,7 +334,7 @@ const CREATE_FIELDS: &[&str] = &[
 pub(super) fn create_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     op.only(CREATE_FIELDS)?;
     let debtor_id = op.str("debtor_id")?.to_owned();
-    let amount_cents =
+    let amount =
         money_arg(op, "amount")?.ok_or_else(|| DomainError::field("amount", "is required"))?;
     let due = op
         .opt_date("due_date")?
@@ -347,7 +347,7 @@ pub(super) fn create_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     };
     let n = NewCharge {
         debtor_id,
-        amount_cents,
+        amount,
         due_date: due,
         payment_method,
         description: opt_text(op, "description")?,
@@ -395,16 +395,8 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
         c.due_date = d.format("%Y-%m-%d").to_string();
     }
     if let Some(a) = money_arg(op, "amount")? {
-        if a <= 0 {
-            return Err(DomainError::field("amount", "must be greater than zero"));
-        }
-        if a > MAX_AMOUNT_CENTS {
-            return Err(DomainError::field(
-                "amount",
-                "must be at most 99999999.99 (a boleto's limit)",
-            ));
-        }
-        c.amount = money::brl(a);
+        validate_amount(a)?;
+        c.amount = a;
     }
     if op.args.contains_key("description") {
         c.description = opt_text(op, "description")?;
@@ -432,7 +424,7 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
     }
     if let Some(d) = &c.discount {
-        let cents = money::cents(c.amount).unwrap_or_default();
+        let cents = c.amount;
         validate_discount(d, cents, due).map_err(|_| {
             DomainError::field(
                 "amount",
@@ -459,7 +451,7 @@ pub(super) fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
     Ok(format!(
         "Delete draft {} of {} for {name}? It is removed for good.",
         label(&c),
-        brl_text(c.amount)
+        c.amount
     ))
 }
 
@@ -487,7 +479,7 @@ pub(super) fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
     Ok(format!(
         "Cancel {} of {} for {name}? Its boleto/Pix stop being payable and dunning stops.",
         label(&c),
-        brl_text(c.amount)
+        c.amount
     ))
 }
 
@@ -514,8 +506,8 @@ pub(super) fn cancel_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
 struct PaymentArgs {
     paid_at: String,
     paid_on: NaiveDate,
-    owed: i64,
-    amount: i64,
+    owed: Money,
+    amount: Money,
     via: String,
     note: Option<String>,
 }
@@ -539,14 +531,14 @@ fn payment_args(op: &Op<'_>, c: &Charge) -> Result<PaymentArgs, DomainError> {
     };
     let owed = breakdown(c, paid_on).total;
     let amount = match money_arg(op, "paid_amount")? {
-        Some(a) if a <= 0 => {
+        Some(a) if a <= Money::ZERO => {
             return Err(DomainError::field(
                 "paid_amount",
                 "must be greater than zero",
             ));
         }
         Some(a) => a,
-        None if owed > 0 => owed,
+        None if owed > Money::ZERO => owed,
         None => {
             return Err(DomainError::field(
                 "paid_amount",
@@ -590,19 +582,16 @@ pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError>
     let outcome = if p.amount >= p.owed {
         "paid in full".to_owned()
     } else {
-        format!(
-            "partially paid ({} still owed)",
-            money::format_brl(p.owed - p.amount)
-        )
+        format!("partially paid ({} still owed)", p.owed - p.amount)
     };
     Ok(format!(
         "Record a payment of {} via {} on {} for {} of {} ({} updated) owed by {name}? The charge becomes {outcome}.",
-        money::format_brl(p.amount),
+        p.amount,
         p.via,
         p.paid_on,
         label(&c),
-        brl_text(c.amount),
-        money::format_brl(p.owed),
+        c.amount,
+        p.owed,
     ))
 }
 
@@ -617,10 +606,10 @@ pub(super) fn mark_paid(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
         let p = payment_args(op, &c)?;
         let before = c.clone();
-        let total = money::cents(c.paid_amount).unwrap_or_default() + p.amount;
-        c.paid_amount = money::brl(total);
+        let total = c.paid_amount + p.amount;
+        c.paid_amount = total;
         c.payments.push(Payment {
-            amount: money::brl(p.amount),
+            amount: p.amount,
             paid_at: p.paid_at.clone(),
             paid_via: p.via.clone(),
             note: p.note,
@@ -719,7 +708,7 @@ pub struct Decision {
     /// Status of the charge when decided.
     pub charge_status: String,
     /// Updated amount when decided.
-    pub updated_amount: f64,
+    pub updated_amount: Money,
     /// What the decision changed, in words.
     pub effect: String,
     /// Creation time.
@@ -795,8 +784,8 @@ pub(super) fn describe_decide(op: &mut Op<'_>) -> Result<String, DomainError> {
     Ok(format!(
         "Record the decision {decision} on {} of {} ({} updated) owed by {name}? Effect: {effect}.",
         label(&c),
-        brl_text(c.amount),
-        brl_text(super::updated_amount(&c, op.today())),
+        c.amount,
+        super::updated_amount(&c, op.today()),
     ))
 }
 

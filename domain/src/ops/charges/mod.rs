@@ -34,6 +34,7 @@ mod handlers;
 mod statement;
 
 use crate::catalog::name;
+use crate::rules::money::Money;
 use chrono::NaiveDate;
 use dunning_core::Scope;
 use serde::{Deserialize, Serialize};
@@ -47,7 +48,7 @@ use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::aggregates;
 use crate::ops::debtors::{self, Debtor};
-use crate::rules::{calendar, money};
+use crate::rules::{calendar, growth};
 use crate::schema as s;
 use crate::store::{Cond, Kind, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -87,7 +88,7 @@ pub struct Discount {
 #[serde(default)]
 pub struct Payment {
     /// Amount paid (BRL).
-    pub amount: f64,
+    pub amount: Money,
     /// When it was paid.
     pub paid_at: String,
     /// `boleto`, `pix` or `manual`.
@@ -111,7 +112,7 @@ pub struct Charge {
     /// What is being charged.
     pub description: Option<String>,
     /// Amount (BRL, 2 decimals).
-    pub amount: f64,
+    pub amount: Money,
     /// Due date `YYYY-MM-DD`.
     pub due_date: String,
     /// Due date at creation (re-dating keeps it).
@@ -121,7 +122,7 @@ pub struct Charge {
     /// Status (§1.1).
     pub status: String,
     /// Sum of the payments received (BRL).
-    pub paid_amount: f64,
+    pub paid_amount: Money,
     /// When the charge was fully paid.
     pub paid_at: Option<String>,
     /// How the settling payment came: `boleto`, `pix` or `manual`.
@@ -175,17 +176,17 @@ pub struct Charge {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Breakdown {
     /// The charge's amount.
-    pub principal: i64,
+    pub principal: Money,
     /// Early-payment discount in force.
-    pub discount: i64,
+    pub discount: Money,
     /// Late fine (once).
-    pub fine: i64,
+    pub fine: Money,
     /// Late interest, pro rata.
-    pub interest: i64,
+    pub interest: Money,
     /// Already paid.
-    pub paid: i64,
+    pub paid: Money,
     /// What settles the charge that day (never negative; 0 when nothing is owed).
-    pub total: i64,
+    pub total: Money,
     /// Days after the effective due date (0 when on time or not open).
     pub days_late: i64,
 }
@@ -200,14 +201,11 @@ pub fn effective_due_date(c: &Charge) -> NaiveDate {
     calendar::effective_due(due_date(c))
 }
 
-fn pct_of(cents: i64, pct: f64) -> i64 {
-    (cents as f64 * pct / 100.0).round() as i64
-}
-
-/// What settles `c` on `on`, part by part (rule 3: always computed by the server).
+/// What settles `c` on `on`, part by part (rule 3: always computed by the server; the
+/// arithmetic is [`growth`]'s).
 pub fn breakdown(c: &Charge, on: NaiveDate) -> Breakdown {
-    let principal = money::cents(c.amount).unwrap_or_default();
-    let paid = money::cents(c.paid_amount).unwrap_or_default();
+    let principal = c.amount;
+    let paid = c.paid_amount;
     let mut b = Breakdown {
         principal,
         paid,
@@ -226,67 +224,34 @@ pub fn breakdown(c: &Charge, on: NaiveDate) -> Breakdown {
         if let Some(d) = &c.discount {
             let until = calendar::parse_date(&d.until).unwrap_or_else(|| due_date(c));
             if on <= until {
-                b.discount = match d.kind.as_str() {
-                    "percentage" => pct_of(principal, d.value),
-                    _ => money::cents(d.value).unwrap_or_default(),
-                }
-                .clamp(0, principal);
+                b.discount = growth::early_discount(principal, &d.kind, d.value);
             }
         }
     } else {
         b.days_late = (on - eff).num_days();
-        (b.fine, b.interest) = penalties(c, principal, eff, on);
+        let payments: Vec<(NaiveDate, Money)> = c
+            .payments
+            .iter()
+            .filter_map(|p| {
+                let day = calendar::parse_timestamp(&p.paid_at)
+                    .map(|t| t.date_naive())
+                    .or_else(|| calendar::parse_date(p.paid_at.get(..10)?))?;
+                Some((day, p.amount))
+            })
+            .collect();
+        let rates = growth::Rates {
+            fine_percentage: c.fine_percentage,
+            monthly_interest_percentage: c.interest_percentage,
+        };
+        (b.fine, b.interest) = growth::penalties(principal, rates, eff, on, payments);
     }
-    b.total = (principal - b.discount + b.fine + b.interest - paid).max(0);
+    b.total = (principal - b.discount + b.fine + b.interest - paid).or_zero();
     b
 }
 
-/// The fine and the interest (centavos) of a charge late since `eff`, as of `on`.
-///
-/// In order: payments up to the effective due date reduce the principal (they were on
-/// time); the fine is charged once on the principal then open; from there interest
-/// accrues by day on the principal still open. A later payment first settles the fine
-/// and the interest due by its date (Civil Code art. 354), and only its rest reduces the
-/// principal, so interest stops growing on what was paid. Payments recorded without a
-/// readable date count only in `paid` (as before they were dated).
-fn penalties(c: &Charge, principal: i64, eff: NaiveDate, on: NaiveDate) -> (i64, i64) {
-    let rate = c.interest_percentage / 3000.0; // monthly percent, pro rata by day
-    let mut payments: Vec<(NaiveDate, i64)> = c
-        .payments
-        .iter()
-        .filter_map(|p| {
-            let day = calendar::parse_timestamp(&p.paid_at)
-                .map(|t| t.date_naive())
-                .or_else(|| calendar::parse_date(p.paid_at.get(..10)?))?;
-            Some((day, money::cents(p.amount)?))
-        })
-        .filter(|(day, _)| *day <= on)
-        .collect();
-    payments.sort_by_key(|(day, _)| *day);
-    let mut open = principal;
-    for (_, amount) in payments.iter().filter(|(day, _)| *day <= eff) {
-        open = (open - amount).max(0);
-    }
-    let fine = pct_of(open, c.fine_percentage);
-    let mut unpaid_penalties = fine as f64;
-    let mut interest = 0.0;
-    let mut last = eff;
-    for (day, amount) in payments.iter().filter(|(day, _)| *day > eff) {
-        let accrued = open as f64 * rate * (*day - last).num_days() as f64;
-        interest += accrued;
-        unpaid_penalties += accrued;
-        let to_penalties = (*amount as f64).min(unpaid_penalties);
-        unpaid_penalties -= to_penalties;
-        open = (open - (*amount - to_penalties.round() as i64)).max(0);
-        last = *day;
-    }
-    interest += open as f64 * rate * (on - last).num_days() as f64;
-    (fine, interest.round() as i64)
-}
-
-/// What settles `charge` on `today` (BRL): 0 when nothing is owed.
-pub fn updated_amount(charge: &Charge, today: NaiveDate) -> f64 {
-    money::brl(breakdown(charge, today).total)
+/// What settles `charge` on `today`: nothing when nothing is owed.
+pub fn updated_amount(charge: &Charge, today: NaiveDate) -> Money {
+    breakdown(charge, today).total
 }
 
 /// Days after the effective due date on `today` (0 unless open and late).
@@ -319,16 +284,16 @@ pub fn view(c: &Charge, today: NaiveDate) -> Value {
             json!(effective_due_date(c).format("%Y-%m-%d").to_string()),
         );
         m.insert("days_overdue".into(), json!(b.days_late));
-        m.insert("updated_amount".into(), json!(money::brl(b.total)));
+        m.insert("updated_amount".into(), json!(b.total));
         m.insert(
             "amount_breakdown".into(),
             json!({
                 "as_of": today.format("%Y-%m-%d").to_string(),
-                "principal": money::brl(b.principal),
-                "discount": money::brl(b.discount),
-                "fine": money::brl(b.fine),
-                "interest": money::brl(b.interest),
-                "paid": money::brl(b.paid),
+                "principal": b.principal,
+                "discount": b.discount,
+                "fine": b.fine,
+                "interest": b.interest,
+                "paid": b.paid,
             }),
         );
         m.insert(
@@ -386,11 +351,6 @@ pub fn label(c: &Charge) -> String {
         s.push_str(&format!(" \"{d}\""));
     }
     s
-}
-
-/// `R$ 1.234,56` for a BRL float.
-pub fn brl_text(x: f64) -> String {
-    money::format_brl(money::cents(money::round2(x)).unwrap_or_default())
 }
 
 /// Moves every `pending` charge whose effective due date is before today (org time) to
@@ -463,8 +423,8 @@ pub fn mark_renegotiated(
 pub struct NewCharge {
     /// The debtor (must exist and be active).
     pub debtor_id: String,
-    /// Amount in centavos (> 0).
-    pub amount_cents: i64,
+    /// Amount (> 0).
+    pub amount: Money,
     /// Due date (not in the past).
     pub due_date: NaiveDate,
     /// `boleto`, `pix` or `bolepix`.
@@ -522,7 +482,7 @@ pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
         debtor_id: n.debtor_id,
         external_id: n.external_id,
         description: n.description,
-        amount: money::brl(n.amount_cents),
+        amount: n.amount,
         due_date: due.clone(),
         original_due_date: due,
         payment_method: n.payment_method,
@@ -548,10 +508,9 @@ pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
 /// (Re)generates the boleto and/or Pix of a charge for its amount and due date.
 fn register(op: &mut Op<'_>, c: &mut Charge) -> Result<(), DomainError> {
     let due = due_date(c);
-    let cents = money::cents(c.amount).unwrap_or_default();
     let wants_boleto = matches!(c.payment_method.as_str(), "boleto" | "bolepix");
     let wants_pix = matches!(c.payment_method.as_str(), "pix" | "bolepix");
-    c.boleto = wants_boleto.then(|| codes::boleto(&c.id, cents, due));
+    c.boleto = wants_boleto.then(|| codes::boleto(&c.id, c.amount, due));
     c.pix = if wants_pix {
         let org = crate::store::load::<crate::org::Organization>(
             op.tx,
@@ -567,26 +526,23 @@ fn register(op: &mut Op<'_>, c: &mut Charge) -> Result<(), DomainError> {
     Ok(())
 }
 
-/// Highest monthly interest (percent) on a consumer's charge: 12 % a year, the cap of the
-/// Usury Law (Decreto 22.626/1933 art. 1) on the legal rate of Civil Code art. 406, for
-/// creditors that are not financial institutions. Lei 14.905/2024 lifts the cap only for
-/// obligations between legal entities (and a few others), so companies are not capped.
-pub const CONSUMER_MAX_MONTHLY_INTEREST: f64 = 1.0;
-
-/// The largest amount a boleto carries (10 digits of centavos).
-pub const MAX_AMOUNT_CENTS: i64 = 9_999_999_999;
-
-/// Checks amount, due date, penalties and discount of a new charge.
-fn validate_terms(n: &NewCharge, debtor: &Debtor, today: NaiveDate) -> Result<(), DomainError> {
-    if n.amount_cents <= 0 {
+/// Checks a charge's amount: more than nothing, at most what a boleto carries.
+fn validate_amount(amount: Money) -> Result<(), DomainError> {
+    if amount <= Money::ZERO {
         return Err(DomainError::field("amount", "must be greater than zero"));
     }
-    if n.amount_cents > MAX_AMOUNT_CENTS {
+    if amount > growth::MAX_AMOUNT {
         return Err(DomainError::field(
             "amount",
             "must be at most 99999999.99 (a boleto's limit)",
         ));
     }
+    Ok(())
+}
+
+/// Checks amount, due date, penalties and discount of a new charge.
+fn validate_terms(n: &NewCharge, debtor: &Debtor, today: NaiveDate) -> Result<(), DomainError> {
+    validate_amount(n.amount)?;
     if !matches!(n.payment_method.as_str(), "boleto" | "pix" | "bolepix") {
         return Err(DomainError::field(
             "payment_method",
@@ -605,7 +561,7 @@ fn validate_terms(n: &NewCharge, debtor: &Debtor, today: NaiveDate) -> Result<()
             "must be between 0 and 100",
         ));
     }
-    if debtor.person_type == "natural" && n.fine_percentage > 2.0 {
+    if debtor.person_type == "natural" && n.fine_percentage > growth::CONSUMER_MAX_FINE {
         return Err(DomainError::field(
             "fine_percentage",
             "may not exceed 2% for a consumer (natural person): CDC art. 52 §1",
@@ -617,25 +573,27 @@ fn validate_terms(n: &NewCharge, debtor: &Debtor, today: NaiveDate) -> Result<()
             "must be a monthly rate between 0 and 100",
         ));
     }
-    if debtor.person_type == "natural" && n.interest_percentage > CONSUMER_MAX_MONTHLY_INTEREST {
+    if debtor.person_type == "natural"
+        && n.interest_percentage > growth::CONSUMER_MAX_MONTHLY_INTEREST
+    {
         return Err(DomainError::field(
             "interest_percentage",
             "may not exceed 1% a month for a consumer (natural person): 12% a year, Civil Code art. 406 with the Usury Law (Decreto 22.626/1933 art. 1)",
         ));
     }
     if let Some(d) = &n.discount {
-        validate_discount(d, n.amount_cents, n.due_date)?;
+        validate_discount(d, n.amount, n.due_date)?;
     }
     Ok(())
 }
 
-fn validate_discount(d: &Discount, amount_cents: i64, due: NaiveDate) -> Result<(), DomainError> {
+fn validate_discount(d: &Discount, amount: Money, due: NaiveDate) -> Result<(), DomainError> {
     match d.kind.as_str() {
         "fixed" => {
-            let v = money::cents(d.value).ok_or_else(|| {
+            let v = Money::from_brl(d.value).ok_or_else(|| {
                 DomainError::field("discount.value", "must have at most 2 decimals")
             })?;
-            if v <= 0 || v >= amount_cents {
+            if v <= Money::ZERO || v >= amount {
                 return Err(DomainError::field(
                     "discount.value",
                     "must be greater than zero and less than the amount",

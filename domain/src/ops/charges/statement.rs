@@ -10,7 +10,8 @@ use crate::error::DomainError;
 use crate::op::{Op, Page, ok};
 use crate::ops::debtors::{Debtor, load_debtor};
 use crate::org::Organization;
-use crate::rules::{calendar, money};
+use crate::rules::calendar;
+use crate::rules::money::Money;
 use crate::store::{Cond, Kind, Query, find, must};
 
 fn creditor(op: &mut Op<'_>) -> Result<Party, DomainError> {
@@ -44,16 +45,16 @@ fn local_date(ts: Option<&str>) -> Option<NaiveDate> {
 /// How a charge was settled, when it was.
 enum Settled {
     /// Paid in full: amount received, date, means.
-    Paid(i64, NaiveDate, String),
+    Paid(Money, NaiveDate, String),
     /// Folded into an agreement whose installments were all paid: the amount the
     /// agreement took over, the day it completed, the agreement id.
-    Agreement(i64, NaiveDate, String),
+    Agreement(Money, NaiveDate, String),
 }
 
 fn settled(op: &mut Op<'_>, c: &Charge) -> Result<Option<Settled>, DomainError> {
     match c.status.as_str() {
         "paid" => Ok(Some(Settled::Paid(
-            money::cents(c.paid_amount).unwrap_or_default(),
+            c.paid_amount,
             local_date(c.paid_at.as_deref()).unwrap_or_else(|| op.today()),
             c.paid_via.clone().unwrap_or_else(|| "manual".into()),
         ))),
@@ -75,11 +76,8 @@ fn settled(op: &mut Op<'_>, c: &Charge) -> Result<Option<Settled>, DomainError> 
                         .iter()
                         .find(|p| p.get("charge_id").and_then(Value::as_str) == Some(c.id.as_str()))
                 })
-                .and_then(|p| p.get("updated_amount"))
-                .and_then(Value::as_f64)
-                .and_then(money::cents);
-            let owed = money::cents(c.amount).unwrap_or_default()
-                - money::cents(c.paid_amount).unwrap_or_default();
+                .map(|p| Money::in_doc(p, "updated_amount"));
+            let owed = c.amount - c.paid_amount;
             let day = local_date(a.get("completed_at").and_then(Value::as_str))
                 .unwrap_or_else(|| op.today());
             Ok(Some(Settled::Agreement(
@@ -104,9 +102,9 @@ pub(super) fn settlement_letter(op: &mut Op<'_>) -> Result<Output, DomainError> 
         )));
     };
     let debtor = load_debtor(op, &c.debtor_id)?;
-    let (paid_cents, paid_on, paid_via, agreement_id) = match how {
-        Settled::Paid(cents, day, via) => (cents, day, via, None),
-        Settled::Agreement(cents, day, aid) => (cents, day, "agreement".to_owned(), Some(aid)),
+    let (paid, paid_on, paid_via, agreement_id) = match how {
+        Settled::Paid(amount, day, via) => (amount, day, via, None),
+        Settled::Agreement(amount, day, aid) => (amount, day, "agreement".to_owned(), Some(aid)),
     };
     let letter = SettlementLetter {
         creditor: creditor(op)?,
@@ -114,8 +112,8 @@ pub(super) fn settlement_letter(op: &mut Op<'_>) -> Result<Output, DomainError> 
         charge_id: c.id.clone(),
         external_id: c.external_id.clone(),
         description: c.description.clone(),
-        original_cents: money::cents(c.amount).unwrap_or_default(),
-        paid_cents,
+        original: c.amount,
+        paid,
         due_date: due_date(&c),
         paid_on,
         paid_via,
@@ -217,14 +215,14 @@ pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
         },
         "totals": {
             "open_count": count(super::OPEN),
-            "open_amount": money::brl(t.open_cents),
-            "updated_amount": money::brl(t.updated_cents),
+            "open_amount": t.open,
+            "updated_amount": t.updated,
             "overdue_count": doc.lines.iter().filter(|l| l.days_overdue > 0).count(),
-            "overdue_updated_amount": money::brl(t.overdue_cents),
+            "overdue_updated_amount": t.overdue,
             "paid_count": count(&["paid"]),
-            "paid_amount": money::brl(t.paid_cents),
+            "paid_amount": t.paid,
             "renegotiated_count": count(&["renegotiated"]),
-            "renegotiated_amount": money::brl(t.renegotiated_cents),
+            "renegotiated_amount": t.renegotiated,
         },
     })))
 }
@@ -248,17 +246,17 @@ fn build(
     let mut items = Vec::new();
     for (i, c) in charges.iter().enumerate() {
         let b = breakdown(c, as_of);
-        let amount = money::cents(c.amount).unwrap_or_default();
-        let paid = money::cents(c.paid_amount).unwrap_or_default();
+        let amount = c.amount;
+        let paid = c.paid_amount;
         let t = &mut doc.totals;
         match c.status.as_str() {
-            "paid" => t.paid_cents += paid,
-            "renegotiated" => t.renegotiated_cents += (amount - paid).max(0),
+            "paid" => t.paid += paid,
+            "renegotiated" => t.renegotiated += (amount - paid).or_zero(),
             _ => {
-                t.open_cents += (amount - paid).max(0);
-                t.updated_cents += b.total;
+                t.open += (amount - paid).or_zero();
+                t.updated += b.total;
                 if b.days_late > 0 {
-                    t.overdue_cents += b.total;
+                    t.overdue += b.total;
                 }
             }
         }
@@ -266,9 +264,9 @@ fn build(
             description: c.description.clone().unwrap_or_else(|| c.id.clone()),
             due_date: due_date(c),
             status: c.status.clone(),
-            amount_cents: amount,
-            paid_cents: paid,
-            updated_cents: b.total,
+            amount,
+            paid,
+            updated: b.total,
             days_overdue: b.days_late,
         });
         if shown.contains(&i) {

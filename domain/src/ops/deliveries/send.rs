@@ -298,10 +298,7 @@ pub(super) fn channel_name(ch: &str) -> &str {
 }
 
 pub(super) fn charge_label(charge: &Value) -> String {
-    let amount = brl(charge
-        .get("amount")
-        .and_then(Value::as_f64)
-        .unwrap_or_default());
+    let amount = Money::in_doc(charge, "amount");
     let due = br_date(text(charge, "due_date").unwrap_or_default());
     let name = text(charge, "external_id")
         .or_else(|| text(charge, "description"))
@@ -434,18 +431,10 @@ pub(super) fn plan_bulk(op: &mut Op<'_>) -> Result<Bulk, DomainError> {
 
 pub(super) fn describe_bulk(op: &mut Op<'_>) -> Result<String, DomainError> {
     let b = plan_bulk(op)?;
-    let total: i64 = b
+    let total: Money = b
         .plans
         .iter()
-        .map(|(p, ..)| {
-            money::cents(
-                p.charge
-                    .get("amount")
-                    .and_then(Value::as_f64)
-                    .unwrap_or_default(),
-            )
-            .unwrap_or_default()
-        })
+        .map(|(p, ..)| Money::in_doc(&p.charge, "amount"))
         .sum();
     let debtors: std::collections::BTreeSet<&str> = b
         .plans
@@ -466,7 +455,7 @@ pub(super) fn describe_bulk(op: &mut Op<'_>) -> Result<String, DomainError> {
         b.plans.len(),
         debtors.len(),
         b.plans.len(),
-        money::format_brl(total)
+        total
     ))
 }
 

@@ -102,19 +102,12 @@ pub(super) fn br_date(iso: &str) -> String {
     calendar::parse_date(iso).map_or_else(|| iso.to_owned(), |d| d.format("%d/%m/%Y").to_string())
 }
 
-pub(super) fn brl(x: f64) -> String {
-    money::format_brl(money::cents(money::round2(x)).unwrap_or_default())
-}
-
 /// The charge's updated amount today (fine and interest after the effective due date,
 /// minus payments), computed by the charges module — the same figure every read shows.
-pub fn updated_amount(charge: &Value, now: UnixTime) -> f64 {
+pub fn updated_amount(charge: &Value, now: UnixTime) -> Money {
     match serde_json::from_value::<crate::ops::charges::Charge>(charge.clone()) {
         Ok(c) => crate::ops::charges::updated_amount(&c, calendar::today(now)),
-        Err(_) => charge
-            .get("amount")
-            .and_then(Value::as_f64)
-            .unwrap_or_default(),
+        Err(_) => Money::in_doc(charge, "amount"),
     }
 }
 
@@ -145,12 +138,9 @@ pub fn render_template(
         };
         match name {
             "debtor.name" => text(debtor, "name").unwrap_or_default().to_owned(),
-            "charge.amount" => brl(charge
-                .get("amount")
-                .and_then(Value::as_f64)
-                .unwrap_or_default()),
+            "charge.amount" => Money::in_doc(charge, "amount").to_string(),
             "charge.due_date" => br_date(text(charge, "due_date").unwrap_or_default()),
-            "charge.updated_amount" => brl(updated_amount(charge, now)),
+            "charge.updated_amount" => updated_amount(charge, now).to_string(),
             "charge.boleto.line" => nested("boleto", "line"),
             "charge.pix.emv" => nested("pix", "emv"),
             "charge.url" => url(),

@@ -68,11 +68,11 @@ pub(super) fn opt_amount(
     k: &str,
     prefix: &str,
     out: &mut Vec<FieldIssue>,
-) -> Option<Option<f64>> {
+) -> Option<Option<Money>> {
     match obj.get(k)? {
         Value::Null => Some(None),
-        Value::Number(n) => match n.as_f64().and_then(money::cents) {
-            Some(c) if c >= 0 => Some(Some(money::brl(c))),
+        Value::Number(n) => match n.as_f64().and_then(Money::from_brl) {
+            Some(m) if m >= Money::ZERO => Some(Some(m)),
             _ => {
                 out.push(issue(
                     &join(prefix, k),

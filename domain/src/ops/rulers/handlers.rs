@@ -469,7 +469,7 @@ pub(super) fn preview_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
         (None, Some(d), Some(a)) => (
             json!({
-                "id": null, "status": "pending", "amount": money::brl(a),
+                "id": null, "status": "pending", "amount": a,
                 "due_date": d.format("%Y-%m-%d").to_string(), "tags": [],
             }),
             sample_debtor(),

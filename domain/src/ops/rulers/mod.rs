@@ -27,7 +27,8 @@ use serde_json::{Map, Value, json};
 
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
-use crate::rules::{calendar, money};
+use crate::rules::calendar;
+use crate::rules::money::Money;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, Tx, find, load, must, save};
 use crate::tool::{ToolBuilder, ToolSpec, tool};
@@ -80,9 +81,9 @@ pub struct Filters {
     /// The charge or its debtor carries at least one of these tags.
     pub tags: Vec<String>,
     /// Charge amount at least this (BRL).
-    pub min_amount: Option<f64>,
+    pub min_amount: Option<Money>,
     /// Charge amount at most this (BRL).
-    pub max_amount: Option<f64>,
+    pub max_amount: Option<Money>,
     /// Debtor `natural` or `juridical`.
     pub person_type: Option<String>,
 }
@@ -98,10 +99,7 @@ impl Filters {
 
     /// Whether a charge (and its debtor), as JSON documents, pass the filters.
     pub fn matches(&self, charge: &Value, debtor: &Value) -> bool {
-        let amount = charge
-            .get("amount")
-            .and_then(Value::as_f64)
-            .unwrap_or_default();
+        let amount = Money::in_doc(charge, "amount");
         if self.min_amount.is_some_and(|m| amount < m) {
             return false;
         }
@@ -365,7 +363,7 @@ pub struct Template {
 #[serde(default)]
 pub struct Conditions {
     /// Charge amount at least this (BRL).
-    pub min_amount: Option<f64>,
+    pub min_amount: Option<Money>,
     /// Charge status among these (empty: any dunnable status).
     pub charge_status: Vec<String>,
 }

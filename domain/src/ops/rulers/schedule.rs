@@ -68,16 +68,12 @@ pub fn local_timestamp(at: NaiveDateTime) -> String {
 
 /// Why a step does not apply to a charge (its conditions), or `None` when it does.
 pub fn condition_refusal(step: &Step, charge: &Value) -> Option<String> {
-    let amount = charge
-        .get("amount")
-        .and_then(Value::as_f64)
-        .unwrap_or_default();
+    let amount = Money::in_doc(charge, "amount");
     if let Some(min) = step.conditions.min_amount {
         if amount < min {
             return Some(format!(
                 "charge amount {} is below the step's min_amount {}",
-                money::format_brl(money::cents(amount).unwrap_or_default()),
-                money::format_brl(money::cents(min).unwrap_or_default())
+                amount, min
             ));
         }
     }
