@@ -317,6 +317,11 @@ impl Srv {
             let _ = child.kill();
             panic!("server did not start: {}", stderr.lock().unwrap());
         };
+        // On PostgreSQL, nothing of the store in the data dir: the suite really runs there.
+        assert!(
+            store.is_none() || !dir.join("dunning.sqlite3").exists(),
+            "a SQLite database beside --store"
+        );
         Self {
             child,
             url: format!("http://{addr}"),
