@@ -187,7 +187,12 @@ fn two_servers_on_one_new_data_dir_share_one_key_and_seed_once() {
 #[test]
 fn demo_reseeds_the_store_the_server_runs_on() {
     let count = |s: &Srv| {
-        let r = s.call(&s.token, V2026, "dunning_debtors_list", json!({"per_page": 1}));
+        let r = s.call(
+            &s.token,
+            V2026,
+            "dunning_debtors_list",
+            json!({"per_page": 1}),
+        );
         r.structured()["meta"]["total"].as_u64().unwrap()
     };
     let mut srv = Srv::start(&[], None);
@@ -214,6 +219,11 @@ fn demo_reseeds_the_store_the_server_runs_on() {
 
     let again = Srv::start_in(srv.dir.clone(), &[], None);
     assert_eq!(count(&again), seeded, "the demo data as seeded");
-    let got = again.call(&again.token, V2026, "dunning_debtors_get", json!({"id": id}));
+    let got = again.call(
+        &again.token,
+        V2026,
+        "dunning_debtors_get",
+        json!({"id": id}),
+    );
     assert_eq!(got.json()["result"]["isError"], true, "{}", got.text());
 }

@@ -63,10 +63,7 @@ impl Schema {
         let db = PostgresStore::scratch(url)
             .unwrap_or_else(|e| panic!("DUNNING_TEST_PG={url}: a scratch schema: {e}"));
         let schema = db.scratch_schema().expect("a scratch store's schema");
-        let url = format!(
-            "{}%20-c%20synchronous_commit%3Doff",
-            in_schema(url, schema)
-        );
+        let url = format!("{}%20-c%20synchronous_commit%3Doff", in_schema(url, schema));
         Self { db, url }
     }
 
