@@ -144,6 +144,10 @@ pub(crate) struct DemoArgs {
     /// Data directory.
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
+    /// The server's store, when it runs on PostgreSQL (`serve --store`): re-seeds the
+    /// demo organizations there [default: SQLite in the data directory].
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: Option<String>,
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
     /// in real time (send windows, business days, token times); `INSTANT@MS` reads
     /// INSTANT at the real time MS (ms since the epoch), so processes started at

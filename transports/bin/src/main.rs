@@ -103,15 +103,21 @@ fn token_command(args: &TokenArgs) -> Result<(), DirError> {
     Ok(())
 }
 
-/// `demo`: wipes and re-seeds the demo organizations.
+/// `demo`: wipes and re-seeds the demo organizations, in the data dir's SQLite file or,
+/// with `--store`, in the PostgreSQL database the replicas share (the same store their
+/// `serve --store` names).
 fn demo_command(args: &DemoArgs) -> Result<(), String> {
     let now = Clock::from_flag(args.clock).now();
     let dir = DataDir::create(&args.data_dir)?;
     // The whole directory, keys included, so that `token` works on it at once.
-    let init = dir.initialize(None, 0, now, true)?;
+    let init = dir.initialize(args.store.as_deref(), 0, now, true)?;
     if !init.fresh {
         datadir::reseed(&Domain::new(init.store), now)?;
     }
-    eprintln!("demo data seeded in {}", dir.path().display());
+    if args.store.is_some() {
+        eprintln!("demo data seeded in the PostgreSQL store");
+    } else {
+        eprintln!("demo data seeded in {}", dir.path().display());
+    }
     Ok(())
 }

@@ -149,6 +149,7 @@ fn token_prints_only_a_jwt() {
             .arg("--data-dir")
             .arg(&dir)
             .args(clock_args())
+            .args(common::pg::store_args(&dir))
             .output()
             .unwrap()
     };
@@ -226,7 +227,7 @@ fn token_prints_only_a_jwt() {
     assert!(out.stdout.is_empty());
     let out = run(&["--org", "nope", "--person", "ana@demo.example"]);
     assert!(!out.status.success());
-    let _ = std::fs::remove_dir_all(&dir);
+    common::discard(&dir);
 }
 
 #[test]
@@ -751,17 +752,17 @@ fn jwks_url_is_fetched_and_follows_a_rotation() {
 #[test]
 fn a_removed_person_is_refused_at_once() {
     use dunning_domain::demo::stable_id;
-    use dunning_domain::store::{self, Kind, sqlite::SqliteStore};
+    use dunning_domain::store::{self, Kind};
     let srv = Srv::start(&[], None);
     let caio = srv.mint(&["--org", "demo", "--person", "caio@demo.example"]);
     // Twice: the second request is served from the verified-token cache.
     for _ in 0..2 {
         assert_eq!(srv.call(&caio, V2026, "dunning_me", json!({})).status, 200);
     }
-    let db = SqliteStore::open(&srv.dir.join("dunning.sqlite3"), 0).unwrap();
+    let db = srv.open_store();
     let org = stable_id("org:demo");
     let member = stable_id("member:demo:caio@demo.example");
-    let removed = store::write(&db, |tx| Ok(tx.delete(Kind::Member, &org, &member)?)).unwrap();
+    let removed = store::write(&*db, |tx| Ok(tx.delete(Kind::Member, &org, &member)?)).unwrap();
     assert!(removed);
     let r = srv.call(&caio, V2026, "dunning_me", json!({}));
     assert_invalid_token(&r, &srv, "removed member");

@@ -3,7 +3,8 @@
 //! comparing"), over a real socket in both eras (era 2025 refuses destructive tools, §13).
 //!
 //! Three identical servers — the core [`Server`] over the real [`Domain`], each on its own
-//! in-memory SQLite store seeded with the deterministic demo data — are served over real
+//! store seeded with the deterministic demo data (in-memory SQLite, or a fresh PostgreSQL
+//! schema when `DUNNING_TEST_PG` names a database) — are served over real
 //! loopback sockets by the blocking adapter. All see the same sequence of operations
 //! under the same fixed clock and, per operation, the same request counter (so the same
 //! entropy and request id): server `mcp` gets each one as an era-2026 `tools/call` (the
@@ -62,8 +63,7 @@ use dunning_core::{
     Audience, AuthError, Authenticate, Config, Ctx, Dispatch, Env, Keys, Load, Principal, Scope,
     Server, ToolDef, UnixTime,
 };
-use dunning_domain::store::sqlite::SqliteStore;
-use dunning_domain::store::{self, Kind, Query};
+use dunning_domain::store::{self, Kind, Query, Store};
 use dunning_domain::testing::T0;
 use dunning_domain::{Domain, demo};
 use dunning_runtime::{EnvSource, NoopObserver, Options};
@@ -134,7 +134,7 @@ impl Authenticate for TwinAuth {
 /// One server on a loopback port.
 struct Side {
     server: Arc<Server<Domain>>,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn Store>,
     env: Arc<Steered>,
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -143,7 +143,9 @@ struct Side {
 
 impl Side {
     fn start() -> Self {
-        let store = Arc::new(SqliteStore::in_memory().expect("in-memory SQLite"));
+        // In-memory SQLite, or a fresh PostgreSQL schema when `DUNNING_TEST_PG` is set
+        // (dropped with the store), as the domain's tests get theirs.
+        let store = dunning_domain::testing::store();
         let domain = Domain::new(store.clone());
         demo::seed(&domain, T0).expect("demo seed");
         let auth = TwinAuth {

@@ -68,8 +68,10 @@ fn a_replica_does_not_start_on_an_unreachable_redis() {
         .arg(&dir)
         .arg("--config")
         .arg(dir.join("c.toml"))
+        .args(common::pg::store_args(&dir))
         .output()
         .unwrap();
+    common::discard(&dir);
     assert_eq!(
         out.status.code(),
         Some(1),

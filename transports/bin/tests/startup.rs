@@ -25,6 +25,7 @@ fn token(dir: &Path, org: &str) -> Output {
         ])
         .arg(dir)
         .args(clock_args())
+        .args(common::pg::store_args(dir))
         .output()
         .unwrap()
 }
@@ -52,6 +53,17 @@ fn token_refuses_a_data_dir_the_server_never_initialized_and_creates_nothing() {
         0,
         "no key or database created"
     );
+    // On PostgreSQL the store named by `--store` is no file of the dir: nothing was
+    // seeded in it either.
+    for dir in [&missing, &empty] {
+        if let Some(url) = common::pg::store_url(dir) {
+            let db = dunning_domain::store::postgres::PostgresStore::open(&url, 1).unwrap();
+            let orgs = dunning_domain::store::read(&db, |tx| Ok(tx.organizations()?)).unwrap();
+            assert!(orgs.is_empty(), "nothing seeded in the store: {orgs:?}");
+        }
+        common::discard(dir);
+    }
+    common::discard(&root);
 }
 
 /// A free loopback port (bound, then released for the server to take).
@@ -72,6 +84,7 @@ fn tokens_minted_the_moment_the_port_opens_are_accepted() {
         .args(["serve", "--listen", &addr, "--data-dir"])
         .arg(&dir)
         .args(clock_args())
+        .args(common::pg::store_args(&dir))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -112,6 +125,7 @@ fn tokens_minted_the_moment_the_port_opens_are_accepted() {
     let answers: Vec<_> = clients.into_iter().map(|c| c.join()).collect();
     let _ = child.kill();
     let _ = child.wait();
+    common::discard(&dir);
     for a in answers {
         let (status, text) = a.expect("client thread");
         assert_eq!(status, 200, "a token minted at once is accepted: {text}");
@@ -164,4 +178,52 @@ fn two_servers_on_one_new_data_dir_share_one_key_and_seed_once() {
     let mut first = servers.remove(0);
     assert!(first.terminate().success());
     first.dir = std::path::PathBuf::new();
+}
+
+/// `demo` re-seeds the demo organizations of the store a server ran on: the data dir's
+/// SQLite file, or with `--store` the PostgreSQL schema (what CI's PostgreSQL step
+/// runs), and the server restarted on that dir finds the seeded data, not what was
+/// written before.
+#[test]
+fn demo_reseeds_the_store_the_server_runs_on() {
+    let count = |s: &Srv| {
+        let r = s.call(
+            &s.token,
+            V2026,
+            "dunning_debtors_list",
+            json!({"per_page": 1}),
+        );
+        r.structured()["meta"]["total"].as_u64().unwrap()
+    };
+    let mut srv = Srv::start(&[], None);
+    let seeded = count(&srv);
+    let created = srv.call(
+        &srv.token,
+        V2026,
+        "dunning_debtors_create",
+        json!({"cnpj_cpf": common::cpf(123_456_789), "name": "Antes do Demo"}),
+    );
+    let id = created.structured()["id"].as_str().unwrap().to_owned();
+    assert_eq!(count(&srv), seeded + 1);
+    assert!(srv.terminate().success());
+
+    let mut demo = Command::new(BIN);
+    demo.args(["demo", "--data-dir"])
+        .arg(&srv.dir)
+        .args(clock_args());
+    if let Some(url) = &srv.store {
+        demo.args(["--store", url]);
+    }
+    let out = demo.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    let again = Srv::start_in(srv.dir.clone(), &[], None);
+    assert_eq!(count(&again), seeded, "the demo data as seeded");
+    let got = again.call(
+        &again.token,
+        V2026,
+        "dunning_debtors_get",
+        json!({"id": id}),
+    );
+    assert_eq!(got.json()["result"]["isError"], true, "{}", got.text());
 }

@@ -92,9 +92,10 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// A data dir seeded once per test process (`demo` on a new dir), copied for each server
-/// so that every test starts from the same data without paying for the seeding again.
-fn template() -> &'static Path {
-    static TEMPLATE: OnceLock<PathBuf> = OnceLock::new();
+/// so that every test starts from the same data without paying for the seeding again;
+/// on PostgreSQL, with the seeded tables' rows.
+fn template() -> &'static (PathBuf, Option<pg::Dump>) {
+    static TEMPLATE: OnceLock<(PathBuf, Option<pg::Dump>)> = OnceLock::new();
     TEMPLATE.get_or_init(|| {
         // Leftovers of earlier runs.
         let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
@@ -111,30 +112,53 @@ fn template() -> &'static Path {
             }
         }
         let dir = scratch("template");
-        let out = Command::new(BIN)
-            .args(["demo", "--data-dir"])
-            .arg(&dir)
-            .args(clock_args())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "demo: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        dir
+        let demo = |store: &[&str]| {
+            let out = Command::new(BIN)
+                .args(["demo", "--data-dir"])
+                .arg(&dir)
+                .args(clock_args())
+                .args(store)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "demo: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        // On PostgreSQL the data goes to a schema copied into memory and dropped at once
+        // (see `pg`); the directory keeps the keys.
+        let dump = match pg::suite_pg() {
+            Some(url) => Some(pg::seeded_dump(&url, |store| demo(&["--store", store]))),
+            None => {
+                demo(&[]);
+                None
+            }
+        };
+        (dir, dump)
     })
 }
 
-/// A copy of the seeded template.
+/// A copy of the seeded template: its files and, on PostgreSQL, its data in a fresh
+/// schema of the new dir's own.
 pub fn seeded_dir(name: &str) -> PathBuf {
     let dir = scratch(name);
-    for e in std::fs::read_dir(template()).unwrap().flatten() {
+    let (template, dump) = template();
+    for e in std::fs::read_dir(template).unwrap().flatten() {
         if e.file_type().unwrap().is_file() {
             std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
         }
     }
+    if let (Some(url), Some(dump)) = (pg::suite_pg(), dump) {
+        pg::restore(&dir, &url, dump);
+    }
     dir
+}
+
+/// Removes a data dir a test used without a [`Srv`], and its PostgreSQL schema.
+pub fn discard(dir: &Path) {
+    pg::release(dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A running `kobana-dunning serve`.
@@ -154,6 +178,8 @@ pub struct Srv {
     pub stdout: Arc<Mutex<String>>,
     /// The data dir.
     pub dir: PathBuf,
+    /// The store's URL when the server runs on PostgreSQL (`--store`), for `token`.
+    pub store: Option<String>,
     /// Everything logged on stderr so far.
     pub stderr: Arc<Mutex<String>>,
     /// Set once the process's stderr reached its end (every line is in `stderr`).
@@ -189,12 +215,20 @@ impl Srv {
         config: Option<&str>,
         env: &[(&str, &str)],
     ) -> Self {
+        // On PostgreSQL, the dir's own schema, unless the test names a store itself.
+        let store = match extra.iter().position(|a| *a == "--store") {
+            Some(i) => extra.get(i + 1).map(|u| (*u).to_owned()),
+            None => pg::store_url(&dir),
+        };
         let mut cmd = Command::new(BIN);
         cmd.env_remove("RUST_LOG").envs(env.iter().copied());
         cmd.args(["serve", "--listen", listen, "--data-dir"])
             .arg(&dir)
             .args(clock_args())
             .args(extra);
+        if let Some(url) = store.as_ref().filter(|_| !extra.contains(&"--store")) {
+            cmd.args(["--store", url]);
+        }
         if let Some(text) = config {
             let path = dir.join("test-config.toml");
             std::fs::write(&path, text).unwrap();
@@ -283,6 +317,11 @@ impl Srv {
             let _ = child.kill();
             panic!("server did not start: {}", stderr.lock().unwrap());
         };
+        // On PostgreSQL, nothing of the store in the data dir: the suite really runs there.
+        assert!(
+            store.is_none() || !dir.join("dunning.sqlite3").exists(),
+            "a SQLite database beside --store"
+        );
         Self {
             child,
             url: format!("http://{addr}"),
@@ -291,6 +330,7 @@ impl Srv {
             banner,
             stdout,
             dir,
+            store,
             stderr,
             stderr_done,
         }
@@ -298,14 +338,16 @@ impl Srv {
 
     /// Runs `kobana-dunning token --data-dir <dir> <args>`; returns stdout.
     pub fn mint(&self, args: &[&str]) -> String {
-        let out = Command::new(BIN)
-            .arg("token")
+        let mut cmd = Command::new(BIN);
+        cmd.arg("token")
             .args(args)
             .arg("--data-dir")
             .arg(&self.dir)
-            .args(clock_args())
-            .output()
-            .unwrap();
+            .args(clock_args());
+        if let Some(url) = self.store.as_ref().filter(|_| !args.contains(&"--store")) {
+            cmd.args(["--store", url]);
+        }
+        let out = cmd.output().unwrap();
         assert!(
             out.status.success(),
             "token {args:?}: {}",
@@ -409,6 +451,16 @@ impl Srv {
         }
     }
 
+    /// The server's store, opened beside it as an operator's tool would: the data dir's
+    /// SQLite file, or the server's PostgreSQL schema.
+    pub fn open_store(&self) -> Arc<dyn dunning_domain::store::Store> {
+        use dunning_domain::store::{postgres::PostgresStore, sqlite::SqliteStore};
+        match &self.store {
+            Some(url) => Arc::new(PostgresStore::open(url, 1).unwrap()),
+            None => Arc::new(SqliteStore::open(&self.dir.join("dunning.sqlite3"), 0).unwrap()),
+        }
+    }
+
     /// What the server logged so far.
     pub fn log(&self) -> String {
         self.stderr.lock().unwrap().clone()
@@ -429,6 +481,8 @@ impl Drop for Srv {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // The dir and its schema go together (neither, after `sigkill`: empty path).
+        pg::release(&self.dir);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
