@@ -1,7 +1,13 @@
 //! The one error enum of the authorization server and its one mapping to the wire
 //! (RFC 6749 §5.2 and §4.1.2.1, RFC 7591 §3.2.2, RFC 8707 §2).
 
-use http::StatusCode;
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderName, HeaderValue, StatusCode};
+use serde_json::json;
+
+use super::Route;
+use crate::limit::Limited;
+use crate::response::Response;
 
 /// Why an OAuth request was refused. Each variant carries the server's own words
 /// (`error_description`), never text the client sent.
@@ -91,6 +97,53 @@ impl OAuthError {
             | Self::ServerError(d) => d,
         }
     }
+}
+
+/// The answer to a request over the per-address limit of `/register`, `/authorize` and
+/// `/token` ([`crate::RateLimit::check_peer`]): `429` with `Retry-After` (whole seconds)
+/// and the same `RateLimit-Policy` / `RateLimit` headers as the MCP endpoint's `429`.
+///
+/// `/token` and `/register` are read by programs, so they get the RFC 6749 §5.2 JSON
+/// shape with `temporarily_unavailable`, the code RFC 6749 §4.1.2.1 gives an overloaded
+/// server (no RFC defines one for the token endpoint; clients show `error` and
+/// `error_description` whatever the code). `/authorize` is a page a person reads: plain
+/// text, not a redirect to the client (redirecting would mean validating the client and
+/// its redirect URI, the very work being limited, and a client could not retry sooner
+/// anyway).
+pub fn limited(route: Route, l: &Limited) -> Response {
+    let secs = l.retry_after_ms.div_ceil(1000).max(1);
+    let description = format!(
+        "too many requests from this address to the authorization server; retry in {secs} s"
+    );
+    let mut r = if route == Route::Authorize {
+        let mut r = Response::empty(StatusCode::TOO_MANY_REQUESTS);
+        r.headers.push((
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        ));
+        r.body = format!("{description}\n").into_bytes();
+        r
+    } else {
+        let body = json!({ "error": "temporarily_unavailable", "error_description": description });
+        Response::json(
+            StatusCode::TOO_MANY_REQUESTS,
+            serde_json::to_vec(&body).unwrap_or_default(),
+        )
+    };
+    for (name, value) in [
+        (RETRY_AFTER, secs.to_string()),
+        (
+            HeaderName::from_static("ratelimit-policy"),
+            l.policy.clone(),
+        ),
+        (HeaderName::from_static("ratelimit"), l.state.clone()),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            r.headers.push((name, v));
+        }
+    }
+    r.log.reason = Some(description.into());
+    r
 }
 
 #[cfg(test)]
