@@ -60,7 +60,7 @@ pub struct Env {
     /// embedded authorization server limits its endpoints per address (nobody is signed
     /// in there yet, so there is no token or organization to count against). Behind a
     /// proxy it is the proxy's.
-    pub peer: Option<std::net::IpAddr>,
+    pub peer: Option<core::net::IpAddr>,
 }
 
 impl Env {

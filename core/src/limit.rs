@@ -3,7 +3,7 @@
 //! The decision is the implementation's (its state — buckets per token and per
 //! organization — lives outside the core); the core only turns a refusal into the `429`.
 
-use std::net::IpAddr;
+use core::net::IpAddr;
 
 use crate::env::UnixTime;
 use crate::principal::Principal;

@@ -150,6 +150,42 @@ pub fn limited(route: Route, l: &Limited) -> Response {
 mod tests {
     use super::*;
 
+    /// Over the per-address limit: `429`, `Retry-After` in whole seconds (rounded up),
+    /// the policy headers, JSON for the programs' endpoints and text for the page.
+    #[test]
+    fn the_rate_limited_answers() {
+        let h = |r: &Response, name: &str| r.header(name).map(|v| v.to_str().unwrap().to_owned());
+        let l = Limited {
+            retry_after_ms: 1500,
+            policy: "\"address\";q=60;w=60".into(),
+            state: "\"address\";r=0;t=2".into(),
+        };
+        for route in [Route::Token, Route::Register] {
+            let r = limited(route, &l);
+            assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+            assert_eq!(h(&r, "retry-after"), Some("2".into()));
+            assert_eq!(
+                h(&r, "ratelimit-policy"),
+                Some("\"address\";q=60;w=60".into())
+            );
+            assert_eq!(h(&r, "ratelimit"), Some("\"address\";r=0;t=2".into()));
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(body["error"], "temporarily_unavailable");
+            assert!(
+                body["error_description"]
+                    .as_str()
+                    .unwrap()
+                    .contains("retry in 2 s")
+            );
+        }
+        let page = limited(Route::Authorize, &l);
+        assert_eq!(page.status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(h(&page, "retry-after"), Some("2".into()));
+        assert!(h(&page, "content-type").unwrap().starts_with("text/plain"));
+        assert!(Route::Authorize.limited() && Route::Token.limited() && Route::Register.limited());
+        assert!(!Route::Metadata.limited() && !Route::OpenId.limited() && !Route::Jwks.limited());
+    }
+
     /// Every variant's code and status, pinned.
     #[test]
     fn the_mapping() {
