@@ -56,6 +56,11 @@ pub struct Env {
     pub request_id: String,
     /// Adapter load at the moment of the request.
     pub load: Load,
+    /// The address the request's connection came from, when the adapter knows it: the
+    /// embedded authorization server limits its endpoints per address (nobody is signed
+    /// in there yet, so there is no token or organization to count against). Behind a
+    /// proxy it is the proxy's.
+    pub peer: Option<core::net::IpAddr>,
 }
 
 impl Env {
@@ -70,6 +75,7 @@ impl Env {
             entropy,
             request_id: format!("req-{counter:08}"),
             load: Load::Normal,
+            peer: None,
         }
     }
 }

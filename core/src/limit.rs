@@ -3,6 +3,8 @@
 //! The decision is the implementation's (its state — buckets per token and per
 //! organization — lives outside the core); the core only turns a refusal into the `429`.
 
+use core::net::IpAddr;
+
 use crate::env::UnixTime;
 use crate::principal::Principal;
 
@@ -21,6 +23,15 @@ pub struct Limited {
 pub trait RateLimit: Send + Sync {
     /// Counts one request of `principal` at `now`, or refuses it.
     fn check(&self, principal: &Principal, now: UnixTime) -> Result<(), Limited>;
+
+    /// Counts one request from `peer` at `now` to the embedded authorization server's
+    /// `/register`, `/authorize` or `/token`, or refuses it. Those endpoints are open (no
+    /// token yet, and registration needs none), so the caller's address is all there is
+    /// to count; without an address (an adapter that does not know it) nothing is
+    /// counted. Default: no limit.
+    fn check_peer(&self, _peer: IpAddr, _now: UnixTime) -> Result<(), Limited> {
+        Ok(())
+    }
 }
 
 /// Allows everything (tests, benches).

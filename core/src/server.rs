@@ -210,6 +210,14 @@ impl<D: Dispatch> Server<D> {
         if let Some(refusal) = oauth_body_refusal(req) {
             return close_if_body(req, refusal);
         }
+        // Counted once, on the complete request (never in `check_head`), like step 6.
+        if let Some(peer) = env.peer.filter(|_| route.limited())
+            && let Err(l) = self.limiter.check_peer(peer, env.now)
+        {
+            let mut r = oauth::limited(route, &l);
+            log.reason = r.log.reason.take();
+            return r;
+        }
         // The consent form is only ever submitted from this server's own page: a
         // browser names the page's origin, so a foreign `Origin` is a cross-site
         // submission (refused besides by the CSRF cookie, which such a request lacks).

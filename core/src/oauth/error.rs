@@ -1,7 +1,13 @@
 //! The one error enum of the authorization server and its one mapping to the wire
 //! (RFC 6749 §5.2 and §4.1.2.1, RFC 7591 §3.2.2, RFC 8707 §2).
 
-use http::StatusCode;
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderName, HeaderValue, StatusCode};
+use serde_json::json;
+
+use super::Route;
+use crate::limit::Limited;
+use crate::response::Response;
 
 /// Why an OAuth request was refused. Each variant carries the server's own words
 /// (`error_description`), never text the client sent.
@@ -93,9 +99,92 @@ impl OAuthError {
     }
 }
 
+/// The answer to a request over the per-address limit of `/register`, `/authorize` and
+/// `/token` ([`crate::RateLimit::check_peer`]): `429` with `Retry-After` (whole seconds)
+/// and the same `RateLimit-Policy` / `RateLimit` headers as the MCP endpoint's `429`.
+///
+/// `/token` and `/register` are read by programs, so they get the RFC 6749 §5.2 JSON
+/// shape with `temporarily_unavailable`, the code RFC 6749 §4.1.2.1 gives an overloaded
+/// server (no RFC defines one for the token endpoint; clients show `error` and
+/// `error_description` whatever the code). `/authorize` is a page a person reads: plain
+/// text, not a redirect to the client (redirecting would mean validating the client and
+/// its redirect URI, the very work being limited, and a client could not retry sooner
+/// anyway).
+pub fn limited(route: Route, l: &Limited) -> Response {
+    let secs = l.retry_after_ms.div_ceil(1000).max(1);
+    let description = format!(
+        "too many requests from this address to the authorization server; retry in {secs} s"
+    );
+    let mut r = if route == Route::Authorize {
+        let mut r = Response::empty(StatusCode::TOO_MANY_REQUESTS);
+        r.headers.push((
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        ));
+        r.body = format!("{description}\n").into_bytes();
+        r
+    } else {
+        let body = json!({ "error": "temporarily_unavailable", "error_description": description });
+        Response::json(
+            StatusCode::TOO_MANY_REQUESTS,
+            serde_json::to_vec(&body).unwrap_or_default(),
+        )
+    };
+    for (name, value) in [
+        (RETRY_AFTER, secs.to_string()),
+        (
+            HeaderName::from_static("ratelimit-policy"),
+            l.policy.clone(),
+        ),
+        (HeaderName::from_static("ratelimit"), l.state.clone()),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            r.headers.push((name, v));
+        }
+    }
+    r.log.reason = Some(description.into());
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Over the per-address limit: `429`, `Retry-After` in whole seconds (rounded up),
+    /// the policy headers, JSON for the programs' endpoints and text for the page.
+    #[test]
+    fn the_rate_limited_answers() {
+        let h = |r: &Response, name: &str| r.header(name).map(|v| v.to_str().unwrap().to_owned());
+        let l = Limited {
+            retry_after_ms: 1500,
+            policy: "\"address\";q=60;w=60".into(),
+            state: "\"address\";r=0;t=2".into(),
+        };
+        for route in [Route::Token, Route::Register] {
+            let r = limited(route, &l);
+            assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+            assert_eq!(h(&r, "retry-after"), Some("2".into()));
+            assert_eq!(
+                h(&r, "ratelimit-policy"),
+                Some("\"address\";q=60;w=60".into())
+            );
+            assert_eq!(h(&r, "ratelimit"), Some("\"address\";r=0;t=2".into()));
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(body["error"], "temporarily_unavailable");
+            assert!(
+                body["error_description"]
+                    .as_str()
+                    .unwrap()
+                    .contains("retry in 2 s")
+            );
+        }
+        let page = limited(Route::Authorize, &l);
+        assert_eq!(page.status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(h(&page, "retry-after"), Some("2".into()));
+        assert!(h(&page, "content-type").unwrap().starts_with("text/plain"));
+        assert!(Route::Authorize.limited() && Route::Token.limited() && Route::Register.limited());
+        assert!(!Route::Metadata.limited() && !Route::OpenId.limited() && !Route::Jwks.limited());
+    }
 
     /// Every variant's code and status, pinned.
     #[test]

@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-pub use error::OAuthError;
+pub use error::{OAuthError, limited};
 use form::{Params, Pending};
 
 use crate::config::Keys;
@@ -221,6 +221,14 @@ impl Route {
     /// Whether `method` is served.
     pub fn serves(self, method: &str) -> bool {
         self.allow().split(", ").any(|m| m == method)
+    }
+
+    /// Whether requests to it count against the per-address limit
+    /// ([`crate::RateLimit::check_peer`]): the endpoints that write to the store or mint
+    /// something. The metadata documents and the JWKS are fixed answers, fetched several
+    /// times by every client, and are not counted.
+    pub fn limited(self) -> bool {
+        matches!(self, Self::Authorize | Self::Token | Self::Register)
     }
 }
 

@@ -44,6 +44,8 @@
 //! org_burst = 1000
 //! token_per_minute = 1200
 //! token_burst = 200
+//! oauth_per_minute = 60        # /register, /authorize, /token per client address (the
+//! oauth_burst = 30             #  embedded authorization server; behind a proxy: its address)
 //! shared = "redis://127.0.0.1:6379/"   # replicas: buckets in Redis (default: in-process)
 //! shared_prefix = "kobana-dunning"      # of the Redis keys (clusters sharing one Redis)
 //!
@@ -189,6 +191,12 @@ pub(crate) struct RateLimits {
     pub(crate) token_per_minute: u32,
     /// Requests a token may send at once.
     pub(crate) token_burst: u32,
+    /// Sustained requests per minute from one client address to the embedded
+    /// authorization server's `/register`, `/authorize` and `/token` (open endpoints: no
+    /// token or organization to count yet). One sign-in is about four of them.
+    pub(crate) oauth_per_minute: u32,
+    /// Such requests one address may send at once.
+    pub(crate) oauth_burst: u32,
     /// Where replicas keep their buckets together (`redis://host:port/db`); `None`: in
     /// this process (one server).
     pub(crate) shared: Option<String>,
@@ -205,6 +213,8 @@ impl Default for RateLimits {
             org_burst: 1000,
             token_per_minute: 1200,
             token_burst: 200,
+            oauth_per_minute: 60,
+            oauth_burst: 30,
             shared: None,
             shared_prefix: "kobana-dunning".into(),
         }
@@ -466,6 +476,8 @@ impl Settings {
                 rl.org_burst,
                 rl.token_per_minute,
                 rl.token_burst,
+                rl.oauth_per_minute,
+                rl.oauth_burst,
             ]
             .contains(&0)
         {

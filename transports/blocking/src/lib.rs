@@ -245,6 +245,7 @@ fn serve_connection<D: Dispatch>(
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::new(service.options());
     conn.set_ticket(ticket);
+    conn.set_peer(stream.peer_addr().ok().map(|a| a.ip()));
     let mut buf = vec![0u8; 16 * 1024];
     let reason = loop {
         let close = conn.answer_all(service);

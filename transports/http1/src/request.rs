@@ -1,5 +1,6 @@
 //! A complete request owned by the codec's caller, and its borrowed core view.
 
+use std::net::IpAddr;
 use std::ops::Range;
 
 use dunning_core::{Header, Request};
@@ -23,6 +24,8 @@ pub struct OwnedRequest {
     keep_alive: bool,
     /// The `Content-Length` the head declared (`None`: chunked, or no body).
     declared: Option<u64>,
+    /// The connection's peer, when the caller stamped it ([`OwnedRequest::set_peer`]).
+    peer: Option<IpAddr>,
 }
 
 impl OwnedRequest {
@@ -61,7 +64,20 @@ impl OwnedRequest {
             version,
             keep_alive,
             declared: None,
+            peer: None,
         }
+    }
+
+    /// Stamps the address the request came from: the codec sees bytes, not sockets, so
+    /// the connection that owns the socket tells it (the core limits some endpoints per
+    /// address).
+    pub fn set_peer(&mut self, peer: Option<IpAddr>) {
+        self.peer = peer;
+    }
+
+    /// The address stamped by [`OwnedRequest::set_peer`], if any.
+    pub fn peer(&self) -> Option<IpAddr> {
+        self.peer
     }
 
     /// Records the body length the head declared.

@@ -272,6 +272,7 @@ fn accept<D: Dispatch>(
         }
         let mut conn = Connection::new(service.options());
         conn.set_ticket(slot.as_mut().and_then(ConnectionSlot::take_ticket));
+        conn.set_peer(Some(peer.ip()));
         *next_id += 1;
         entry.insert(Entry {
             stream,

@@ -1,6 +1,7 @@
 //! [`Connection`]: one TCP connection's codec, pending output and deadlines — everything
 //! an adapter keeps per connection except the socket.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -125,6 +126,8 @@ pub struct Connection {
     lease: Option<Lease>,
     /// Counted as unauthenticated for its peer until a request passes authentication.
     ticket: Option<Ticket>,
+    /// The peer's address, stamped on every request ([`Connection::set_peer`]).
+    peer: Option<IpAddr>,
     /// Requests wait in the codec behind unsent output.
     held: bool,
     /// When the pending output last made progress (or was queued).
@@ -147,6 +150,7 @@ impl Connection {
             out: Vec::new(),
             lease: None,
             ticket: None,
+            peer: None,
             held: false,
             write_since: None,
             phase: Phase::Idle(Instant::now()),
@@ -218,8 +222,9 @@ impl Connection {
             };
             match out {
                 Output::Transmit(bytes) => self.queue(&bytes),
-                Output::Request(req) => {
+                Output::Request(mut req) => {
                     self.phase = Phase::Handling;
+                    req.set_peer(self.peer);
                     return Next::Request(req);
                 }
                 Output::Head(req) => {
@@ -240,6 +245,13 @@ impl Connection {
     /// not count.
     pub fn set_ticket(&mut self, ticket: Option<Ticket>) {
         self.ticket = ticket;
+    }
+
+    /// The address this connection comes from: stamped on each of its requests, and so
+    /// in the core's [`dunning_core::Env::peer`] (the authorization server's endpoints
+    /// are limited per address).
+    pub fn set_peer(&mut self, peer: Option<IpAddr>) {
+        self.peer = peer;
     }
 
     /// Whether requests wait behind more than [`Options::max_pending_output`] unsent

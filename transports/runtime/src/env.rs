@@ -59,6 +59,7 @@ impl EnvSource for SystemEnv {
             entropy,
             request_id: request_id(id),
             load,
+            peer: None,
         }
     }
 }

@@ -162,7 +162,8 @@ impl<D: Dispatch> Service<D> {
         } else {
             Load::Normal
         };
-        let env = self.opts.env.env(load);
+        let mut env = self.opts.env.env(load);
+        env.peer = req.peer();
         self.observer.request_started(&env.request_id);
         let start = Instant::now();
         let handled = catch_unwind(AssertUnwindSafe(|| {

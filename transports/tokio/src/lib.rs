@@ -146,6 +146,7 @@ async fn connection<D: Dispatch + 'static>(
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::new(service.options());
     conn.set_ticket(slot.take_ticket());
+    conn.set_peer(stream.peer_addr().ok().map(|a| a.ip()));
     let reason = drive(&service, &mut stream, &mut conn, &mut drain).await;
     slot.set_reason(reason);
     // The connection is over: its place under the cap and its per-address ticket go back

@@ -14,6 +14,13 @@
 //! is identified by what the principal holds of it: organization, subject, audience,
 //! expiry and scopes. Two tokens equal in all of those share a bucket.
 //!
+//! "Per address": the embedded authorization server's open endpoints (`/register`,
+//! `/authorize`, `/token`) have no principal to count against, so a third table of
+//! buckets counts them by the client's IP address ([`RateLimit::check_peer`],
+//! `oauth_per_minute` / `oauth_burst`). IPv6 addresses count by their /64, the block
+//! one host or one subscriber is handed, so one machine cannot step through its
+//! addresses to escape the limit.
+//!
 //! Buckets whose TAT is in the past are equivalent to absent ones and are swept when the
 //! table grows, so memory follows the number of recently active callers.
 //!
@@ -25,6 +32,7 @@
 pub(crate) mod shared;
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Mutex, PoisonError};
 
 use dunning_core::{Audience, Limited, Principal, RateLimit, UnixTime};
@@ -79,12 +87,16 @@ impl Table {
     }
 }
 
-/// The product's [`RateLimit`]: organization and token buckets.
+/// The product's [`RateLimit`]: organization and token buckets, and the address
+/// buckets of the authorization server's endpoints.
 #[derive(Debug)]
 pub(crate) struct Gcra {
     org: Rate,
     token: Rate,
+    peer: Rate,
     state: Mutex<(Table, Table)>,
+    /// Apart from `state`: a burst of sign-ins never waits on the MCP traffic's lock.
+    peers: Mutex<Table>,
 }
 
 impl Gcra {
@@ -93,8 +105,33 @@ impl Gcra {
         Self {
             org: Rate::new(cfg.org_per_minute, cfg.org_burst),
             token: Rate::new(cfg.token_per_minute, cfg.token_burst),
+            peer: Rate::new(cfg.oauth_per_minute, cfg.oauth_burst),
             state: Mutex::default(),
+            peers: Mutex::default(),
         }
+    }
+}
+
+/// Bucket key of a client address: an IPv4 address (or one mapped into IPv6) as itself,
+/// an IPv6 address by its /64.
+pub(crate) fn peer_key(peer: IpAddr) -> [u8; 16] {
+    match peer {
+        IpAddr::V4(v4) => digest(&[b"ip4", &v4.octets()]),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => digest(&[b"ip4", &v4.octets()]),
+            None => digest(&[b"ip6", &v6.octets()[..8]]),
+        },
+    }
+}
+
+/// The refusal of the address bucket `rate`, which lets a request pass in `wait_us`.
+pub(crate) fn peer_refusal(rate: Rate, wait_us: u64) -> Limited {
+    metrics::counter!(crate::telemetry::metrics::RATE_LIMITED, "scope" => "address").increment(1);
+    let retry_after_ms = wait_us.div_ceil(1000).max(1);
+    Limited {
+        retry_after_ms,
+        policy: format!("\"address\";q={};w=60", rate.per_minute),
+        state: format!("\"address\";r=0;t={}", retry_after_ms.div_ceil(1000).max(1)),
     }
 }
 
@@ -197,6 +234,20 @@ impl RateLimit for Gcra {
             Err((bucket, wait)) => Err(refusal(self.org, self.token, bucket, wait)),
         }
     }
+
+    fn check_peer(&self, peer: IpAddr, now: UnixTime) -> Result<(), Limited> {
+        let now_us = now.as_millis().saturating_mul(1000);
+        let key = peer_key(peer);
+        let mut table = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        match self.peer.admit(table.tats.get(&key).copied(), now_us) {
+            Ok(tat) => {
+                table.sweep(now_us);
+                table.tats.insert(key, tat);
+                Ok(())
+            }
+            Err(wait) => Err(peer_refusal(self.peer, wait)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -280,6 +331,48 @@ mod tests {
         }
         let l = g.check(&p, t0).unwrap_err();
         assert_eq!(l.retry_after_ms, 50, "1200/min = one every 50 ms");
+    }
+
+    #[test]
+    fn addresses_have_their_own_buckets() {
+        let cfg = RateLimits {
+            oauth_per_minute: 60,
+            oauth_burst: 2,
+            ..limits((1, 1), (1, 1))
+        };
+        let g = Gcra::new(&cfg);
+        let t0 = UnixTime::from_secs(1_800_000_000);
+        let a: IpAddr = "192.0.2.7".parse().unwrap();
+        assert!(g.check_peer(a, t0).is_ok());
+        assert!(g.check_peer(a, t0).is_ok());
+        let l = g.check_peer(a, t0).unwrap_err();
+        assert_eq!(l.retry_after_ms, 1000);
+        assert_eq!(l.policy, "\"address\";q=60;w=60");
+        assert_eq!(l.state, "\"address\";r=0;t=1");
+        assert!(g.check_peer(a, t0.plus_millis(1000)).is_ok());
+        // Another address, and the MCP buckets, are apart.
+        assert!(g.check_peer("192.0.2.8".parse().unwrap(), t0).is_ok());
+        assert!(g.check(&who("o1", "a"), t0).is_ok());
+        // The same IPv4 address mapped into IPv6 is the same caller.
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert!(g.check_peer(mapped, t0.plus_millis(1000)).is_err());
+    }
+
+    #[test]
+    fn ipv6_addresses_count_by_their_64() {
+        let cfg = RateLimits {
+            oauth_per_minute: 60,
+            oauth_burst: 1,
+            ..RateLimits::default()
+        };
+        let g = Gcra::new(&cfg);
+        let t0 = UnixTime::from_secs(1_800_000_000);
+        assert!(g.check_peer("2001:db8:1:2::1".parse().unwrap(), t0).is_ok());
+        assert!(
+            g.check_peer("2001:db8:1:2::ffff".parse().unwrap(), t0)
+                .is_err()
+        );
+        assert!(g.check_peer("2001:db8:1:3::1".parse().unwrap(), t0).is_ok());
     }
 
     #[test]

@@ -188,6 +188,14 @@ impl SharedGcra {
 }
 
 impl RateLimit for SharedGcra {
+    /// The authorization server's address buckets stay in this replica
+    /// ([`super::Gcra`]): behind the balancer every caller has the balancer's address
+    /// anyway, and a sign-in's few requests need no cluster-wide count; a cluster admits
+    /// up to N times `oauth_per_minute` per address.
+    fn check_peer(&self, peer: std::net::IpAddr, now: UnixTime) -> Result<(), Limited> {
+        self.fallback.check_peer(peer, now)
+    }
+
     fn check(&self, principal: &Principal, now: UnixTime) -> Result<(), Limited> {
         let now_us = now.as_millis().saturating_mul(1000);
         let (org_over, token_over) = match self.ask(principal, now_us) {

@@ -163,7 +163,7 @@ pub(crate) fn describe() {
     );
     describe_counter!(
         RATE_LIMITED,
-        "Requests refused 429, by the bucket that refused (token or org)."
+        "Requests refused 429, by the bucket that refused (token, org, or address: the authorization server's endpoints)."
     );
     describe_gauge!(
         JWKS_REFRESHED,
@@ -191,7 +191,7 @@ pub(crate) fn describe() {
     gauge!(CONNECTIONS_OPEN).set(0.0);
     counter!(CONNECTIONS_OPENED).absolute(0);
     counter!(CONNECTIONS_REFUSED).absolute(0);
-    for scope in ["token", "org"] {
+    for scope in ["token", "org", "address"] {
         counter!(RATE_LIMITED, "scope" => scope).absolute(0);
     }
     counter!(JWKS_FAILURES).absolute(0);
