@@ -288,6 +288,16 @@ impl Kind {
     pub fn has_column(self, name: &str) -> bool {
         matches!(name, "id" | "created_at") || self.columns().iter().any(|c| c.name == name)
     }
+
+    /// [`Kind::has_column`] as a store error: a query never names a column the table
+    /// lacks (column names go into SQL text, so only known ones may).
+    pub(crate) fn check_column(self, name: &str) -> Result<(), StoreError> {
+        if self.has_column(name) {
+            Ok(())
+        } else {
+            Err(StoreError(format!("{} has no column {name}", self.table())))
+        }
+    }
 }
 
 /// One condition of a query (on indexed columns only).
@@ -423,6 +433,31 @@ pub(crate) fn like_escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('%', "\\%")
         .replace('_', "\\_")
+}
+
+/// The statement that stores a document and its indexed columns, with the driver's
+/// placeholders (`mark(n)` for the n-th, 1-based; `doc` for the 4th, the document).
+/// Parameters in order: org, id, created_at, the document's text, then the kind's
+/// columns. An upsert, not a replace: a replace is a delete plus an insert, which the
+/// tally triggers would count as a new row; an update fires no insert trigger.
+pub(crate) fn upsert_sql(kind: Kind, mark: impl Fn(usize) -> String, doc: &str) -> String {
+    let cols = kind.columns();
+    let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
+    let marks: String = (0..cols.len())
+        .map(|i| format!(", {}", mark(i + 5)))
+        .collect();
+    let sets: String = cols
+        .iter()
+        .map(|c| format!(", {n} = excluded.{n}", n = c.name))
+        .collect();
+    format!(
+        "INSERT INTO {} (org, id, created_at, doc{names}) VALUES ({}, {}, {}, {doc}{marks}) \
+         ON CONFLICT (org, id) DO UPDATE SET created_at = excluded.created_at, doc = excluded.doc{sets}",
+        kind.table(),
+        mark(1),
+        mark(2),
+        mark(3),
+    )
 }
 
 /// A stored document read back (a driver's text column).

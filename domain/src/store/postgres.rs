@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use super::{
     ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx, identity, like_escape,
-    parse_doc,
+    parse_doc, upsert_sql,
 };
 use crate::error::DomainError;
 
@@ -453,14 +453,6 @@ fn array_param(vs: &[Value], ty: ColumnType) -> Param {
     }
 }
 
-fn check_col(kind: Kind, col: &str) -> Result<(), StoreError> {
-    if kind.has_column(col) {
-        Ok(())
-    } else {
-        Err(StoreError(format!("{} has no column {col}", kind.table())))
-    }
-}
-
 /// `WHERE` clause and its parameters (the org is always `$1`).
 fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Param>), StoreError> {
     let mut sql = String::from(" WHERE org = $1");
@@ -468,7 +460,7 @@ fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Pa
     for c in conds {
         match c {
             Cond::Eq(col, v) | Cond::Ge(col, v) | Cond::Le(col, v) => {
-                check_col(kind, col)?;
+                kind.check_column(col)?;
                 let op = match c {
                     Cond::Eq(..) => "=",
                     Cond::Ge(..) => ">=",
@@ -478,7 +470,7 @@ fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Pa
                 sql.push_str(&format!(" AND {col} {op} ${}", args.len()));
             }
             Cond::In(col, vs) => {
-                check_col(kind, col)?;
+                kind.check_column(col)?;
                 if vs.is_empty() {
                     sql.push_str(" AND false");
                     continue;
@@ -487,7 +479,7 @@ fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Pa
                 sql.push_str(&format!(" AND {col} = ANY(${})", args.len()));
             }
             Cond::Null(col, is_null) => {
-                check_col(kind, col)?;
+                kind.check_column(col)?;
                 let not = if *is_null { "" } else { " NOT" };
                 sql.push_str(&format!(" AND {col} IS{not} NULL"));
             }
@@ -497,7 +489,7 @@ fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Pa
                 let n = args.len();
                 let mut ors = Vec::new();
                 for col in cols {
-                    check_col(kind, col)?;
+                    kind.check_column(col)?;
                     let text = match column_type(kind, col) {
                         ColumnType::Text => (*col).to_owned(),
                         _ => format!("{col}::text"),
@@ -511,7 +503,7 @@ fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Pa
                 }
             }
             Cond::Tag(col, tag) => {
-                check_col(kind, col)?;
+                kind.check_column(col)?;
                 if column_type(kind, col) != ColumnType::Tags {
                     return Err(StoreError(format!(
                         "{}.{col} is not a tags column",
@@ -581,18 +573,7 @@ impl Tx for PgTx<'_, '_> {
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
         let (id, created) = identity(doc)?;
         let cols = kind.columns();
-        let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
-        let marks: String = (0..cols.len()).map(|i| format!(", ${}", i + 5)).collect();
-        let sets: String = cols
-            .iter()
-            .map(|c| format!(", {n} = excluded.{n}", n = c.name))
-            .collect();
-        // An upsert: an update fires no INSERT trigger, so the tally counts it once.
-        let sql = format!(
-            "INSERT INTO {} (org, id, created_at, doc{names}) VALUES ($1, $2, $3, $4::text::json{marks}) \
-             ON CONFLICT (org, id) DO UPDATE SET created_at = excluded.created_at, doc = excluded.doc{sets}",
-            kind.table()
-        );
+        let sql = upsert_sql(kind, |n| format!("${n}"), "$4::text::json");
         let mut args: Vec<Param> = vec![
             Box::new(org.to_owned()),
             Box::new(id.to_owned()),
@@ -613,7 +594,7 @@ impl Tx for PgTx<'_, '_> {
 
     fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
         let (clause, args) = where_clause(kind, org, &q.conds)?;
-        check_col(kind, q.sort.0)?;
+        kind.check_column(q.sort.0)?;
         // NULLs first going up and last going down, as SQLite sorts them (and as the
         // indexes are built, so one index serves both directions).
         let (dir, key_dir) = match q.sort.1 {

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::{
     ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx, identity, like_escape,
-    parse_doc,
+    parse_doc, upsert_sql,
 };
 use crate::error::DomainError;
 
@@ -190,14 +190,6 @@ fn cond_value(kind: Kind, col: &str, v: &Value) -> Sql {
     to_sql(v, ty)
 }
 
-fn check_col(kind: Kind, col: &str) -> Result<(), StoreError> {
-    if kind.has_column(col) {
-        Ok(())
-    } else {
-        Err(StoreError(format!("{} has no column {col}", kind.table())))
-    }
-}
-
 /// `WHERE` clause and its parameters (the org is always the first).
 fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Sql>), StoreError> {
     let mut sql = String::from(" WHERE org = ?");
@@ -205,7 +197,7 @@ fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Sq
     for c in conds {
         match c {
             Cond::Eq(col, v) | Cond::Ge(col, v) | Cond::Le(col, v) => {
-                check_col(kind, col)?;
+                kind.check_column(col)?;
                 let op = match c {
                     Cond::Eq(..) => "=",
                     Cond::Ge(..) => ">=",
@@ -215,7 +207,7 @@ fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Sq
                 args.push(cond_value(kind, col, v));
             }
             Cond::In(col, vs) => {
-                check_col(kind, col)?;
+                kind.check_column(col)?;
                 if vs.is_empty() {
                     sql.push_str(" AND 0");
                     continue;
@@ -225,21 +217,21 @@ fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Sq
                 args.extend(vs.iter().map(|v| cond_value(kind, col, v)));
             }
             Cond::Null(col, is_null) => {
-                check_col(kind, col)?;
+                kind.check_column(col)?;
                 let not = if *is_null { "" } else { " NOT" };
                 sql.push_str(&format!(" AND {col} IS{not} NULL"));
             }
             Cond::Search(cols, needle) => {
                 let mut ors = Vec::new();
                 for col in cols {
-                    check_col(kind, col)?;
+                    kind.check_column(col)?;
                     ors.push(format!("{col} LIKE ? ESCAPE '\\'"));
                     args.push(Sql::Text(format!("%{}%", like_escape(needle))));
                 }
                 sql.push_str(&format!(" AND ({})", ors.join(" OR ")));
             }
             Cond::Tag(col, tag) => {
-                check_col(kind, col)?;
+                kind.check_column(col)?;
                 sql.push_str(&format!(" AND {col} LIKE ? ESCAPE '\\'"));
                 let quoted = Value::String(tag.clone()).to_string();
                 args.push(Sql::Text(format!("%{}%", like_escape(&quoted))));
@@ -263,19 +255,7 @@ impl Tx for SqlTx<'_> {
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
         let (id, created) = identity(doc)?;
         let cols = kind.columns();
-        let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
-        let marks: String = cols.iter().map(|_| ", ?").collect();
-        // An upsert, not `INSERT OR REPLACE`: a replace is a delete plus an insert, which
-        // the tally triggers would count as a new row.
-        let sets: String = cols
-            .iter()
-            .map(|c| format!(", {n} = excluded.{n}", n = c.name))
-            .collect();
-        let sql = format!(
-            "INSERT INTO {} (org, id, created_at, doc{names}) VALUES (?, ?, ?, ?{marks}) \
-             ON CONFLICT (org, id) DO UPDATE SET created_at = excluded.created_at, doc = excluded.doc{sets}",
-            kind.table()
-        );
+        let sql = upsert_sql(kind, |_| "?".to_owned(), "?");
         let mut args: Vec<Sql> = vec![
             Sql::Text(org.to_owned()),
             Sql::Text(id.to_owned()),
@@ -298,7 +278,7 @@ impl Tx for SqlTx<'_> {
 
     fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
         let (clause, args) = where_clause(kind, org, &q.conds)?;
-        check_col(kind, q.sort.0)?;
+        kind.check_column(q.sort.0)?;
         let dir = match q.sort.1 {
             Order::Asc => "ASC",
             Order::Desc => "DESC",
