@@ -21,6 +21,13 @@ pub struct Limited {
 pub trait RateLimit: Send + Sync {
     /// Counts one request of `principal` at `now`, or refuses it.
     fn check(&self, principal: &Principal, now: UnixTime) -> Result<(), Limited>;
+
+    /// Whether [`RateLimit::check`] may wait on something other than the CPU (a shared
+    /// store of buckets over the network): an async adapter then keeps every request that
+    /// reaches it off its reactor. In-process buckets are pure, hence the default.
+    fn may_block(&self) -> bool {
+        false
+    }
 }
 
 /// Allows everything (tests, benches).

@@ -26,13 +26,17 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use postgres::types::ToSql;
 use postgres::{Client, Config, IsolationLevel, NoTls, Statement, Transaction};
 use serde_json::Value;
 
-use super::{ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx};
+use super::{
+    ColumnType, Cond, Kind, MemberEpoch, Order, Query, Remembered, Store, StoreError, Tx,
+    changes_membership,
+};
 use crate::error::DomainError;
 
 /// Versioned migrations, frozen like SQLite's (`sqlite::MIGRATIONS`): a released one
@@ -46,6 +50,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
         include_str!("migrations/postgres/0003_charges_by_debtor.sql"),
     ),
     (4, include_str!("migrations/postgres/0004_oauth_grants.sql")),
+    (
+        5,
+        include_str!("migrations/postgres/0005_members_notify.sql"),
+    ),
 ];
 
 /// The schema version this binary knows.
@@ -111,6 +119,12 @@ pub struct PostgresStore {
     write_lock: String,
     /// A schema of its own to drop with the store (tests).
     scratch: Option<String>,
+    /// Membership changes: this process's writes, and the others' as notified
+    /// ([`members`]; the listener starts at the first question).
+    members: Arc<MemberEpoch>,
+    listening: Once,
+    /// What the listener connects with.
+    config: Config,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -203,12 +217,17 @@ impl PostgresStore {
             .max_size(connections.max(1))
             .min_idle(Some(0))
             .connection_timeout(Duration::from_secs(10))
-            .build_unchecked(Manager { config });
+            .build_unchecked(Manager {
+                config: config.clone(),
+            });
         Ok(Self {
             pool,
             trips: RoundTrips::default(),
             write_lock: format!("SELECT pg_advisory_xact_lock({key})"),
             scratch,
+            members: Arc::default(),
+            listening: Once::new(),
+            config,
         })
     }
 
@@ -254,13 +273,20 @@ impl PostgresStore {
         tx.batch_execute(&self.write_lock)
             .map_err(StoreError::from)?;
         self.trips.transactions.fetch_add(1, Ordering::Relaxed);
-        let out = f(&mut PgTx {
+        let mut t = PgTx {
             tx: &mut tx,
             statements,
             trips: &self.trips,
-        });
+            members: false,
+        };
+        let out = f(&mut t);
+        let members = t.members;
         if keep && out.is_ok() {
             tx.commit().map_err(StoreError::from)?;
+            if members {
+                // At once for this process; the others hear the trigger's NOTIFY.
+                self.members.bump();
+            }
         } else {
             tx.rollback().map_err(StoreError::from)?;
         }
@@ -335,6 +361,7 @@ impl Store for PostgresStore {
             tx: &mut tx,
             statements,
             trips: &self.trips,
+            members: false,
         });
         tx.commit().map_err(StoreError::from)?;
         out
@@ -354,6 +381,12 @@ impl Store for PostgresStore {
         self.on_writer(f, false)
     }
 
+    fn members_epoch(&self) -> Option<u64> {
+        self.listening
+            .call_once(|| members::listen(self.config.clone(), &self.members));
+        self.members.current()
+    }
+
     fn ping(&self) -> bool {
         self.pool
             .get_timeout(Duration::from_secs(2))
@@ -365,6 +398,8 @@ struct PgTx<'a, 'c> {
     tx: &'a mut Transaction<'c>,
     statements: &'a mut HashMap<String, Statement>,
     trips: &'a RoundTrips,
+    /// A member or an organization was written ([`MemberEpoch`]).
+    members: bool,
 }
 
 /// Round trips to PostgreSQL, counted so a test can hold them down: a transaction costs
@@ -592,6 +627,7 @@ impl Tx for PgTx<'_, '_> {
     }
 
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
+        self.members |= changes_membership(kind);
         let id = doc
             .get("id")
             .and_then(Value::as_str)
@@ -627,6 +663,7 @@ impl Tx for PgTx<'_, '_> {
     }
 
     fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
+        self.members |= changes_membership(kind);
         let sql = format!("DELETE FROM {} WHERE org = $1 AND id = $2", kind.table());
         Ok(self.execute(&sql, &[&org, &id])? > 0)
     }
@@ -777,3 +814,5 @@ impl Tx for PgTx<'_, '_> {
 /// pass otherwise; the store's contract (`store::tests`) runs on both stores.
 #[cfg(test)]
 mod tests;
+
+mod members;

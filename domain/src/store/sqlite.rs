@@ -15,7 +15,10 @@ use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
-use super::{ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx};
+use super::{
+    ColumnType, Cond, Kind, MemberEpoch, Order, Query, Remembered, Store, StoreError, Tx,
+    changes_membership,
+};
 use crate::error::DomainError;
 
 /// Versioned migrations; each runs once, in order, inside one transaction. They are
@@ -44,6 +47,8 @@ pub struct SqliteStore {
     writer: Mutex<Connection>,
     readers: Vec<Mutex<Connection>>,
     next: AtomicUsize,
+    /// One process owns the database (the data dir's lock): its own writes are all.
+    members: MemberEpoch,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -81,6 +86,7 @@ impl SqliteStore {
             writer: Mutex::new(writer),
             readers: rs,
             next: AtomicUsize::new(0),
+            members: MemberEpoch::watched(),
         })
     }
 
@@ -92,6 +98,7 @@ impl SqliteStore {
             writer: Mutex::new(c),
             readers: Vec::new(),
             next: AtomicUsize::new(0),
+            members: MemberEpoch::watched(),
         })
     }
 }
@@ -132,9 +139,17 @@ impl SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
-        let out = f(&mut SqlTx { tx: &tx });
+        let mut t = SqlTx {
+            tx: &tx,
+            members: false,
+        };
+        let out = f(&mut t);
+        let members = t.members;
         if keep && out.is_ok() {
             tx.commit().map_err(StoreError::from)?;
+            if members {
+                self.members.bump();
+            }
         } else {
             tx.rollback().map_err(StoreError::from)?;
         }
@@ -156,7 +171,10 @@ impl Store for SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Deferred)
             .map_err(StoreError::from)?;
-        let mut t = SqlTx { tx: &tx };
+        let mut t = SqlTx {
+            tx: &tx,
+            members: false,
+        };
         f(&mut t)
     }
 
@@ -174,6 +192,10 @@ impl Store for SqliteStore {
         self.on_writer(f, false)
     }
 
+    fn members_epoch(&self) -> Option<u64> {
+        self.members.current()
+    }
+
     fn ping(&self) -> bool {
         lock(&self.writer)
             .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
@@ -183,6 +205,8 @@ impl Store for SqliteStore {
 
 struct SqlTx<'a> {
     tx: &'a rusqlite::Transaction<'a>,
+    /// A member or an organization was written ([`MemberEpoch`]).
+    members: bool,
 }
 
 fn to_sql(v: &Value, ty: ColumnType) -> Sql {
@@ -286,6 +310,7 @@ impl Tx for SqlTx<'_> {
     }
 
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
+        self.members |= changes_membership(kind);
         let id = doc
             .get("id")
             .and_then(Value::as_str)
@@ -324,6 +349,7 @@ impl Tx for SqlTx<'_> {
     }
 
     fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
+        self.members |= changes_membership(kind);
         let sql = format!("DELETE FROM {} WHERE org = ? AND id = ?", kind.table());
         Ok(self.tx.prepare_cached(&sql)?.execute(params![org, id])? > 0)
     }
