@@ -73,6 +73,8 @@ mod rmcp_echo {
 
     #[derive(Clone)]
     pub(crate) struct Echo {
+        // Read by the code `#[tool_handler]` generates, which rustc does not credit.
+        #[allow(dead_code)]
         tool_router: ToolRouter<Self>,
     }
 
