@@ -421,7 +421,7 @@ fn parse_wrk(text: &str) -> Option<Run> {
 /// under `target/peers/release` (their own workspace).
 fn sibling(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
-    exe.parent().unwrap_or(Path::new(".")).join(name)
+    exe.parent().unwrap_or_else(|| Path::new(".")).join(name)
 }
 
 /// Runs the comparison and prints its table.
@@ -440,7 +440,7 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
         sibling("dunning-peers")
             .parent()
             .and_then(Path::parent)
-            .unwrap_or(Path::new("."))
+            .unwrap_or_else(|| Path::new("."))
             .join("peers/release/dunning-peers")
     });
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

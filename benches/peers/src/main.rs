@@ -20,7 +20,11 @@ fn main() -> io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let kind = match args.as_slice() {
         [serve, kind] if serve == "serve" => kind.clone(),
-        _ => return Err(io::Error::other("usage: dunning-peers serve rmcp|tower-mcp")),
+        _ => {
+            return Err(io::Error::other(
+                "usage: dunning-peers serve rmcp|tower-mcp",
+            ));
+        }
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
