@@ -40,6 +40,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     // The embedded authorization server's clients, codes, refresh tokens and token
     // families (issue 14), by kind and id, with an expiry for the sweep.
     (4, include_str!("migrations/0004_oauth_grants.sql")),
+    // Membership changes counted by triggers, for the watch connection (issue 13).
+    (5, include_str!("migrations/0005_member_changes.sql")),
 ];
 
 /// SQLite store.
@@ -47,8 +49,20 @@ pub struct SqliteStore {
     writer: Mutex<Connection>,
     readers: Vec<Mutex<Connection>>,
     next: AtomicUsize,
-    /// One process owns the database (the data dir's lock): its own writes are all.
+    /// Membership changes: this process's writes at once, and through [`Watch`] the
+    /// commits of any other program writing the file.
     members: MemberEpoch,
+    /// A read-only connection of its own that notices other commits (`None` in memory:
+    /// no other program can write there).
+    watch: Option<Mutex<Watch>>,
+}
+
+/// What the watch connection saw last: `PRAGMA data_version` (changes when any other
+/// connection commits) and the `member_changes` count (migration 5).
+struct Watch {
+    conn: Connection,
+    data_version: i64,
+    changes: i64,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -87,6 +101,14 @@ impl SqliteStore {
             readers: rs,
             next: AtomicUsize::new(0),
             members: MemberEpoch::watched(),
+            watch: Some(Mutex::new(Watch {
+                conn: Connection::open_with_flags(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?,
+                data_version: -1,
+                changes: -1,
+            })),
         })
     }
 
@@ -99,6 +121,7 @@ impl SqliteStore {
             readers: Vec::new(),
             next: AtomicUsize::new(0),
             members: MemberEpoch::watched(),
+            watch: None,
         })
     }
 }
@@ -193,6 +216,28 @@ impl Store for SqliteStore {
     }
 
     fn members_epoch(&self) -> Option<u64> {
+        if let Some(w) = &self.watch {
+            // Two reads of shared memory and a one-row table on a connection nobody
+            // else uses: cheap enough for every request, and it never waits on a writer
+            // (WAL readers do not).
+            let mut w = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let version: i64 = w
+                .conn
+                .query_row("PRAGMA data_version", [], |r| r.get(0))
+                .ok()?;
+            if version != w.data_version {
+                let changes: i64 = w
+                    .conn
+                    .prepare_cached("SELECT n FROM member_changes")
+                    .and_then(|mut st| st.query_row([], |r| r.get(0)))
+                    .ok()?;
+                if changes != w.changes {
+                    self.members.bump();
+                    w.changes = changes;
+                }
+                w.data_version = version;
+            }
+        }
         self.members.current()
     }
 
