@@ -457,7 +457,8 @@ pub trait Store: Send + Sync {
 /// bumps the count **after** it commits, so a reader that noted the count before reading
 /// the store either read the new rows or sees a different count on its next look. The
 /// PostgreSQL store also bumps it on every notification of the other processes' writes
-/// (a trigger `NOTIFY`s them), and answers `None` while it is not listening.
+/// (a trigger `NOTIFY`s them), and answers `None` while it is not listening; the SQLite
+/// store on a change of its trigger-kept count (another program writing the file).
 #[derive(Debug, Default)]
 pub struct MemberEpoch {
     changes: AtomicU64,

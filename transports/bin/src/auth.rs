@@ -20,9 +20,9 @@
 //! write to members or organizations in this process bumps it after its commit, and on
 //! PostgreSQL so does every other process's (a trigger's `NOTIFY`), so a removed person
 //! is refused by the next request here and within milliseconds on the other replicas. A
-//! store that cannot tell (`None`: PostgreSQL while not listening) caches nothing.
-//! [`MEMBERSHIP_TTL`] bounds what a change made behind the store's back (by hand in the
-//! SQLite file) could keep alive.
+//! store that cannot tell (`None`: PostgreSQL while not listening) caches nothing. On
+//! SQLite another program's commits are seen too (a trigger-kept count read when
+//! `PRAGMA data_version` moves). [`MEMBERSHIP_TTL`] is a safety net on top.
 //!
 //! Both caches are bounded (tokens: two generations of at most half the capacity each;
 //! memberships: cleared when full), an entry is never used at or past the token's `exp`,
@@ -178,9 +178,9 @@ impl Generations {
 }
 
 /// How long a cached membership may serve at most, whatever the members epoch says: a
-/// safety net for changes the store cannot see (an edit of the SQLite file by hand),
-/// short enough that such a change takes hold quickly, long enough that a busy token
-/// reads its member once per interval, not once per request.
+/// safety net for a change the epoch would miss (none known), short enough that it
+/// would take hold quickly, long enough that a busy token reads its member once per
+/// interval, not once per request.
 pub(crate) const MEMBERSHIP_TTL: Duration = Duration::from_secs(5);
 
 /// Memberships by organization claim, then subject (nested, so a lookup borrows the
