@@ -221,9 +221,11 @@ impl Store for SqliteStore {
             // else uses: cheap enough for every request, and it never waits on a writer
             // (WAL readers do not).
             let mut w = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Prepared once (`query_row` on the text would parse it at every request).
             let version: i64 = w
                 .conn
-                .query_row("PRAGMA data_version", [], |r| r.get(0))
+                .prepare_cached("PRAGMA data_version")
+                .and_then(|mut st| st.query_row([], |r| r.get(0)))
                 .ok()?;
             if version != w.data_version {
                 let changes: i64 = w
