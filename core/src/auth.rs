@@ -118,6 +118,16 @@ pub trait Authenticate: Send + Sync {
     fn may_block(&self) -> bool {
         true
     }
+
+    /// Whether authenticating this very `token` may wait (a finer [`Authenticate::may_block`]):
+    /// an authenticator that remembers who a token belongs to answers `false` while it
+    /// does, so the requests that need nothing else (`server/discover`, `tools/list`) stay
+    /// on an async adapter's reactor. A `false` that turns stale between the question and
+    /// [`Authenticate::authenticate`] costs one blocking call on the reactor, no error.
+    fn may_block_for(&self, token: &str, audience: Audience, now: UnixTime) -> bool {
+        let _ = (token, audience, now);
+        self.may_block()
+    }
 }
 
 /// Extracts the token from an `Authorization` header value: `Bearer <b64token>`.

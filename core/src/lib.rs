@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+mod blocking;
 pub mod call;
 pub mod catalog;
 pub mod config;

@@ -32,6 +32,13 @@ pub trait RateLimit: Send + Sync {
     fn check_peer(&self, _peer: IpAddr, _now: UnixTime) -> Result<(), Limited> {
         Ok(())
     }
+
+    /// Whether [`RateLimit::check`] may wait on something other than the CPU (a shared
+    /// store of buckets over the network): an async adapter then keeps every request that
+    /// reaches it off its reactor. In-process buckets are pure, hence the default.
+    fn may_block(&self) -> bool {
+        false
+    }
 }
 
 /// Allows everything (tests, benches).

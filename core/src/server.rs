@@ -48,10 +48,10 @@ pub struct Server<D> {
     pub(crate) keys: Keys,
     pub(crate) registry: Registry,
     pub(crate) dispatch: D,
-    auth: Box<dyn Authenticate>,
-    limiter: Box<dyn RateLimit>,
+    pub(crate) auth: Box<dyn Authenticate>,
+    pub(crate) limiter: Box<dyn RateLimit>,
     metrics: Option<Box<dyn Metrics>>,
-    oauth: Option<AuthorizationServer>,
+    pub(crate) oauth: Option<AuthorizationServer>,
     server_info: Value,
 }
 
@@ -336,7 +336,7 @@ impl<D: Dispatch> Server<D> {
         Some(resp)
     }
 
-    fn route(&self, path: &str) -> Option<Endpoint> {
+    pub(crate) fn route(&self, path: &str) -> Option<Endpoint> {
         let mcp = self.config.mcp_path.as_str();
         const PRM: &str = "/.well-known/oauth-protected-resource";
         Some(match path {

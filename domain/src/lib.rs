@@ -157,6 +157,14 @@ impl Domain {
         audience: Audience,
         expires_at: UnixTime,
     ) -> Result<Principal, AuthError> {
+        Ok(self
+            .membership(org_claim, subject)?
+            .principal(scopes, audience, expires_at))
+    }
+
+    /// What the store says of `subject` in `org_claim` (the part of a principal that
+    /// does not come from the token): one read transaction.
+    pub fn membership(&self, org_claim: &str, subject: &str) -> Result<Membership, AuthError> {
         let found = store::read(&*self.store, |tx| {
             let Some(org) = org::find_org(tx, org_claim)? else {
                 return Ok(None);
@@ -166,16 +174,51 @@ impl Domain {
         })
         .map_err(|_| AuthError::Lookup)?;
         let (org, member) = found.ok_or(AuthError::NotMember)?;
-        let scope = scopes.iter().filter_map(|s| catalog::SCOPES.parse(s)).max();
-        Ok(Principal {
-            subject: member.email.clone(),
+        Ok(Membership {
+            permissions: member.effective_permissions(),
+            subject: member.email,
             organization: org.id,
+        })
+    }
+
+    /// The store's [`store::Store::members_epoch`]: a [`Membership`] read while it had
+    /// one value is current while it keeps it.
+    pub fn members_epoch(&self) -> Option<u64> {
+        self.store.members_epoch()
+    }
+}
+
+/// A person's standing in an organization, as the store has it: what the binary's
+/// authenticator caches between requests (keyed by the token's organization and
+/// subject, checked against [`Domain::members_epoch`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Membership {
+    /// The organization's id.
+    pub organization: String,
+    /// The person's e-mail.
+    pub subject: String,
+    /// The dashboard permissions of the person's role, and their own.
+    pub permissions: std::collections::BTreeSet<String>,
+}
+
+impl Membership {
+    /// The principal of a token of this person carrying `scopes`.
+    pub fn principal(
+        &self,
+        scopes: &[String],
+        audience: Audience,
+        expires_at: UnixTime,
+    ) -> Principal {
+        let scope = scopes.iter().filter_map(|s| catalog::SCOPES.parse(s)).max();
+        Principal {
+            subject: self.subject.clone(),
+            organization: self.organization.clone(),
             scope,
             scopes: scopes.to_vec(),
-            permissions: member.effective_permissions(),
+            permissions: self.permissions.clone(),
             expires_at,
             audience,
-        })
+        }
     }
 }
 

@@ -20,6 +20,8 @@
 //! * **Idle memory**: 10,000 connections each send one request, read the answer and stay
 //!   open; the server's `VmRSS` before and after, divided by the count.
 //!
+//! * **Side by side** (`dunning-load versus`, see `versus.rs`): the product binary beside
+//!   bare hyper, rmcp and tower-mcp, each pinned to one CPU, `wrk` on the other (issue 13).
 //! * **The product binary** (`dunning-load against NAME=URL@TOKEN...`, see `against.rs`):
 //!   running servers compared on a read and a write; `benches/replicas.sh` compares one
 //!   replica on SQLite, one on PostgreSQL and three behind nginx.
@@ -29,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 mod against;
+mod versus;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -73,7 +76,9 @@ fn main() {
         idle: if quick { 2_000 } else { 10_000 },
         rounds: if quick { 1 } else { 3 },
     };
-    let done = if args.first().map(String::as_str) == Some("against") {
+    let done = if args.first().map(String::as_str) == Some("versus") {
+        versus::run(&args[1..])
+    } else if args.first().map(String::as_str) == Some("against") {
         against::run(&args[1..], Plan { conns: 16, ..plan })
     } else {
         report(plan)

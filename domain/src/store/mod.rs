@@ -14,6 +14,8 @@ pub mod sqlite;
 #[cfg(test)]
 mod tests;
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -509,6 +511,66 @@ pub trait Store: Send + Sync {
     }
     /// Whether the store answers (`/readyz`).
     fn ping(&self) -> bool;
+
+    /// A number that changes whenever membership (a member or an organization) may have
+    /// changed, or `None` when the store cannot tell (then nothing derived from
+    /// membership may be reused): see [`MemberEpoch`].
+    fn members_epoch(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Membership changes as far as this process knows: what lets a cache of principals
+/// (the binary's authenticator) skip the store and still refuse a removed person at once.
+///
+/// A write transaction that put or deleted a [`Kind::Member`] or [`Kind::Organization`]
+/// bumps the count **after** it commits, so a reader that noted the count before reading
+/// the store either read the new rows or sees a different count on its next look. The
+/// PostgreSQL store also bumps it on every notification of the other processes' writes
+/// (a trigger `NOTIFY`s them), and answers `None` while it is not listening; the SQLite
+/// store on a change of its trigger-kept count (another program writing the file).
+#[derive(Debug, Default)]
+pub struct MemberEpoch {
+    changes: AtomicU64,
+    /// Whether every change is seen (SQLite: always; PostgreSQL: while `LISTEN`ing).
+    watched: AtomicBool,
+}
+
+impl MemberEpoch {
+    /// A count that sees every change from the start (one process owns the store).
+    pub fn watched() -> Self {
+        Self {
+            changes: AtomicU64::new(0),
+            watched: AtomicBool::new(true),
+        }
+    }
+
+    /// The count, or `None` while changes may go unseen.
+    pub fn current(&self) -> Option<u64> {
+        // The flag first: a count read after it is at least as new as the flag says.
+        if !self.watched.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(self.changes.load(Ordering::Acquire))
+    }
+
+    /// Membership may have changed.
+    pub fn bump(&self) {
+        self.changes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether changes are seen from now on; a bump either way, since changes may have
+    /// gone unseen before.
+    pub(crate) fn set_watched(&self, watched: bool) {
+        self.bump();
+        self.watched.store(watched, Ordering::Release);
+        self.bump();
+    }
+}
+
+/// Whether writing `kind` changes who may do what (what [`MemberEpoch`] counts).
+pub(crate) fn changes_membership(kind: Kind) -> bool {
+    matches!(kind, Kind::Member | Kind::Organization)
 }
 
 /// Runs `f` once in a read transaction and returns what it returns.

@@ -26,6 +26,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use postgres::types::ToSql;
@@ -33,8 +34,8 @@ use postgres::{Client, Config, IsolationLevel, NoTls, Statement, Transaction};
 use serde_json::Value;
 
 use super::{
-    ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx, identity, like_escape,
-    parse_doc, upsert_sql,
+    ColumnType, Cond, Kind, MemberEpoch, Order, Query, Remembered, Store, StoreError, Tx,
+    changes_membership, identity, like_escape, parse_doc, upsert_sql,
 };
 use crate::error::DomainError;
 
@@ -49,6 +50,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
         include_str!("migrations/postgres/0003_charges_by_debtor.sql"),
     ),
     (4, include_str!("migrations/postgres/0004_oauth_grants.sql")),
+    (
+        5,
+        include_str!("migrations/postgres/0005_members_notify.sql"),
+    ),
 ];
 
 /// The schema version this binary knows.
@@ -114,6 +119,12 @@ pub struct PostgresStore {
     write_lock: String,
     /// A schema of its own to drop with the store (tests).
     scratch: Option<String>,
+    /// Membership changes: this process's writes, and the others' as notified
+    /// ([`members`]; the listener starts at the first question).
+    members: Arc<MemberEpoch>,
+    listening: Once,
+    /// What the listener connects with.
+    config: Config,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -206,12 +217,17 @@ impl PostgresStore {
             .max_size(connections.max(1))
             .min_idle(Some(0))
             .connection_timeout(Duration::from_secs(10))
-            .build_unchecked(Manager { config });
+            .build_unchecked(Manager {
+                config: config.clone(),
+            });
         Ok(Self {
             pool,
             trips: RoundTrips::default(),
             write_lock: format!("SELECT pg_advisory_xact_lock({key})"),
             scratch,
+            members: Arc::default(),
+            listening: Once::new(),
+            config,
         })
     }
 
@@ -264,16 +280,26 @@ impl PostgresStore {
                 .map_err(StoreError::from)?;
         }
         self.trips.transactions.fetch_add(1, Ordering::Relaxed);
-        let out = f(&mut PgTx {
+        let mut t = PgTx {
             tx: &mut tx,
             statements,
             trips: &self.trips,
-        });
+            members: false,
+        };
+        let out = f(&mut t);
+        let members = t.members;
         match access {
             Access::Write { commit } if !(commit && out.is_ok()) => {
                 tx.rollback().map_err(StoreError::from)?
             }
-            _ => tx.commit().map_err(StoreError::from)?,
+            Access::Write { .. } => {
+                tx.commit().map_err(StoreError::from)?;
+                if members {
+                    // At once for this process; the others hear the trigger's NOTIFY.
+                    self.members.bump();
+                }
+            }
+            Access::Read => tx.commit().map_err(StoreError::from)?,
         }
         out
     }
@@ -351,6 +377,12 @@ impl Store for PostgresStore {
         self.in_transaction(f, Access::Write { commit })
     }
 
+    fn members_epoch(&self) -> Option<u64> {
+        self.listening
+            .call_once(|| members::listen(self.config.clone(), &self.members));
+        self.members.current()
+    }
+
     fn ping(&self) -> bool {
         self.pool
             .get_timeout(Duration::from_secs(2))
@@ -362,6 +394,8 @@ struct PgTx<'a, 'c> {
     tx: &'a mut Transaction<'c>,
     statements: &'a mut HashMap<String, Statement>,
     trips: &'a RoundTrips,
+    /// A member or an organization was written ([`MemberEpoch`]).
+    members: bool,
 }
 
 /// Round trips to PostgreSQL, counted so a test can hold them down: a transaction costs
@@ -571,6 +605,7 @@ impl Tx for PgTx<'_, '_> {
     }
 
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
+        self.members |= changes_membership(kind);
         let (id, created) = identity(doc)?;
         let cols = kind.columns();
         let sql = upsert_sql(kind, |n| format!("${n}"), "$4::text::json");
@@ -588,6 +623,7 @@ impl Tx for PgTx<'_, '_> {
     }
 
     fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
+        self.members |= changes_membership(kind);
         let sql = format!("DELETE FROM {} WHERE org = $1 AND id = $2", kind.table());
         Ok(self.execute(&sql, &[&org, &id])? > 0)
     }
@@ -738,3 +774,5 @@ impl Tx for PgTx<'_, '_> {
 /// pass otherwise; the store's contract (`store::tests`) runs on both stores.
 #[cfg(test)]
 mod tests;
+
+mod members;

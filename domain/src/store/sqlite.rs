@@ -16,8 +16,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, pa
 use serde_json::Value;
 
 use super::{
-    ColumnType, Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx, identity, like_escape,
-    parse_doc, upsert_sql,
+    ColumnType, Cond, Kind, MemberEpoch, Order, Query, Remembered, Store, StoreError, Tx,
+    changes_membership, identity, like_escape, parse_doc, upsert_sql,
 };
 use crate::error::DomainError;
 
@@ -40,6 +40,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     // The embedded authorization server's clients, codes, refresh tokens and token
     // families (issue 14), by kind and id, with an expiry for the sweep.
     (4, include_str!("migrations/0004_oauth_grants.sql")),
+    // Membership changes counted by triggers, for the watch connection (issue 13).
+    (5, include_str!("migrations/0005_member_changes.sql")),
 ];
 
 /// SQLite store.
@@ -47,6 +49,20 @@ pub struct SqliteStore {
     writer: Mutex<Connection>,
     readers: Vec<Mutex<Connection>>,
     next: AtomicUsize,
+    /// Membership changes: this process's writes at once, and through [`Watch`] the
+    /// commits of any other program writing the file.
+    members: MemberEpoch,
+    /// A read-only connection of its own that notices other commits (`None` in memory:
+    /// no other program can write there).
+    watch: Option<Mutex<Watch>>,
+}
+
+/// What the watch connection saw last: `PRAGMA data_version` (changes when any other
+/// connection commits) and the `member_changes` count (migration 5).
+struct Watch {
+    conn: Connection,
+    data_version: i64,
+    changes: i64,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -84,6 +100,15 @@ impl SqliteStore {
             writer: Mutex::new(writer),
             readers: rs,
             next: AtomicUsize::new(0),
+            members: MemberEpoch::watched(),
+            watch: Some(Mutex::new(Watch {
+                conn: Connection::open_with_flags(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?,
+                data_version: -1,
+                changes: -1,
+            })),
         })
     }
 
@@ -95,6 +120,8 @@ impl SqliteStore {
             writer: Mutex::new(c),
             readers: Vec::new(),
             next: AtomicUsize::new(0),
+            members: MemberEpoch::watched(),
+            watch: None,
         })
     }
 }
@@ -137,7 +164,10 @@ impl Store for SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Deferred)
             .map_err(StoreError::from)?;
-        let mut t = SqlTx { tx: &tx };
+        let mut t = SqlTx {
+            tx: &tx,
+            members: false,
+        };
         f(&mut t)
     }
 
@@ -150,13 +180,49 @@ impl Store for SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
-        let out = f(&mut SqlTx { tx: &tx });
+        let mut t = SqlTx {
+            tx: &tx,
+            members: false,
+        };
+        let out = f(&mut t);
+        let members = t.members;
         if commit && out.is_ok() {
             tx.commit().map_err(StoreError::from)?;
+            if members {
+                self.members.bump();
+            }
         } else {
             tx.rollback().map_err(StoreError::from)?;
         }
         out
+    }
+
+    fn members_epoch(&self) -> Option<u64> {
+        if let Some(w) = &self.watch {
+            // Two reads of shared memory and a one-row table on a connection nobody
+            // else uses: cheap enough for every request, and it never waits on a writer
+            // (WAL readers do not).
+            let mut w = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Prepared once (`query_row` on the text would parse it at every request).
+            let version: i64 = w
+                .conn
+                .prepare_cached("PRAGMA data_version")
+                .and_then(|mut st| st.query_row([], |r| r.get(0)))
+                .ok()?;
+            if version != w.data_version {
+                let changes: i64 = w
+                    .conn
+                    .prepare_cached("SELECT n FROM member_changes")
+                    .and_then(|mut st| st.query_row([], |r| r.get(0)))
+                    .ok()?;
+                if changes != w.changes {
+                    self.members.bump();
+                    w.changes = changes;
+                }
+                w.data_version = version;
+            }
+        }
+        self.members.current()
     }
 
     fn ping(&self) -> bool {
@@ -168,6 +234,8 @@ impl Store for SqliteStore {
 
 struct SqlTx<'a> {
     tx: &'a rusqlite::Transaction<'a>,
+    /// A member or an organization was written ([`MemberEpoch`]).
+    members: bool,
 }
 
 fn to_sql(v: &Value, ty: ColumnType) -> Sql {
@@ -253,6 +321,7 @@ impl Tx for SqlTx<'_> {
     }
 
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
+        self.members |= changes_membership(kind);
         let (id, created) = identity(doc)?;
         let cols = kind.columns();
         let sql = upsert_sql(kind, |_| "?".to_owned(), "?");
@@ -272,6 +341,7 @@ impl Tx for SqlTx<'_> {
     }
 
     fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
+        self.members |= changes_membership(kind);
         let sql = format!("DELETE FROM {} WHERE org = ? AND id = ?", kind.table());
         Ok(self.tx.prepare_cached(&sql)?.execute(params![org, id])? > 0)
     }

@@ -7,13 +7,25 @@
 //!            ▼
 //!          jwt::verify (pure: key set + now) ──► claims, cached until `exp`
 //!            ▼
-//!          Domain::principal(org, sub, scopes) ─► Principal   (every request)
+//!          memberships (org, sub) ─hit: same members epoch, younger than the TTL─┐
+//!            │ miss                                                             │
+//!            ▼                                                                  ▼
+//!          Domain::membership(org, sub) ─► cached with the epoch read before ─► Principal
 //! ```
 //!
-//! The signature check is the expensive part, so verified claims are cached; membership
-//! and permissions are not: the store is asked at every request, so a person removed
-//! from the organization is refused at once. The cache is bounded (two generations of
-//! at most half the capacity each), an entry is never used at or past the token's `exp`,
+//! The signature check is the expensive part, so verified claims are cached. Membership
+//! and permissions are cached too (issue 13: without it every request, `tools/list`
+//! included, read the store and so left the reactor), but only as long as the store's
+//! [`Domain::members_epoch`] keeps the value it had **before** the entry was read: a
+//! write to members or organizations in this process bumps it after its commit, and on
+//! PostgreSQL so does every other process's (a trigger's `NOTIFY`), so a removed person
+//! is refused by the next request here and within milliseconds on the other replicas. A
+//! store that cannot tell (`None`: PostgreSQL while not listening) caches nothing. On
+//! SQLite another program's commits are seen too (a trigger-kept count read when
+//! `PRAGMA data_version` moves). [`MEMBERSHIP_TTL`] is a safety net on top.
+//!
+//! Both caches are bounded (tokens: two generations of at most half the capacity each;
+//! memberships: cleared when full), an entry is never used at or past the token's `exp`,
 //! and the key-set version is part of the key, so rotating keys drops every entry.
 //!
 //! Keys: the [`Keys`] holder is shared with the JWKS refresher thread of `serve`.
@@ -22,10 +34,11 @@ use std::collections::HashMap;
 use std::mem;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use dunning_core::jwt::{self, Claims, KeySet, Validation};
 use dunning_core::{Audience, AuthError, Authenticate, Principal, UnixTime};
-use dunning_domain::Domain;
+use dunning_domain::{Domain, Membership};
 use sha2::{Digest, Sha256};
 
 /// The current verification keys, swapped whole when the JWKS is refreshed.
@@ -95,8 +108,8 @@ pub(crate) struct TokenCache {
 
 #[derive(Debug, Default)]
 struct Generations {
-    current: HashMap<[u8; 32], Claims>,
-    previous: HashMap<[u8; 32], Claims>,
+    current: HashMap<[u8; 32], Arc<Claims>>,
+    previous: HashMap<[u8; 32], Arc<Claims>>,
 }
 
 impl TokenCache {
@@ -121,7 +134,7 @@ impl TokenCache {
     }
 
     /// The claims of a cached token still valid at `now`.
-    pub(crate) fn get(&self, key: &[u8; 32], now: UnixTime) -> Option<Claims> {
+    pub(crate) fn get(&self, key: &[u8; 32], now: UnixTime) -> Option<Arc<Claims>> {
         if self.half == 0 {
             return None;
         }
@@ -139,7 +152,7 @@ impl TokenCache {
     }
 
     /// Remembers verified claims.
-    pub(crate) fn insert(&self, key: [u8; 32], claims: Claims) {
+    pub(crate) fn insert(&self, key: [u8; 32], claims: Arc<Claims>) {
         if self.half == 0 {
             return;
         }
@@ -156,7 +169,7 @@ impl TokenCache {
 }
 
 impl Generations {
-    fn insert(&mut self, half: usize, key: [u8; 32], claims: Claims) {
+    fn insert(&mut self, half: usize, key: [u8; 32], claims: Arc<Claims>) {
         if self.current.len() >= half {
             self.previous = mem::take(&mut self.current);
         }
@@ -164,11 +177,99 @@ impl Generations {
     }
 }
 
-/// The [`Authenticate`] implementation of the product: JWT, cache, store.
+/// How long a cached membership may serve at most, whatever the members epoch says: a
+/// safety net for a change the epoch would miss (none known), short enough that it
+/// would take hold quickly, long enough that a busy token reads its member once per
+/// interval, not once per request.
+pub(crate) const MEMBERSHIP_TTL: Duration = Duration::from_secs(5);
+
+/// Memberships by organization claim, then subject (nested, so a lookup borrows the
+/// claims' strings instead of building a key).
+#[derive(Debug)]
+pub(crate) struct MembershipCache {
+    capacity: usize,
+    ttl: Duration,
+    inner: RwLock<Memberships>,
+}
+
+#[derive(Debug, Default)]
+struct Memberships {
+    by_org: HashMap<String, HashMap<String, Remembered>>,
+    len: usize,
+}
+
+#[derive(Debug)]
+struct Remembered {
+    membership: Arc<Membership>,
+    /// [`Domain::members_epoch`] before the store was read.
+    epoch: u64,
+    read_at: Instant,
+}
+
+impl MembershipCache {
+    /// At most `capacity` memberships (`0`: no caching), each for at most `ttl`.
+    pub(crate) fn new(capacity: usize, ttl: Duration) -> Self {
+        Self {
+            capacity,
+            ttl,
+            inner: RwLock::default(),
+        }
+    }
+
+    /// The membership remembered for `(org, sub)`, if read under `epoch` less than the
+    /// TTL before `now`.
+    pub(crate) fn get(
+        &self,
+        org: &str,
+        sub: &str,
+        epoch: u64,
+        now: Instant,
+    ) -> Option<Arc<Membership>> {
+        let g = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        let r = g.by_org.get(org)?.get(sub)?;
+        let fresh = r.epoch == epoch && now.saturating_duration_since(r.read_at) < self.ttl;
+        fresh.then(|| r.membership.clone())
+    }
+
+    /// Remembers `membership`, read from the store under `epoch` (the value from before
+    /// the read) at `read_at`.
+    pub(crate) fn insert(
+        &self,
+        org: &str,
+        sub: &str,
+        membership: Arc<Membership>,
+        epoch: u64,
+        read_at: Instant,
+    ) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut g = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        if g.len >= self.capacity {
+            // Rare (more distinct people than the capacity within a TTL): start over.
+            *g = Memberships::default();
+        }
+        let entry = Remembered {
+            membership,
+            epoch,
+            read_at,
+        };
+        let added = g
+            .by_org
+            .entry(org.to_owned())
+            .or_default()
+            .insert(sub.to_owned(), entry)
+            .is_none();
+        g.len += usize::from(added);
+    }
+}
+
+/// The [`Authenticate`] implementation of the product: JWT, caches, store.
 pub(crate) struct Authenticator {
     keys: Arc<Keys>,
     validation: Validation,
     cache: TokenCache,
+    members: MembershipCache,
     domain: Domain,
 }
 
@@ -192,18 +293,24 @@ impl Authenticator {
             keys,
             validation,
             cache: TokenCache::new(cache_size),
+            members: MembershipCache::new(cache_size, MEMBERSHIP_TTL),
             domain,
         }
     }
 
     /// The verified claims of `token`, from the cache when possible.
-    fn claims(&self, token: &str, audience: Audience, now: UnixTime) -> Result<Claims, AuthError> {
+    fn claims(
+        &self,
+        token: &str,
+        audience: Audience,
+        now: UnixTime,
+    ) -> Result<Arc<Claims>, AuthError> {
         let keys = self.keys.get();
         let key = TokenCache::key(token, audience, keys.version());
         if let Some(c) = self.cache.get(&key, now) {
             return Ok(c);
         }
-        let claims = jwt::verify(token, &keys, &self.validation, audience, now);
+        let claims = jwt::verify(token, &keys, &self.validation, audience, now).map(Arc::new);
         match &claims {
             Ok(c) => self.cache.insert(key, c.clone()),
             Err(AuthError::Signature | AuthError::UnknownKey) => {
@@ -212,6 +319,30 @@ impl Authenticator {
             Err(_) => {}
         }
         claims
+    }
+
+    /// The cached claims of `token`, without verifying anything.
+    fn cached_claims(&self, token: &str, audience: Audience, now: UnixTime) -> Option<Arc<Claims>> {
+        let key = TokenCache::key(token, audience, self.keys.get().version());
+        self.cache.get(&key, now)
+    }
+
+    /// What the store says of `(org, sub)`, from the cache while the members epoch has
+    /// not moved. Refusals are not cached: a person added is let in at once too.
+    fn membership(&self, org: &str, sub: &str) -> Result<Arc<Membership>, AuthError> {
+        // Read before the store: a change committed during the read moves it on.
+        let epoch = self.domain.members_epoch();
+        if let Some(e) = epoch
+            && let Some(m) = self.members.get(org, sub, e, Instant::now())
+        {
+            return Ok(m);
+        }
+        let read_at = Instant::now();
+        let m = Arc::new(self.domain.membership(org, sub)?);
+        if let Some(e) = epoch {
+            self.members.insert(org, sub, m.clone(), e, read_at);
+        }
+        Ok(m)
     }
 }
 
@@ -223,13 +354,22 @@ impl Authenticate for Authenticator {
         now: UnixTime,
     ) -> Result<Principal, AuthError> {
         let c = self.claims(token, audience, now)?;
-        self.domain.principal(
-            &c.organization,
-            &c.subject,
-            &c.scopes,
-            audience,
-            c.expires_at,
-        )
+        let m = self.membership(&c.organization, &c.subject)?;
+        Ok(m.principal(&c.scopes, audience, c.expires_at))
+    }
+
+    /// Only a token seen before whose person is remembered under the current members
+    /// epoch is authenticated without the store (and without a signature check).
+    fn may_block_for(&self, token: &str, audience: Audience, now: UnixTime) -> bool {
+        let Some(c) = self.cached_claims(token, audience, now) else {
+            return true;
+        };
+        let Some(epoch) = self.domain.members_epoch() else {
+            return true;
+        };
+        self.members
+            .get(&c.organization, &c.subject, epoch, Instant::now())
+            .is_none()
     }
 }
 
@@ -253,7 +393,7 @@ mod tests {
     fn cache_respects_exp_and_bounds() {
         let c = TokenCache::new(4);
         let k = TokenCache::key("t1", Audience::Mcp, 1);
-        c.insert(k, claims(100));
+        c.insert(k, Arc::new(claims(100)));
         assert!(c.get(&k, UnixTime::from_secs(99)).is_some());
         assert!(
             c.get(&k, UnixTime::from_secs(100)).is_none(),
@@ -262,7 +402,7 @@ mod tests {
         for i in 0..10 {
             c.insert(
                 TokenCache::key(&format!("x{i}"), Audience::Mcp, 1),
-                claims(100),
+                Arc::new(claims(100)),
             );
             assert!(c.len() <= 4);
         }
@@ -282,9 +422,15 @@ mod tests {
     fn previous_generation_is_promoted() {
         let c = TokenCache::new(4);
         let k = TokenCache::key("t1", Audience::Mcp, 1);
-        c.insert(k, claims(100));
-        c.insert(TokenCache::key("t2", Audience::Mcp, 1), claims(100));
-        c.insert(TokenCache::key("t3", Audience::Mcp, 1), claims(100));
+        c.insert(k, Arc::new(claims(100)));
+        c.insert(
+            TokenCache::key("t2", Audience::Mcp, 1),
+            Arc::new(claims(100)),
+        );
+        c.insert(
+            TokenCache::key("t3", Audience::Mcp, 1),
+            Arc::new(claims(100)),
+        );
         assert!(c.get(&k, UnixTime::from_secs(1)).is_some());
         assert!(c.get(&k, UnixTime::from_secs(1)).is_some());
     }
@@ -293,7 +439,7 @@ mod tests {
     fn disabled_cache() {
         let c = TokenCache::new(0);
         let k = TokenCache::key("t1", Audience::Mcp, 1);
-        c.insert(k, claims(100));
+        c.insert(k, Arc::new(claims(100)));
         assert!(c.get(&k, UnixTime::from_secs(1)).is_none());
     }
 
@@ -307,5 +453,146 @@ mod tests {
         assert!(!k.nudge(UnixTime::from_secs(110), 30_000));
         assert!(!k.take_wanted());
         assert!(k.nudge(UnixTime::from_secs(131), 30_000));
+    }
+
+    /// A store with the demo organization's people, an authenticator over it, and a
+    /// token of Caio (operator) it accepts.
+    fn fixture() -> (Authenticator, Domain, String, UnixTime) {
+        use crate::cli::AudienceArg;
+        use crate::datadir::Endpoint;
+        use crate::token;
+        use dunning_core::jwt::Jwk;
+        use dunning_domain::demo;
+        use dunning_domain::store::sqlite::SqliteStore;
+
+        let now = UnixTime::from_secs(1_800_000_000);
+        let store: Arc<dyn dunning_domain::store::Store> =
+            Arc::new(SqliteStore::in_memory().unwrap());
+        let domain = Domain::new(store.clone());
+        demo::seed_org(&domain, "demo", "Demo", "11222333000181", now).unwrap();
+        let seed = [7u8; 32];
+        let endpoint = Endpoint::new("http://127.0.0.1:1", "/mcp", None);
+        let jwk = Jwk::ed25519(Some(&token::dev_kid(&seed)), &jwt::ed25519_public(&seed));
+        let keys = Arc::new(Keys::new(KeySet::new(vec![jwk.unwrap()])));
+        let validation = Validation::new(
+            &endpoint.issuer,
+            &endpoint.mcp_audience,
+            &endpoint.api_audience,
+        );
+        let auth = Authenticator::new(keys, validation, 100, Domain::new(store));
+        let tok = token::mint(
+            &seed,
+            &endpoint,
+            &token::Request {
+                org_id: &demo::stable_id("org:demo"),
+                person: "caio@demo.example",
+                scope: &token::role_scopes("operator"),
+                ttl: 3600,
+                audience: AudienceArg::Mcp,
+            },
+            now,
+        );
+        (auth, domain, tok, now)
+    }
+
+    /// Rewrites (or, `None`, deletes) Caio's member record through the domain's store.
+    fn change_caio(domain: &Domain, role: Option<&str>) {
+        use dunning_domain::store::{self, Kind};
+        let org = dunning_domain::demo::stable_id("org:demo");
+        store::write(domain.store(), |tx| {
+            let mut m = dunning_domain::org::find_member(tx, &org, "caio@demo.example")?
+                .expect("caio is a member");
+            match role {
+                Some(r) => {
+                    m.role = r.to_owned();
+                    Ok(store::save(tx, Kind::Member, &org, &m)?)
+                }
+                None => Ok(tx.delete(Kind::Member, &org, &m.id).map(|_| ())?),
+            }
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_known_person_is_authenticated_without_the_store() {
+        let (auth, _domain, tok, now) = fixture();
+        assert!(
+            auth.may_block_for(&tok, Audience::Mcp, now),
+            "nothing cached yet"
+        );
+        let first = auth.authenticate(&tok, Audience::Mcp, now).unwrap();
+        assert!(
+            !auth.may_block_for(&tok, Audience::Mcp, now),
+            "claims and member cached"
+        );
+        assert!(
+            auth.may_block_for(&tok, Audience::Api, now),
+            "another audience is another token"
+        );
+        let again = auth.authenticate(&tok, Audience::Mcp, now).unwrap();
+        assert_eq!(first.permissions, again.permissions);
+        assert_eq!(first.subject, "caio@demo.example");
+    }
+
+    #[test]
+    fn a_removed_person_is_refused_at_once_in_process() {
+        let (auth, domain, tok, now) = fixture();
+        auth.authenticate(&tok, Audience::Mcp, now).unwrap();
+        assert!(!auth.may_block_for(&tok, Audience::Mcp, now));
+        change_caio(&domain, None);
+        // The very next request: the store is asked again, and says no.
+        assert!(
+            auth.may_block_for(&tok, Audience::Mcp, now),
+            "the epoch moved"
+        );
+        assert_eq!(
+            auth.authenticate(&tok, Audience::Mcp, now).unwrap_err(),
+            AuthError::NotMember
+        );
+        // Refusals are not cached.
+        assert!(auth.may_block_for(&tok, Audience::Mcp, now));
+    }
+
+    #[test]
+    fn a_role_change_takes_effect_at_once_in_process() {
+        let (auth, domain, tok, now) = fixture();
+        let before = auth.authenticate(&tok, Audience::Mcp, now).unwrap();
+        change_caio(&domain, Some("viewer"));
+        let after = auth.authenticate(&tok, Audience::Mcp, now).unwrap();
+        assert!(
+            after.permissions.len() < before.permissions.len(),
+            "{after:?}"
+        );
+        assert!(
+            !auth.may_block_for(&tok, Audience::Mcp, now),
+            "the new role is cached"
+        );
+    }
+
+    #[test]
+    fn memberships_expire_and_follow_the_epoch() {
+        let c = MembershipCache::new(2, Duration::from_millis(100));
+        let m = Arc::new(Membership {
+            organization: "o".into(),
+            subject: "s".into(),
+            permissions: Default::default(),
+        });
+        let t0 = Instant::now();
+        c.insert("o", "s", m.clone(), 3, t0);
+        assert!(c.get("o", "s", 3, t0 + Duration::from_millis(99)).is_some());
+        assert!(
+            c.get("o", "s", 3, t0 + Duration::from_millis(100))
+                .is_none(),
+            "TTL"
+        );
+        assert!(c.get("o", "s", 4, t0).is_none(), "another epoch");
+        assert!(c.get("o", "t", 3, t0).is_none());
+        c.insert("o", "t", m.clone(), 3, t0);
+        c.insert("p", "u", m.clone(), 3, t0);
+        assert!(c.get("o", "s", 3, t0).is_none(), "cleared when full");
+        assert!(c.get("p", "u", 3, t0).is_some());
+        let off = MembershipCache::new(0, Duration::from_secs(5));
+        off.insert("o", "s", m, 3, t0);
+        assert!(off.get("o", "s", 3, t0).is_none());
     }
 }

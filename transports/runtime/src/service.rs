@@ -60,6 +60,18 @@ impl<D: Dispatch> Service<D> {
         self.may_block
     }
 
+    /// Whether [`Service::handle`] of this request may block ([`Server::may_block_on`]):
+    /// finer than [`Service::may_block`], so an async adapter keeps on its reactor the
+    /// requests that need no store even when others of the same server do.
+    pub fn may_block_on(&self, req: &OwnedRequest) -> bool {
+        self.may_block && req.with_core(|r| self.server.may_block_on(r, self.now()))
+    }
+
+    /// Whether [`Service::check_head`] of this head may block ([`Server::head_may_block`]).
+    pub fn head_may_block(&self, head: &OwnedRequest) -> bool {
+        self.may_block && head.with_core(|r| self.server.head_may_block(r, self.now()))
+    }
+
     /// The options in force.
     pub fn options(&self) -> &Options {
         &self.opts

@@ -7,7 +7,8 @@
 //! loop {
 //!     poll the Connection: for each request, Service::handle on the blocking pool
 //!                          (spawn_blocking: the domain blocks on SQLite; inline when
-//!                          the service never blocks), then respond; for each head
+//!                          this request cannot block, Service::may_block_on: a
+//!                          catalog method with a known principal), then respond; for each head
 //!                          (a body not read yet), Service::check_head the same way,
 //!                          then admit
 //!     (past Options::max_pending_output the Connection holds requests back: write,
@@ -21,8 +22,9 @@
 //!
 //! Why this shape: tokio is what the product ships on, and a task per connection keeps an
 //! idle keep-alive connection down to its task and a [`Connection`] (the read buffer lives
-//! on the stack, never across an `.await`). The core runs off the reactor so one slow
-//! SQLite query never stalls other connections' I/O.
+//! on the stack, never across an `.await`). The core runs off the reactor whenever the
+//! request may reach the store, so one slow SQLite query never stalls other
+//! connections' I/O; the requests that cannot run inline, saving two thread switches.
 //!
 //! Caps: over [`Options::max_connections`] (or
 //! [`Options::max_unauthenticated_per_ip`] from its address) a connection gets
@@ -173,7 +175,7 @@ async fn drive<D: Dispatch + 'static>(
         let close = loop {
             match conn.poll() {
                 Next::Request(req) => {
-                    if service.may_block() {
+                    if service.may_block_on(&req) {
                         let svc = Arc::clone(service);
                         match tokio::task::spawn_blocking(move || svc.handle(&req)).await {
                             Ok(resp) => conn.respond(&resp),
@@ -186,7 +188,7 @@ async fn drive<D: Dispatch + 'static>(
                 }
                 // A head is decided like a request is answered (authentication may block).
                 Next::Head(head) => {
-                    if service.may_block() {
+                    if service.head_may_block(&head) {
                         let svc = Arc::clone(service);
                         let decided = tokio::task::spawn_blocking(move || {
                             let admission = svc.check_head(&head);

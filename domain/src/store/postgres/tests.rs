@@ -237,3 +237,50 @@ fn a_scratch_schema_is_dropped_with_its_store() {
         .get(0);
     assert_eq!(n, 0);
 }
+
+/// Another process's write to a member reaches this store's members epoch within a
+/// second (migration 5's trigger, the listener), and this store's own write at once.
+#[test]
+fn member_writes_move_the_epoch_across_stores() {
+    let Some(url) = url() else { return };
+    let a = PostgresStore::scratch(&url).unwrap();
+    let schema = a.scratch_schema().unwrap().to_owned();
+    let b = PostgresStore::open_in_schema(&url, &schema, 2).unwrap();
+    // Waits are counted in sleeps (the domain's sources read no clock, tests included).
+    let mut waits = 0;
+    let before = loop {
+        if let Some(e) = b.members_epoch() {
+            break e;
+        }
+        waits += 1;
+        assert!(waits < 500, "listener never started (500 sleeps of 10 ms)");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let own = a.members_epoch();
+    let doc = json!({"id": "m1", "created_at": "2026-01-01T00:00:00Z", "email": "x@y.z", "role": "viewer"});
+    write(&a, |tx| Ok(tx.put(Kind::Member, "org1", &doc)?)).unwrap();
+    if let (Some(o), Some(now)) = (own, a.members_epoch()) {
+        assert_ne!(o, now, "this store's own write moves its epoch at once");
+    }
+    let mut waits = 0;
+    while b.members_epoch() == Some(before) {
+        waits += 1;
+        assert!(
+            waits < 200,
+            "no notification within 200 sleeps of 5 ms (≈ 1 s)"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Other kinds do not.
+    let settled = loop {
+        let e = b.members_epoch();
+        std::thread::sleep(Duration::from_millis(100));
+        if e == b.members_epoch() {
+            break e;
+        }
+    };
+    let debtor = json!({"id": "d1", "created_at": "2026-01-01T00:00:00Z", "name": "D"});
+    write(&a, |tx| Ok(tx.put(Kind::Debtor, "org1", &debtor)?)).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(b.members_epoch(), settled);
+}

@@ -216,6 +216,11 @@ impl RateLimit for SharedGcra {
             Err((bucket, wait)) => Err(refusal(self.org, self.token, bucket, wait)),
         }
     }
+
+    /// The buckets are in Redis: every check is a round trip, kept off the reactor.
+    fn may_block(&self) -> bool {
+        true
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -1,0 +1,124 @@
+//! Which requests may wait on something other than the CPU, decided per request.
+//!
+//! [`Server::may_block`] is the server's word for every request; an async adapter that
+//! trusts it alone sends every request through its blocking pool (two thread switches,
+//! more than the core's own work on a `tools/list`). [`Server::may_block_on`] and
+//! [`Server::head_may_block`] ask the same hooks about one request, so only the requests
+//! that reach the store leave the reactor: a path answered by the core alone (health,
+//! the well-known documents, metrics), an MCP method the core answers from its catalog
+//! (`server/discover`, `tools/list`, the `*/list` of resources, templates and prompts),
+//! provided the authenticator knows the token without asking anyone
+//! ([`Authenticate::may_block_for`]) and the rate limiter is in-process.
+//!
+//! The answers are hints: they never change what [`Server::handle`] answers, only where
+//! an adapter runs it. A wrong `false` (say, a cached principal expiring between the
+//! question and the call) costs one blocking call on the reactor, not a wrong answer.
+
+use serde::Deserialize;
+
+use crate::auth;
+use crate::dispatch::Dispatch;
+use crate::env::UnixTime;
+use crate::principal::Audience;
+use crate::request::Request;
+use crate::response::Endpoint;
+use crate::server::Server;
+
+/// The one field of a JSON-RPC body the decision needs.
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// MCP methods the core answers from its catalog, never calling the dispatcher.
+fn core_only(method: &str) -> bool {
+    matches!(
+        method,
+        "server/discover"
+            | "initialize"
+            | "ping"
+            | "tools/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "prompts/list"
+    ) || method.starts_with("notifications/")
+}
+
+impl<D: Dispatch> Server<D> {
+    /// Whether answering the complete request `req` at `now` may wait on something other
+    /// than the CPU. `false` only when [`Server::may_block`] is, or when nothing on the
+    /// request's path may: see the module docs.
+    pub fn may_block_on(&self, req: &Request<'_>, now: UnixTime) -> bool {
+        if !self.may_block() {
+            return false;
+        }
+        match self.route(req.path()) {
+            None | Some(Endpoint::Health | Endpoint::WellKnown | Endpoint::Metrics) => false,
+            Some(Endpoint::Ready) => self.dispatch.may_block(),
+            Some(Endpoint::Rest | Endpoint::OAuth(_)) => true,
+            Some(Endpoint::Mcp) => {
+                if self.token_may_block(req, Audience::Mcp, now) {
+                    return true;
+                }
+                if self.limiter.may_block() {
+                    return true;
+                }
+                // Bodies the core refuses before reading a method (bad JSON, a batch)
+                // reach nobody either; a method it does not answer alone may.
+                match serde_json::from_slice::<Peek<'_>>(req.body) {
+                    Ok(Peek { method: Some(m) }) => !core_only(&m) && self.dispatch.may_block(),
+                    Ok(Peek { method: None }) | Err(_) => false,
+                }
+            }
+        }
+    }
+
+    /// Whether [`Server::check_head`] on the head `req` at `now` may wait: only its
+    /// authentication can.
+    pub fn head_may_block(&self, req: &Request<'_>, now: UnixTime) -> bool {
+        if !self.may_block() {
+            return false;
+        }
+        match self.route(req.path()) {
+            Some(Endpoint::Mcp) => self.token_may_block(req, Audience::Mcp, now),
+            Some(Endpoint::Rest) => self.token_may_block(req, Audience::Api, now),
+            _ => false,
+        }
+    }
+
+    /// Whether authenticating the request's bearer token may wait; no usable token is
+    /// refused without asking the authenticator.
+    fn token_may_block(&self, req: &Request<'_>, audience: Audience, now: UnixTime) -> bool {
+        let values: Vec<&[u8]> = req.header_values("authorization").collect();
+        match auth::bearer(&values) {
+            Ok(Some(token)) => self.auth.may_block_for(&token, audience, now),
+            Ok(None) | Err(()) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::core_only;
+
+    #[test]
+    fn catalog_methods_are_core_only() {
+        for m in [
+            "server/discover",
+            "tools/list",
+            "prompts/list",
+            "notifications/initialized",
+        ] {
+            assert!(core_only(m), "{m}");
+        }
+        for m in [
+            "tools/call",
+            "resources/read",
+            "prompts/get",
+            "completion/complete",
+        ] {
+            assert!(!core_only(m), "{m}");
+        }
+    }
+}
