@@ -145,6 +145,7 @@ fn the_limit_is_configurable_and_validated() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("rates and bursts must be positive"), "{err}");
+    common::discard(&dir);
     // With the limiter off, nothing is counted.
     let srv = Srv::start(
         &[],
