@@ -186,6 +186,12 @@ impl Domain {
     pub fn members_epoch(&self) -> Option<u64> {
         self.store.members_epoch()
     }
+
+    /// The store's [`store::Store::look_for_member_changes`]: moves the epoch when
+    /// another program changed membership in the store's file.
+    pub fn look_for_member_changes(&self) {
+        self.store.look_for_member_changes();
+    }
 }
 
 /// A person's standing in an organization, as the store has it: what the binary's

@@ -518,6 +518,12 @@ pub trait Store: Send + Sync {
     fn members_epoch(&self) -> Option<u64> {
         None
     }
+
+    /// Looks for membership changes committed by programs this store cannot hear (the
+    /// SQLite file written by another process) and moves [`Store::members_epoch`] when
+    /// it finds one. A store call, so its caller decides how often: the binary's
+    /// authenticator at most every few milliseconds, not at every request.
+    fn look_for_member_changes(&self) {}
 }
 
 /// Membership changes as far as this process knows: what lets a cache of principals

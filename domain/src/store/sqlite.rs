@@ -5,7 +5,10 @@
 //! index range within one organization. One writer connection (`BEGIN IMMEDIATE`, so
 //! writers serialize instead of failing on upgrade), a few reader connections (WAL lets
 //! them read a snapshot while the writer commits). `synchronous=FULL`: an acknowledged
-//! write survives a process kill and a power loss.
+//! write survives a process kill and a power loss; writers queued together share one
+//! commit ([`group`]), so that guarantee does not cost one disk wait per write.
+
+mod group;
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -46,7 +49,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
 
 /// SQLite store.
 pub struct SqliteStore {
-    writer: Mutex<Connection>,
+    writer: group::Writer,
     readers: Vec<Mutex<Connection>>,
     next: AtomicUsize,
     /// Membership changes: this process's writes at once, and through [`Watch`] the
@@ -87,6 +90,9 @@ impl SqliteStore {
         let writer = Connection::open(path)?;
         configure(&writer)?;
         migrate(&writer)?;
+        // At least one: the writer's connection may hold an open group (`group`), so
+        // a file store never reads on it.
+        let readers = readers.max(1);
         let mut rs = Vec::with_capacity(readers);
         for _ in 0..readers {
             let r = Connection::open_with_flags(
@@ -97,7 +103,7 @@ impl SqliteStore {
             rs.push(Mutex::new(r));
         }
         Ok(Self {
-            writer: Mutex::new(writer),
+            writer: group::Writer::new(writer, true),
             readers: rs,
             next: AtomicUsize::new(0),
             members: MemberEpoch::watched(),
@@ -117,7 +123,7 @@ impl SqliteStore {
         let c = Connection::open_in_memory()?;
         migrate(&c)?;
         Ok(Self {
-            writer: Mutex::new(c),
+            writer: group::Writer::new(c, false),
             readers: Vec::new(),
             next: AtomicUsize::new(0),
             members: MemberEpoch::watched(),
@@ -155,20 +161,21 @@ impl Store for SqliteStore {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
     ) -> Result<(), DomainError> {
-        let conn = if self.readers.is_empty() {
-            &self.writer
-        } else {
-            &self.readers[self.next.fetch_add(1, Ordering::Relaxed) % self.readers.len()]
+        let mut run = |conn: &mut Connection| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Deferred)
+                .map_err(StoreError::from)?;
+            f(&mut SqlTx {
+                conn: &tx,
+                members: false,
+            })
         };
-        let mut conn = lock(conn);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)
-            .map_err(StoreError::from)?;
-        let mut t = SqlTx {
-            tx: &tx,
-            members: false,
-        };
-        f(&mut t)
+        if self.readers.is_empty() {
+            // In memory: the writer's connection, between writes (never grouped there).
+            return self.writer.with_conn_mut(run);
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.readers.len();
+        run(&mut lock(&self.readers[i]))
     }
 
     fn transact(
@@ -176,64 +183,64 @@ impl Store for SqliteStore {
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         commit: bool,
     ) -> Result<(), DomainError> {
-        let mut conn = lock(&self.writer);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
-        let mut t = SqlTx {
-            tx: &tx,
-            members: false,
-        };
-        let out = f(&mut t);
-        let members = t.members;
-        if commit && out.is_ok() {
-            tx.commit().map_err(StoreError::from)?;
-            if members {
-                self.members.bump();
+        self.writer.write(commit, &self.members, |conn| {
+            let mut t = SqlTx {
+                conn,
+                members: false,
+            };
+            let out = f(&mut t);
+            group::Wrote {
+                out,
+                members: t.members,
             }
-        } else {
-            tx.rollback().map_err(StoreError::from)?;
-        }
-        out
+        })
     }
 
     fn members_epoch(&self) -> Option<u64> {
-        if let Some(w) = &self.watch {
-            // Two reads of shared memory and a one-row table on a connection nobody
-            // else uses: cheap enough for every request, and it never waits on a writer
-            // (WAL readers do not).
-            let mut w = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            // Prepared once (`query_row` on the text would parse it at every request).
-            let version: i64 = w
-                .conn
-                .prepare_cached("PRAGMA data_version")
-                .and_then(|mut st| st.query_row([], |r| r.get(0)))
-                .ok()?;
-            if version != w.data_version {
-                let changes: i64 = w
-                    .conn
-                    .prepare_cached("SELECT n FROM member_changes")
-                    .and_then(|mut st| st.query_row([], |r| r.get(0)))
-                    .ok()?;
-                if changes != w.changes {
-                    self.members.bump();
-                    w.changes = changes;
-                }
-                w.data_version = version;
-            }
-        }
         self.members.current()
     }
 
+    fn look_for_member_changes(&self) {
+        let Some(w) = &self.watch else { return };
+        // A connection nobody else uses; WAL readers never wait on the writer.
+        let mut w = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Prepared once (`query_row` on the text would parse it at every look).
+        let Ok(version) = w
+            .conn
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)))
+        else {
+            // Cannot tell: assume a change (the cache rereads; nothing stale is used).
+            self.members.bump();
+            return;
+        };
+        if version == w.data_version {
+            return;
+        }
+        let changes = w
+            .conn
+            .prepare_cached("SELECT n FROM member_changes")
+            .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)));
+        match changes {
+            Ok(n) if n == w.changes => {}
+            Ok(n) => {
+                self.members.bump();
+                w.changes = n;
+            }
+            Err(_) => self.members.bump(),
+        }
+        w.data_version = version;
+    }
+
     fn ping(&self) -> bool {
-        lock(&self.writer)
-            .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+        self.writer
+            .with_conn(|c| c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0)))
             .is_ok()
     }
 }
 
 struct SqlTx<'a> {
-    tx: &'a rusqlite::Transaction<'a>,
+    conn: &'a Connection,
     /// A member or an organization was written ([`MemberEpoch`]).
     members: bool,
 }
@@ -313,7 +320,7 @@ impl Tx for SqlTx<'_> {
     fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
         let sql = format!("SELECT doc FROM {} WHERE org = ? AND id = ?", kind.table());
         let doc: Option<String> = self
-            .tx
+            .conn
             .prepare_cached(&sql)?
             .query_row(params![org, id], |r| r.get(0))
             .optional()?;
@@ -334,7 +341,7 @@ impl Tx for SqlTx<'_> {
         for c in cols {
             args.push(to_sql(doc.get(c.name).unwrap_or(&Value::Null), c.ty));
         }
-        self.tx
+        self.conn
             .prepare_cached(&sql)?
             .execute(rusqlite::params_from_iter(args))?;
         Ok(())
@@ -343,7 +350,7 @@ impl Tx for SqlTx<'_> {
     fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
         self.members |= changes_membership(kind);
         let sql = format!("DELETE FROM {} WHERE org = ? AND id = ?", kind.table());
-        Ok(self.tx.prepare_cached(&sql)?.execute(params![org, id])? > 0)
+        Ok(self.conn.prepare_cached(&sql)?.execute(params![org, id])? > 0)
     }
 
     fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
@@ -367,7 +374,7 @@ impl Tx for SqlTx<'_> {
              ORDER BY page.page_key {dir}, page.page_id {dir}",
             off = q.offset
         );
-        let mut stmt = self.tx.prepare_cached(&sql)?;
+        let mut stmt = self.conn.prepare_cached(&sql)?;
         let params = args
             .into_iter()
             .chain(std::iter::once(Sql::Text(org.to_owned())));
@@ -386,7 +393,7 @@ impl Tx for SqlTx<'_> {
         let t = kind.table();
         if conds.is_empty() {
             let n: Option<i64> = self
-                .tx
+                .conn
                 .prepare_cached("SELECT n FROM tallies WHERE org = ? AND tbl = ?")?
                 .query_row(params![org, t], |r| r.get(0))
                 .optional()?;
@@ -394,7 +401,7 @@ impl Tx for SqlTx<'_> {
         }
         let sql = format!("SELECT COUNT(*) FROM {t}{clause}");
         let n: i64 = self
-            .tx
+            .conn
             .prepare_cached(&sql)?
             .query_row(rusqlite::params_from_iter(args), |r| r.get(0))?;
         Ok(u64::try_from(n).unwrap_or_default())
@@ -402,7 +409,7 @@ impl Tx for SqlTx<'_> {
 
     fn organizations(&mut self) -> Result<Vec<String>, StoreError> {
         let mut stmt = self
-            .tx
+            .conn
             .prepare_cached("SELECT id FROM organizations ORDER BY id")?;
         let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -410,7 +417,7 @@ impl Tx for SqlTx<'_> {
 
     fn recall(&mut self, org: &str, key: &str) -> Result<Option<Remembered>, StoreError> {
         let row = self
-            .tx
+            .conn
             .prepare_cached(
                 "SELECT tool, digest, result, at_ms FROM idempotency WHERE org = ? AND key = ?",
             )?
@@ -440,14 +447,14 @@ impl Tx for SqlTx<'_> {
         key: &str,
         result: &Value,
     ) -> Result<(), StoreError> {
-        self.tx
+        self.conn
             .prepare_cached("UPDATE idempotency SET result = ? WHERE org = ? AND key = ?")?
             .execute(params![result.to_string(), org, key])?;
         Ok(())
     }
 
     fn remember(&mut self, org: &str, key: &str, r: &Remembered) -> Result<(), StoreError> {
-        self.tx
+        self.conn
             .prepare_cached(
                 "INSERT OR IGNORE INTO idempotency (org, key, tool, digest, result, at_ms) VALUES (?, ?, ?, ?, ?, ?)",
             )?
@@ -464,7 +471,7 @@ impl Tx for SqlTx<'_> {
 
     fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError> {
         let n = self
-            .tx
+            .conn
             .prepare_cached("DELETE FROM idempotency WHERE at_ms < ?")?
             .execute(params![i64::try_from(before_ms).unwrap_or(i64::MAX)])?;
         Ok(n as u64)
@@ -472,7 +479,7 @@ impl Tx for SqlTx<'_> {
 
     fn grant_get(&mut self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
         let doc: Option<String> = self
-            .tx
+            .conn
             .prepare_cached("SELECT doc FROM oauth_grants WHERE kind = ? AND id = ?")?
             .query_row(params![kind, id], |r| r.get(0))
             .optional()?;
@@ -486,7 +493,7 @@ impl Tx for SqlTx<'_> {
         doc: &Value,
         expires_ms: Option<u64>,
     ) -> Result<(), StoreError> {
-        self.tx
+        self.conn
             .prepare_cached(
                 "INSERT INTO oauth_grants (kind, id, doc, expires_ms) VALUES (?, ?, ?, ?) \
                  ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc, expires_ms = excluded.expires_ms",
@@ -502,7 +509,7 @@ impl Tx for SqlTx<'_> {
 
     fn grant_rewrite(&mut self, kind: &str, id: &str, doc: &Value) -> Result<bool, StoreError> {
         let n = self
-            .tx
+            .conn
             .prepare_cached("UPDATE oauth_grants SET doc = ? WHERE kind = ? AND id = ?")?
             .execute(params![doc.to_string(), kind, id])?;
         Ok(n > 0)
@@ -510,7 +517,7 @@ impl Tx for SqlTx<'_> {
 
     fn grant_sweep(&mut self, before_ms: u64) -> Result<u64, StoreError> {
         let n = self
-            .tx
+            .conn
             .prepare_cached("DELETE FROM oauth_grants WHERE expires_ms < ?")?
             .execute(params![i64::try_from(before_ms).unwrap_or(i64::MAX)])?;
         Ok(n as u64)
@@ -574,5 +581,42 @@ mod tests {
             .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
             .expect("count");
         assert_eq!(n as usize, MIGRATIONS.len());
+    }
+
+    /// Another program's commit to a member moves this store's epoch when the store
+    /// looks ([`Store::look_for_member_changes`]), not before; its own write at once;
+    /// other kinds never.
+    #[test]
+    fn another_programs_member_write_is_seen_at_the_next_look() {
+        use crate::store::write;
+        use serde_json::json;
+        let dir = std::env::temp_dir().join(format!("dunning-watch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let path = dir.join("store.db");
+        let _ = std::fs::remove_file(&path);
+        let a = SqliteStore::open(&path, 1).expect("a");
+        let b = SqliteStore::open(&path, 1).expect("b");
+        a.look_for_member_changes();
+        let before = a.members_epoch().expect("SQLite always tells");
+        let doc = json!({"id": "m1", "created_at": "2026-01-01T00:00:00Z", "email": "x@y.z", "role": "viewer"});
+        let own = b.members_epoch();
+        write(&b, |tx| Ok(tx.put(Kind::Member, "org1", &doc)?)).expect("b writes");
+        assert_ne!(
+            b.members_epoch(),
+            own,
+            "the writer's own epoch moves at once"
+        );
+        assert_eq!(a.members_epoch(), Some(before), "not seen before a look");
+        a.look_for_member_changes();
+        let seen = a.members_epoch();
+        assert_ne!(seen, Some(before), "seen at the look");
+        a.look_for_member_changes();
+        assert_eq!(a.members_epoch(), seen, "nothing new: unchanged");
+        let debtor = json!({"id": "d1", "created_at": "2026-01-01T00:00:00Z", "name": "D"});
+        write(&b, |tx| Ok(tx.put(Kind::Debtor, "org1", &debtor)?)).expect("b writes");
+        a.look_for_member_changes();
+        assert_eq!(a.members_epoch(), seen, "a debtor is not membership");
+        drop((a, b));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -22,7 +22,9 @@
 //! is refused by the next request here and within milliseconds on the other replicas. A
 //! store that cannot tell (`None`: PostgreSQL while not listening) caches nothing. On
 //! SQLite another program's commits are seen too (a trigger-kept count read when
-//! `PRAGMA data_version` moves). [`MEMBERSHIP_TTL`] is a safety net on top.
+//! `PRAGMA data_version` moves), by a look at the file at most every [`LOOK_EVERY`]:
+//! the look takes a lock and a SQLite call, which at every request halved the requests
+//! per second of `server/discover` (issue 13). [`MEMBERSHIP_TTL`] is a safety net on top.
 //!
 //! Both caches are bounded (tokens: two generations of at most half the capacity each;
 //! memberships: cleared when full), an entry is never used at or past the token's `exp`,
@@ -183,6 +185,12 @@ impl Generations {
 /// interval, not once per request.
 pub(crate) const MEMBERSHIP_TTL: Duration = Duration::from_secs(5);
 
+/// How often, at most, the store looks for membership changes made by another program
+/// ([`Domain::look_for_member_changes`]): a request that starts this long after such a
+/// commit sees it. This process's own writes and other replicas' notifications move
+/// the epoch at once, without a look.
+pub(crate) const LOOK_EVERY: Duration = Duration::from_millis(2);
+
 /// Memberships by organization claim, then subject (nested, so a lookup borrows the
 /// claims' strings instead of building a key).
 #[derive(Debug)]
@@ -271,6 +279,10 @@ pub(crate) struct Authenticator {
     cache: TokenCache,
     members: MembershipCache,
     domain: Domain,
+    /// The clock of [`Authenticator::epoch`]'s looks.
+    started: Instant,
+    /// When the next look is due, in µs after `started`.
+    look_due: AtomicU64,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -295,6 +307,8 @@ impl Authenticator {
             cache: TokenCache::new(cache_size),
             members: MembershipCache::new(cache_size, MEMBERSHIP_TTL),
             domain,
+            started: Instant::now(),
+            look_due: AtomicU64::new(0),
         }
     }
 
@@ -327,11 +341,25 @@ impl Authenticator {
         self.cache.get(&key, now)
     }
 
+    /// The store's members epoch, after a look for other programs' changes when one is
+    /// due. Concurrent requests at the due time may each look (the looks serialize in
+    /// the store and the later ones find nothing): none of them skips it.
+    fn epoch(&self) -> Option<u64> {
+        let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        if now >= self.look_due.load(Ordering::Acquire) {
+            self.domain.look_for_member_changes();
+            let every = u64::try_from(LOOK_EVERY.as_micros()).unwrap_or(u64::MAX);
+            self.look_due
+                .fetch_max(now.saturating_add(every), Ordering::AcqRel);
+        }
+        self.domain.members_epoch()
+    }
+
     /// What the store says of `(org, sub)`, from the cache while the members epoch has
     /// not moved. Refusals are not cached: a person added is let in at once too.
     fn membership(&self, org: &str, sub: &str) -> Result<Arc<Membership>, AuthError> {
         // Read before the store: a change committed during the read moves it on.
-        let epoch = self.domain.members_epoch();
+        let epoch = self.epoch();
         if let Some(e) = epoch
             && let Some(m) = self.members.get(org, sub, e, Instant::now())
         {
@@ -364,7 +392,7 @@ impl Authenticate for Authenticator {
         let Some(c) = self.cached_claims(token, audience, now) else {
             return true;
         };
-        let Some(epoch) = self.domain.members_epoch() else {
+        let Some(epoch) = self.epoch() else {
             return true;
         };
         self.members
@@ -458,16 +486,21 @@ mod tests {
     /// A store with the demo organization's people, an authenticator over it, and a
     /// token of Caio (operator) it accepts.
     fn fixture() -> (Authenticator, Domain, String, UnixTime) {
+        use dunning_domain::store::sqlite::SqliteStore;
+        fixture_on(Arc::new(SqliteStore::in_memory().unwrap()))
+    }
+
+    /// [`fixture`] on `store` (empty).
+    fn fixture_on(
+        store: Arc<dyn dunning_domain::store::Store>,
+    ) -> (Authenticator, Domain, String, UnixTime) {
         use crate::cli::AudienceArg;
         use crate::datadir::Endpoint;
         use crate::token;
         use dunning_core::jwt::Jwk;
         use dunning_domain::demo;
-        use dunning_domain::store::sqlite::SqliteStore;
 
         let now = UnixTime::from_secs(1_800_000_000);
-        let store: Arc<dyn dunning_domain::store::Store> =
-            Arc::new(SqliteStore::in_memory().unwrap());
         let domain = Domain::new(store.clone());
         demo::seed_org(&domain, "demo", "Demo", "11222333000181", now).unwrap();
         let seed = [7u8; 32];
@@ -551,6 +584,32 @@ mod tests {
         );
         // Refusals are not cached.
         assert!(auth.may_block_for(&tok, Audience::Mcp, now));
+    }
+
+    /// Another program deleting the member in the SQLite file: refused by the first
+    /// request that starts [`LOOK_EVERY`] after its commit.
+    #[test]
+    fn another_programs_removal_is_refused_after_one_look_interval() {
+        use dunning_domain::store::sqlite::SqliteStore;
+        let dir = std::env::temp_dir().join(format!("dunning-auth-look-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("store.db");
+        let _ = std::fs::remove_file(&path);
+        let (auth, _domain, tok, now) = fixture_on(Arc::new(SqliteStore::open(&path, 1).unwrap()));
+        auth.authenticate(&tok, Audience::Mcp, now).unwrap();
+        assert!(!auth.may_block_for(&tok, Audience::Mcp, now), "cached");
+        let other = Domain::new(Arc::new(SqliteStore::open(&path, 1).unwrap()));
+        change_caio(&other, None);
+        std::thread::sleep(LOOK_EVERY + Duration::from_millis(1));
+        assert!(
+            auth.may_block_for(&tok, Audience::Mcp, now),
+            "the look saw the other program's commit"
+        );
+        assert_eq!(
+            auth.authenticate(&tok, Audience::Mcp, now).unwrap_err(),
+            AuthError::NotMember
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
