@@ -43,6 +43,24 @@ struct Run {
     p50_us: f64,
     p99_us: f64,
     errors: u64,
+    /// The server's CPU time (user + system) per request, in µs: what it spends on one,
+    /// whatever the machine does meanwhile (`/proc/PID/stat`, 10 ms ticks).
+    cpu_us: f64,
+}
+
+/// The CPU time of process `pid` so far, in µs (Linux; `0` elsewhere).
+fn cpu_time_us(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // After the command name (in parentheses, which may hold spaces): state is field 3,
+    // utime and stime fields 14 and 15, in clock ticks (100 per second on Linux).
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) * 10_000.0
 }
 
 /// A child server: killed (if still running) when dropped.
@@ -397,6 +415,7 @@ fn parse_wrk(text: &str) -> Option<Run> {
         p50_us: 0.0,
         p99_us: 0.0,
         errors: 0,
+        cpu_us: 0.0,
     };
     for line in text.lines().map(str::trim) {
         if let Some(v) = line.strip_prefix("Requests/sec:") {
@@ -597,7 +616,12 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             arg += 1_000_000;
             let _ = wrk(load_cpu, addr, &scripts[k], 1, arg)?;
             arg += 1_000_000;
-            runs[k].push(wrk(load_cpu, addr, &scripts[k], secs, arg)?);
+            let pid = servers[s.server].1.child.id();
+            let cpu = cpu_time_us(pid);
+            let mut run = wrk(load_cpu, addr, &scripts[k], secs, arg)?;
+            let requests = run.rps * secs as f64;
+            run.cpu_us = (cpu_time_us(pid) - cpu) / requests.max(1.0);
+            runs[k].push(run);
         }
     }
     drop(servers);
@@ -612,17 +636,18 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
     let floor = medians[0].as_ref().map_or(1.0, |m| m.rps);
     println!();
     println!(
-        "| server | request | req/s | vs bare hyper | p50 (µs) | p99 (µs) | p99/p50 | errors |"
+        "| server | request | req/s | vs bare hyper | CPU µs/req | p50 (µs) | p99 (µs) | p99/p50 | errors |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for (s, m) in scenarios.iter().zip(&medians) {
         let Some(m) = m else { continue };
         println!(
-            "| {} | {} | {:.0} | {:.3} | {:.0} | {:.0} | {:.1} | {} |",
+            "| {} | {} | {:.0} | {:.3} | {:.1} | {:.0} | {:.0} | {:.1} | {} |",
             s.label,
             s.request,
             m.rps,
             m.rps / floor,
+            m.cpu_us,
             m.p50_us,
             m.p99_us,
             m.p99_us / m.p50_us.max(1.0),

@@ -53,12 +53,26 @@ pub struct Column {
     pub name: &'static str,
     /// Its type.
     pub ty: ColumnType,
+    /// A value of it names one thing or a handful (a document number, a parent's id):
+    /// an equality on it narrows a list to a few rows, so its index beats the sort
+    /// order's (see the SQLite store's `find_raw`).
+    pub selective: bool,
+}
+
+/// A text column whose values identify (a [`Column::selective`] one).
+const fn key(name: &'static str) -> Column {
+    Column {
+        name,
+        ty: ColumnType::Text,
+        selective: true,
+    }
 }
 
 const fn text(name: &'static str) -> Column {
     Column {
         name,
         ty: ColumnType::Text,
+        selective: false,
     }
 }
 
@@ -66,6 +80,7 @@ const fn real(name: &'static str) -> Column {
     Column {
         name,
         ty: ColumnType::Real,
+        selective: false,
     }
 }
 
@@ -73,6 +88,7 @@ const fn integer(name: &'static str) -> Column {
     Column {
         name,
         ty: ColumnType::Integer,
+        selective: false,
     }
 }
 
@@ -80,6 +96,7 @@ const fn tags(name: &'static str) -> Column {
     Column {
         name,
         ty: ColumnType::Tags,
+        selective: false,
     }
 }
 
@@ -188,15 +205,15 @@ impl Kind {
     /// Indexed columns (besides `org`, `id`, `created_at`).
     pub fn columns(self) -> &'static [Column] {
         match self {
-            Self::Organization => const { &[text("slug")] },
-            Self::Member => const { &[text("email"), text("role")] },
+            Self::Organization => const { &[key("slug")] },
+            Self::Member => const { &[key("email"), text("role")] },
             Self::Debtor => {
                 const {
                     &[
                         text("name"),
-                        text("cnpj_cpf"),
+                        key("cnpj_cpf"),
                         text("status"),
-                        text("external_code"),
+                        key("external_code"),
                         text("ruler_id"),
                         real("overdue_amount"),
                         tags("tags"),
@@ -206,7 +223,7 @@ impl Kind {
             Self::ContactPoint => {
                 const {
                     &[
-                        text("debtor_id"),
+                        key("debtor_id"),
                         text("channel"),
                         text("status"),
                         text("consent"),
@@ -216,32 +233,32 @@ impl Kind {
             Self::Charge => {
                 const {
                     &[
-                        text("debtor_id"),
+                        key("debtor_id"),
                         text("status"),
                         text("due_date"),
                         real("amount"),
                         text("payment_method"),
                         text("paid_at"),
                         text("ruler_id"),
-                        text("external_id"),
-                        text("agreement_id"),
+                        key("external_id"),
+                        key("agreement_id"),
                         text("description"),
                         tags("tags"),
                     ]
                 }
             }
             Self::Ruler => const { &[text("status"), text("name"), integer("is_default")] },
-            Self::Step => const { &[text("ruler_id"), integer("position")] },
+            Self::Step => const { &[key("ruler_id"), integer("position")] },
             Self::Delivery => {
                 const {
                     &[
-                        text("charge_id"),
-                        text("debtor_id"),
+                        key("charge_id"),
+                        key("debtor_id"),
                         text("step_id"),
                         text("channel"),
                         text("status"),
                         text("scheduled_at"),
-                        text("contact_point_id"),
+                        key("contact_point_id"),
                     ]
                 }
             }
@@ -253,7 +270,7 @@ impl Kind {
                         integer("sequence"),
                         text("code"),
                         text("resource_type"),
-                        text("resource_id"),
+                        key("resource_id"),
                         text("occurred_at"),
                     ]
                 }
@@ -261,16 +278,16 @@ impl Kind {
             Self::CreditBureauRecord => {
                 const {
                     &[
-                        text("charge_id"),
-                        text("debtor_id"),
+                        key("charge_id"),
+                        key("debtor_id"),
                         text("status"),
                         text("bureau"),
                     ]
                 }
             }
-            Self::Protest => const { &[text("charge_id"), text("debtor_id"), text("status")] },
-            Self::Agreement => const { &[text("debtor_id"), text("status")] },
-            Self::Decision => const { &[text("charge_id")] },
+            Self::Protest => const { &[key("charge_id"), key("debtor_id"), text("status")] },
+            Self::Agreement => const { &[key("debtor_id"), text("status")] },
+            Self::Decision => const { &[key("charge_id")] },
             Self::Export => const { &[text("status"), text("resource")] },
             Self::Webhook => const { &[integer("active")] },
             Self::WebhookDelivery => {
@@ -284,6 +301,11 @@ impl Kind {
                 }
             }
         }
+    }
+
+    /// Whether `name` is a [`Column::selective`] column of this kind.
+    pub fn is_selective(self, name: &str) -> bool {
+        self.columns().iter().any(|c| c.name == name && c.selective)
     }
 
     /// Whether `name` is a queryable column of this kind.
