@@ -174,8 +174,18 @@ impl Store for SqliteStore {
             // In memory: the writer's connection, between writes (never grouped there).
             return self.writer.with_conn_mut(run);
         }
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.readers.len();
-        run(&mut lock(&self.readers[i]))
+        // The first free connection from a rotating start; only when all are busy, wait
+        // for one (a request never queues behind a busy connection while another idles).
+        let n = self.readers.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        for k in 0..n {
+            match self.readers[(start + k) % n].try_lock() {
+                Ok(mut conn) => return run(&mut conn),
+                Err(std::sync::TryLockError::Poisoned(e)) => return run(&mut e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+        }
+        run(&mut lock(&self.readers[start]))
     }
 
     fn transact(
@@ -628,6 +638,32 @@ mod tests {
         let (clause, _) = where_clause(Kind::Debtor, "o", &active.conds).expect("clause");
         let sql = page_sql(Kind::Debtor, &active, &clause).expect("sql");
         assert!(!sql.contains("INDEXED BY"), "{sql}");
+    }
+
+    /// A read takes a free reader connection, never waiting behind a busy one while
+    /// another idles: reads nested in a read (the outer one holding a connection) each
+    /// find the free one. Queuing on the rotation's pick would deadlock here.
+    #[test]
+    fn a_read_never_waits_behind_a_busy_connection_while_another_idles() {
+        let dir = std::env::temp_dir().join(format!("dunning-readers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let path = dir.join("store.db");
+        let _ = std::fs::remove_file(&path);
+        let store = std::sync::Arc::new(SqliteStore::open(&path, 2).expect("store"));
+        let (done, finished) = std::sync::mpsc::channel();
+        let s = store.clone();
+        std::thread::spawn(move || {
+            let out = s.read(&mut |_outer| {
+                for _ in 0..4 {
+                    s.read(&mut |_inner| Ok(()))?;
+                }
+                Ok(())
+            });
+            let _ = done.send(out.is_ok());
+        });
+        let ok = finished.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(ok, Ok(true), "the nested reads found the idle connection");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The migrations are applied once: opening a migrated database again changes nothing.
