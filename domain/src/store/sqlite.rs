@@ -171,8 +171,9 @@ impl Store for SqliteStore {
             })
         };
         if self.readers.is_empty() {
-            // In memory: the writer's connection, between writes (never grouped there).
-            return self.writer.with_conn_mut(run);
+            // In memory: the writer's connection, between writes (never grouped there;
+            // a file store always has readers, `open`).
+            return self.writer.with_conn(run);
         }
         // The first free connection from a rotating start; only when all are busy, wait
         // for one (a request never queues behind a busy connection while another idles).
@@ -214,32 +215,32 @@ impl Store for SqliteStore {
         let Some(w) = &self.watch else { return };
         // A connection nobody else uses; WAL readers never wait on the writer.
         let mut w = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Watch {
+            conn,
+            data_version,
+            changes,
+        } = &mut *w;
         // Prepared once (`query_row` on the text would parse it at every look).
-        let Ok(version) = w
-            .conn
-            .prepare_cached("PRAGMA data_version")
-            .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)))
-        else {
-            // Cannot tell: assume a change (the cache rereads; nothing stale is used).
-            self.members.bump();
-            return;
+        let number = |sql: &str| {
+            conn.prepare_cached(sql)
+                .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)))
         };
-        if version == w.data_version {
-            return;
-        }
-        let changes = w
-            .conn
-            .prepare_cached("SELECT n FROM member_changes")
-            .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)));
-        match changes {
-            Ok(n) if n == w.changes => {}
-            Ok(n) => {
-                self.members.bump();
-                w.changes = n;
+        // Either unreadable: assume a change (the cache rereads; nothing stale is used).
+        match number("PRAGMA data_version") {
+            Ok(v) if v == *data_version => {}
+            Ok(v) => {
+                match number("SELECT n FROM member_changes") {
+                    Ok(n) if n == *changes => {}
+                    Ok(n) => {
+                        *changes = n;
+                        self.members.bump();
+                    }
+                    Err(_) => self.members.bump(),
+                }
+                *data_version = v;
             }
             Err(_) => self.members.bump(),
         }
-        w.data_version = version;
     }
 
     fn ping(&self) -> bool {
@@ -558,6 +559,29 @@ impl Tx for SqlTx<'_> {
 mod tests {
     use super::*;
 
+    /// A database path in a fresh directory of its own (named by the test and the
+    /// process), removed with the directory when dropped, a failed assertion included.
+    pub(super) struct ScratchFile {
+        dir: std::path::PathBuf,
+        pub(super) path: std::path::PathBuf,
+    }
+
+    impl ScratchFile {
+        pub(super) fn new(name: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!("dunning-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("a temp dir");
+            let path = dir.join("store.db");
+            Self { dir, path }
+        }
+    }
+
+    impl Drop for ScratchFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
     /// An entity's indexed columns ([`Kind::columns`]) must be in the frozen schema with
     /// their type: changing an entity without a new migration fails here, instead of
     /// silently giving new databases a schema old ones never get.
@@ -645,11 +669,8 @@ mod tests {
     /// find the free one. Queuing on the rotation's pick would deadlock here.
     #[test]
     fn a_read_never_waits_behind_a_busy_connection_while_another_idles() {
-        let dir = std::env::temp_dir().join(format!("dunning-readers-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temp dir");
-        let path = dir.join("store.db");
-        let _ = std::fs::remove_file(&path);
-        let store = std::sync::Arc::new(SqliteStore::open(&path, 2).expect("store"));
+        let file = ScratchFile::new("readers");
+        let store = std::sync::Arc::new(SqliteStore::open(&file.path, 2).expect("store"));
         let (done, finished) = std::sync::mpsc::channel();
         let s = store.clone();
         std::thread::spawn(move || {
@@ -663,7 +684,6 @@ mod tests {
         });
         let ok = finished.recv_timeout(std::time::Duration::from_secs(10));
         assert_eq!(ok, Ok(true), "the nested reads found the idle connection");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The migrations are applied once: opening a migrated database again changes nothing.
@@ -685,12 +705,9 @@ mod tests {
     fn another_programs_member_write_is_seen_at_the_next_look() {
         use crate::store::write;
         use serde_json::json;
-        let dir = std::env::temp_dir().join(format!("dunning-watch-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temp dir");
-        let path = dir.join("store.db");
-        let _ = std::fs::remove_file(&path);
-        let a = SqliteStore::open(&path, 1).expect("a");
-        let b = SqliteStore::open(&path, 1).expect("b");
+        let file = ScratchFile::new("watch");
+        let a = SqliteStore::open(&file.path, 1).expect("a");
+        let b = SqliteStore::open(&file.path, 1).expect("b");
         a.look_for_member_changes();
         let before = a.members_epoch().expect("SQLite always tells");
         let doc = json!({"id": "m1", "created_at": "2026-01-01T00:00:00Z", "email": "x@y.z", "role": "viewer"});
@@ -711,7 +728,5 @@ mod tests {
         write(&b, |tx| Ok(tx.put(Kind::Debtor, "org1", &debtor)?)).expect("b writes");
         a.look_for_member_changes();
         assert_eq!(a.members_epoch(), seen, "a debtor is not membership");
-        drop((a, b));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -341,11 +341,12 @@ impl Authenticator {
         self.cache.get(&key, now)
     }
 
-    /// The store's members epoch, after a look for other programs' changes when one is
-    /// due. Concurrent requests at the due time may each look (the looks serialize in
-    /// the store and the later ones find nothing): none of them skips it.
-    fn epoch(&self) -> Option<u64> {
-        let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    /// The store's members epoch at `now`, after a look for other programs' changes
+    /// when one is due. Concurrent requests at the due time may each look (the looks
+    /// serialize in the store and the later ones find nothing): none of them skips it.
+    fn epoch(&self, now: Instant) -> Option<u64> {
+        let since = now.saturating_duration_since(self.started).as_micros();
+        let now = u64::try_from(since).unwrap_or(u64::MAX);
         if now >= self.look_due.load(Ordering::Acquire) {
             self.domain.look_for_member_changes();
             let every = u64::try_from(LOOK_EVERY.as_micros()).unwrap_or(u64::MAX);
@@ -358,17 +359,19 @@ impl Authenticator {
     /// What the store says of `(org, sub)`, from the cache while the members epoch has
     /// not moved. Refusals are not cached: a person added is let in at once too.
     fn membership(&self, org: &str, sub: &str) -> Result<Arc<Membership>, AuthError> {
-        // Read before the store: a change committed during the read moves it on.
-        let epoch = self.epoch();
+        // Read before the store: a change committed during the read moves it on. One
+        // clock reading serves the look, the lookup and the entry's age (taken before
+        // the read, so the entry never looks younger than what it holds).
+        let now = Instant::now();
+        let epoch = self.epoch(now);
         if let Some(e) = epoch
-            && let Some(m) = self.members.get(org, sub, e, Instant::now())
+            && let Some(m) = self.members.get(org, sub, e, now)
         {
             return Ok(m);
         }
-        let read_at = Instant::now();
         let m = Arc::new(self.domain.membership(org, sub)?);
         if let Some(e) = epoch {
-            self.members.insert(org, sub, m.clone(), e, read_at);
+            self.members.insert(org, sub, m.clone(), e, now);
         }
         Ok(m)
     }
@@ -392,11 +395,12 @@ impl Authenticate for Authenticator {
         let Some(c) = self.cached_claims(token, audience, now) else {
             return true;
         };
-        let Some(epoch) = self.epoch() else {
+        let now = Instant::now();
+        let Some(epoch) = self.epoch(now) else {
             return true;
         };
         self.members
-            .get(&c.organization, &c.subject, epoch, Instant::now())
+            .get(&c.organization, &c.subject, epoch, now)
             .is_none()
     }
 }

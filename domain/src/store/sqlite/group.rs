@@ -40,7 +40,8 @@ pub(super) struct Writer {
     finished: Condvar,
     /// Writers between wanting the connection and holding it.
     queued: AtomicUsize,
-    /// Transactions committed (tests: proof that writes were grouped).
+    /// Transactions committed (the tests' proof that writes were grouped).
+    #[cfg(test)]
     commits: AtomicUsize,
     /// Whether writes are grouped (a file; in memory there is no disk to wait for, and
     /// the one connection also serves reads, which must not see an open group).
@@ -75,6 +76,7 @@ impl Writer {
             state: Mutex::new(State { conn, open: None }),
             finished: Condvar::new(),
             queued: AtomicUsize::new(0),
+            #[cfg(test)]
             commits: AtomicUsize::new(0),
             grouped,
         }
@@ -86,18 +88,9 @@ impl Writer {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The connection, between writes (`/readyz`'s ping: a `SELECT` is fine inside an
-    /// open group).
-    pub(super) fn with_conn<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
-        f(&self.lock().conn)
-    }
-
-    /// The connection to read on, in memory (no groups there, so none is open).
-    pub(super) fn with_conn_mut<R>(&self, f: impl FnOnce(&mut Connection) -> R) -> R {
-        debug_assert!(
-            !self.grouped,
-            "a file store reads on its reader connections"
-        );
+    /// The connection, between writes: `/readyz`'s ping (a `SELECT` is fine inside an
+    /// open group) and, in memory only, reads (never grouped there, so none is open).
+    pub(super) fn with_conn<R>(&self, f: impl FnOnce(&mut Connection) -> R) -> R {
         f(&mut self.lock().conn)
     }
 
@@ -181,6 +174,7 @@ impl Writer {
             e.to_string()
         });
         if outcome.is_ok() && group.kept > 0 {
+            #[cfg(test)]
             self.commits.fetch_add(1, Ordering::Relaxed);
             if group.members {
                 members.bump();
@@ -191,14 +185,16 @@ impl Writer {
     }
 }
 
+/// A panic caught in a write, handed back to its caller.
+type Panic = Box<dyn std::any::Any + Send>;
+
 /// Runs `op` in a savepoint: released when kept (`Some(op changed membership)`), rolled
 /// back otherwise (`None`), also when it panics (the panic is handed back).
-#[allow(clippy::type_complexity)]
 fn run_in_savepoint(
     conn: &Connection,
     keep: bool,
     op: impl FnOnce(&Connection) -> Wrote,
-) -> Result<(Result<(), DomainError>, Option<bool>), Box<dyn std::any::Any + Send>> {
+) -> Result<(Result<(), DomainError>, Option<bool>), Panic> {
     if let Err(e) = conn.execute_batch("SAVEPOINT w") {
         return Ok((Err(StoreError::from(e).into()), None));
     }
@@ -228,21 +224,24 @@ fn run_in_savepoint(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::ScratchFile;
     use super::*;
     use std::thread;
     use std::time::Duration;
 
     /// A writer on a fresh file (WAL, `synchronous=FULL`, as the store opens it) with a
-    /// table `t(x)`, and the file's path for a second connection.
-    fn writer(name: &str) -> (Arc<Writer>, std::path::PathBuf) {
-        let dir = std::env::temp_dir().join(format!("dunning-group-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("g.db");
-        let c = Connection::open(&path).unwrap();
-        c.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (x INTEGER PRIMARY KEY);")
-            .unwrap();
-        (Arc::new(Writer::new(c, true)), path)
+    /// table `t(x)`, and the file for a second connection. `u(x)` refers to `t` with a
+    /// foreign key checked at `COMMIT`, so a write can make its group's commit fail.
+    fn writer(name: &str) -> (Arc<Writer>, ScratchFile) {
+        let file = ScratchFile::new(&format!("group-{name}"));
+        let c = Connection::open(&file.path).unwrap();
+        c.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;
+             CREATE TABLE t (x INTEGER PRIMARY KEY);
+             CREATE TABLE u (x INTEGER REFERENCES t (x) DEFERRABLE INITIALLY DEFERRED);",
+        )
+        .unwrap();
+        (Arc::new(Writer::new(c, true)), file)
     }
 
     fn rows(path: &std::path::Path) -> Vec<i64> {
@@ -277,7 +276,7 @@ mod tests {
     /// connection once the writers have returned.
     #[test]
     fn queued_writers_share_a_commit_and_keep_their_own_outcomes() {
-        let (w, path) = writer("share");
+        let (w, file) = writer("share");
         let epoch = Arc::new(MemberEpoch::watched());
         let before = epoch.current();
         let handles: Vec<_> = (0..8)
@@ -308,7 +307,7 @@ mod tests {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        assert_eq!(rows(&path), want, "kept writes only, all committed");
+        assert_eq!(rows(&file.path), want, "kept writes only, all committed");
         let commits = w.commits.load(Ordering::Relaxed);
         assert!(
             commits < want.len(),
@@ -321,10 +320,10 @@ mod tests {
     /// A lone write commits before it returns (nobody queued: no waiting for company).
     #[test]
     fn a_lone_write_is_committed_when_it_returns() {
-        let (w, path) = writer("lone");
+        let (w, file) = writer("lone");
         let epoch = MemberEpoch::watched();
         w.write(true, &epoch, insert(7)).unwrap();
-        assert_eq!(rows(&path), vec![7]);
+        assert_eq!(rows(&file.path), vec![7]);
         assert_eq!(w.commits.load(Ordering::Relaxed), 1);
         assert_eq!(epoch.current(), Some(0), "no membership written");
     }
@@ -333,7 +332,7 @@ mod tests {
     /// still commit, and the connection serves the next write.
     #[test]
     fn a_panicking_write_is_undone_alone() {
-        let (w, path) = writer("panic");
+        let (w, file) = writer("panic");
         let epoch = Arc::new(MemberEpoch::watched());
         let others: Vec<_> = [2, 4]
             .into_iter()
@@ -355,6 +354,43 @@ mod tests {
             h.join().unwrap().unwrap();
         }
         w.write(true, &epoch, insert(5)).unwrap();
-        assert_eq!(rows(&path), vec![2, 4, 5]);
+        assert_eq!(rows(&file.path), vec![2, 4, 5]);
+    }
+
+    /// A commit that fails fails every write of its group (none of them is on disk),
+    /// and the next write starts on a clean connection.
+    #[test]
+    fn a_failed_commit_fails_its_whole_group() {
+        let (w, file) = writer("failed");
+        let epoch = Arc::new(MemberEpoch::watched());
+        // A writer counted as queued keeps the first write's group open.
+        w.queued.fetch_add(1, Ordering::AcqRel);
+        let first = {
+            let (w, epoch) = (w.clone(), epoch.clone());
+            thread::spawn(move || w.write(true, &epoch, insert(2)))
+        };
+        let mut waits = 0;
+        while w.lock().open.as_ref().is_none_or(|g| g.kept == 0) {
+            waits += 1;
+            assert!(waits < 5_000, "the first write never joined a group");
+            thread::sleep(Duration::from_millis(1));
+        }
+        // The queued one arrives: its row breaks a foreign key, checked at COMMIT.
+        w.queued.fetch_sub(1, Ordering::AcqRel);
+        let orphan = w.write(true, &epoch, |c| Wrote {
+            out: c
+                .execute("INSERT INTO u (x) VALUES (404)", [])
+                .map(|_| ())
+                .map_err(|e| StoreError::from(e).into()),
+            members: false,
+        });
+        assert!(orphan.is_err(), "the committer is told");
+        assert!(
+            first.join().unwrap().is_err(),
+            "so is the write it waited for"
+        );
+        assert_eq!(rows(&file.path), Vec::<i64>::new(), "neither is on disk");
+        w.write(true, &epoch, insert(5)).unwrap();
+        assert_eq!(rows(&file.path), vec![5], "the next write starts clean");
     }
 }
