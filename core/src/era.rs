@@ -5,13 +5,19 @@
 //!    header must be present and equal (mismatch beats support, `-32020`), then the
 //!    envelope version must be `2026-07-28` (`-32022` otherwise, legacy values included),
 //!    then `clientCapabilities` must be an object (`-32602`).
-//! 2. No envelope and header `2026-07-28` → `-32602` (no silent fallback).
-//! 3. `initialize` → legacy; it negotiates from its params alone.
-//! 4. Header names a 2025 version we speak → legacy at that version; absent → `2025-03-26`.
-//! 5. Any other header value → `-32022`.
+//! 2. No envelope and header `2026-07-28` → `-32602`, for a notification as for a request:
+//!    the caller asked for stateless semantics, and falling back to era 2025 in silence
+//!    would give it the other.
+//! 3. A notification (no envelope, any other header) → legacy: a header naming a version we
+//!    do not speak is not checked, since a notification gets `202` and nothing else.
+//! 4. `initialize` → legacy; it negotiates from its params alone.
+//! 5. Header names a 2025 version we speak → legacy at that version; absent → `2025-03-26`.
+//! 6. Any other header value → `-32022`.
 //!
-//! Notifications without the envelope are accepted whatever the header says: the
-//! 2026 schema gives notifications no version envelope, and §2 says a legacy one gets `202`.
+//! A refusal at this step carries the version [`refusal_version`] names: the body decides
+//! the era, so a version the request's header named but the body contradicts is never
+//! echoed. The whole order, notifications included, is in `docs/decisions.md`
+//! ("Processing order").
 
 use serde_json::{Map, Value};
 
@@ -137,18 +143,17 @@ pub fn detect(s: Signals<'_>) -> Result<Detected, ProtocolError> {
         };
     }
 
+    if s.header == Some(Version::V2026_07_28.as_str()) {
+        return Err(ProtocolError::Envelope(format!(
+            "MCP-Protocol-Version 2026-07-28 requires params._meta[\"{META_PROTOCOL_VERSION}\"]"
+        )));
+    }
     if s.notification {
-        // §2: a notification without the envelope is accepted whatever the header says.
         let version = s
             .header
             .and_then(Version::parse)
             .unwrap_or(Version::V2025_03_26);
         return Ok(legacy(version));
-    }
-    if s.header == Some(Version::V2026_07_28.as_str()) {
-        return Err(ProtocolError::Envelope(format!(
-            "MCP-Protocol-Version 2026-07-28 requires params._meta[\"{META_PROTOCOL_VERSION}\"]"
-        )));
     }
     if s.method == "initialize" {
         // Negotiated from params; the version in use is filled in by the method itself.
@@ -162,6 +167,23 @@ pub fn detect(s: Signals<'_>) -> Result<Detected, ProtocolError> {
                 requested: h.to_owned(),
             }),
         },
+    }
+}
+
+/// The version a refusal at era detection answers with in `MCP-Protocol-Version`.
+///
+/// The body decides the era and the header is only checked against it, so with an
+/// envelope the answer names `2026-07-28` when the envelope does, and nothing when the
+/// envelope's version is missing, malformed, legacy or unknown (each of those is the
+/// version being refused). Without an envelope the header is all there is: its version
+/// when we speak it.
+pub fn refusal_version(s: Signals<'_>) -> Option<Version> {
+    match s.meta.and_then(|m| m.get(META_PROTOCOL_VERSION)) {
+        Some(raw) => raw
+            .as_str()
+            .and_then(Version::parse)
+            .filter(|v| *v == Version::V2026_07_28),
+        None => s.header.and_then(Version::parse),
     }
 }
 

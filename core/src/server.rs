@@ -403,14 +403,15 @@ impl<D: Dispatch> Server<D> {
             Err(_) if ignores_header(&msg) => None,
             Err(e) => return self.refuse(e, id, None, log),
         };
-        let detected = match era::detect(Signals {
+        let signals = Signals {
             header: header_version,
             meta: msg.meta(),
             method: &msg.method,
             notification: msg.is_notification(),
-        }) {
+        };
+        let detected = match era::detect(signals) {
             Ok(d) => d,
-            Err(e) => return self.refuse(e, id, echo, log),
+            Err(e) => return self.refuse(e, id, era::refusal_version(signals), log),
         };
         let version = detected.version;
         log.version = Some(version);
