@@ -231,19 +231,24 @@ impl PostgresStore {
         })
     }
 
-    /// Runs `f` while holding a session-level advisory lock of this schema, on a
-    /// connection of its own: what processes starting together must do once (seeding
-    /// the demo data when the database has no organization) is done by the first, and
-    /// the others find it done. `f` uses the store as usual (other connections).
+    /// Runs `f` while holding a session-level advisory lock of this schema: what
+    /// processes starting together must do once (seeding the demo data when the database
+    /// has no organization) is done by the first, and the others find it done. `f` uses
+    /// the store as usual (other connections).
+    ///
+    /// The lock is held on a connection of its own, outside the pool, and closed at the
+    /// end: a session lock lives until it is unlocked or its session ends, so closing the
+    /// session releases it on every path, a panic in `f` included. A pooled connection
+    /// would go back to the pool still holding it, and every later start would wait.
     pub fn exclusively<R>(&self, f: impl FnOnce() -> R) -> Result<R, StoreError> {
-        let mut conn = self.conn()?;
-        conn.client.batch_execute(
+        let mut session = self.config.connect(NoTls)?;
+        session.batch_execute(
             "SELECT pg_advisory_lock(hashtextextended('dunning-init:' || current_schema(), 0))",
         )?;
         let out = f();
-        conn.client.batch_execute(
-            "SELECT pg_advisory_unlock(hashtextextended('dunning-init:' || current_schema(), 0))",
-        )?;
+        // Dropping `session` closes it (and so unlocks) on unwinding too; closing it here
+        // says when it fails.
+        session.close()?;
         Ok(out)
     }
 

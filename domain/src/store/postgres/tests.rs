@@ -284,3 +284,34 @@ fn member_writes_move_the_epoch_across_stores() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(b.members_epoch(), settled);
 }
+
+/// `exclusively` must release its lock on every path: a panic inside it leaves the next
+/// caller (another store, as another process would be) free to take it at once.
+#[test]
+fn exclusively_releases_its_lock_when_its_closure_panics() {
+    let Some(url) = url() else { return };
+    let store = Arc::new(PostgresStore::scratch(&url).unwrap());
+    let schema = store.scratch_schema().unwrap().to_owned();
+    let inner = Arc::clone(&store);
+    let panicked = std::thread::spawn(move || {
+        inner
+            .exclusively::<()>(|| panic!("seeding failed"))
+            .unwrap();
+    })
+    .join();
+    assert!(panicked.is_err(), "the closure's panic reaches the caller");
+    // Another store on the same schema, with a lock timeout: it gets the lock or says so.
+    let other = PostgresStore::open_in_schema(&url, &schema, 2).unwrap();
+    let mut probe = client_in(&url, &schema);
+    probe.batch_execute("SET lock_timeout = '2s'").unwrap();
+    let held: i64 = probe
+        .query_one(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = \
+             (hashtextextended('dunning-init:' || current_schema(), 0) & 4294967295)::oid",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(held, 0, "no session still holds the init lock");
+    assert_eq!(other.exclusively(|| 7).unwrap(), 7);
+}
