@@ -10,7 +10,7 @@ use crate::error::DomainError;
 use crate::op::Op;
 use crate::org::{Member, Organization, Settings};
 use crate::rules::{calendar, document};
-use crate::store::{self, Kind, save};
+use crate::store::{self, Kind, WriteScope, save};
 use crate::{Domain, tool::Run};
 
 /// A small deterministic generator (SplitMix64).
@@ -85,7 +85,7 @@ pub fn seed_org(
 ) -> Result<String, DomainError> {
     let id = stable_id(&format!("org:{slug}"));
     let at = calendar::timestamp(now);
-    store::write(domain.store(), |tx| {
+    store::write(domain.store(), WriteScope::Org(&id), |tx| {
         let org = Organization {
             id: id.clone(),
             slug: slug.to_owned(),
@@ -163,21 +163,25 @@ pub(crate) fn run_with(
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    store::write(domain.store(), |tx| {
-        let settings = settings(tx)?;
-        let mut op = Op::new(
-            tx,
-            &principal.organization,
-            principal,
-            now,
-            &args,
-            "demo",
-            entropy,
-            settings,
-            outbound,
-        );
-        run(&mut op)
-    })
+    store::write(
+        domain.store(),
+        WriteScope::Org(&principal.organization),
+        |tx| {
+            let settings = settings(tx)?;
+            let mut op = Op::new(
+                tx,
+                &principal.organization,
+                principal,
+                now,
+                &args,
+                "demo",
+                entropy,
+                settings,
+                outbound,
+            );
+            run(&mut op)
+        },
+    )
 }
 
 /// Everything the demo seeding produced for one organization, for later groups to use.

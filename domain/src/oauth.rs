@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::catalog::SCOPES;
 use crate::org::{self, Member, Organization};
-use crate::store::{self, Kind, Query, Store};
+use crate::store::{self, Kind, Query, Store, WriteScope};
 
 /// The store as the authorization server's backend.
 #[derive(Clone)]
@@ -34,8 +34,10 @@ impl OAuthStore {
 
     /// Forgets the records that expired before `now` (codes, refresh tokens); how many.
     pub fn sweep(&self, now: UnixTime) -> Result<u64, String> {
-        store::write(&*self.store, |tx| Ok(tx.grant_sweep(now.as_millis())?))
-            .map_err(|e| e.to_string())
+        store::write(&*self.store, WriteScope::Grants, |tx| {
+            Ok(tx.grant_sweep(now.as_millis())?)
+        })
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -106,7 +108,7 @@ impl Backend for OAuthStore {
         doc: &Value,
         expires: Option<UnixTime>,
     ) -> Result<(), String> {
-        store::write(&*self.store, |tx| {
+        store::write(&*self.store, WriteScope::Grants, |tx| {
             Ok(tx.grant_put(kind.as_str(), id, doc, expires.map(UnixTime::as_millis))?)
         })
         .map_err(|e| e.to_string())
@@ -123,7 +125,7 @@ impl Backend for OAuthStore {
         id: &str,
         f: &mut dyn FnMut(&Value) -> Option<Value>,
     ) -> Result<Option<Value>, String> {
-        store::write(&*self.store, |tx| {
+        store::write(&*self.store, WriteScope::Grants, |tx| {
             let Some(old) = tx.grant_get(kind.as_str(), id)? else {
                 return Ok(None);
             };

@@ -156,7 +156,8 @@ impl<'a> Op<'a> {
     ) -> Result<Value, DomainError> {
         let id = self.new_id();
         let at = self.timestamp();
-        // Writes are serialized (one writer), so max + 1 is unique and increasing.
+        // Writes of one organization are serialized (`WriteScope::Org`, `store/scope.rs`),
+        // so max + 1 is unique and increasing within it.
         let last = self.tx.find(
             Kind::Event,
             self.org,

@@ -9,7 +9,7 @@ use dunning_core::{Ctx, Output, ToolCall, ToolError, UnixTime};
 use serde_json::{Map, Value, json};
 
 use crate::op::Op;
-use crate::store::{self, Remembered, StoreError};
+use crate::store::{self, Remembered, StoreError, WriteScope};
 use crate::tool::ToolSpec;
 use crate::{Domain, DomainError, IDEMPOTENCY_TTL_MS, ceiling, idempotency, org, rules};
 
@@ -75,7 +75,7 @@ impl Domain {
         let org = call.ctx.principal.organization.clone();
         let ids = idempotency::Keys::of(call);
         let keys = &ids.keys;
-        let (out, fresh) = store::write(&*self.store, |tx| {
+        let (out, fresh) = store::write(&*self.store, WriteScope::Org(&org), |tx| {
             if let Some(r) = ids.recall(tx, &org, &call.tool.name)? {
                 return Ok((output_from_json(&r), false));
             }
@@ -99,7 +99,7 @@ impl Domain {
         let out = after(self, call, out)?;
         if !keys.is_empty() {
             let result = output_to_json(&out);
-            store::write(&*self.store, |tx| {
+            store::write(&*self.store, WriteScope::Org(&org), |tx| {
                 for key in keys {
                     tx.rewrite_remembered(&org, key, &result)?;
                 }
@@ -150,13 +150,17 @@ impl Domain {
     /// Forgets idempotency records older than the retention (run by the worker).
     pub fn sweep_idempotency(&self, now: UnixTime) -> Result<u64, DomainError> {
         let before = now.as_millis().saturating_sub(IDEMPOTENCY_TTL_MS);
-        store::write(&*self.store, |tx| Ok(tx.forget_before(before)?))
+        store::write(&*self.store, WriteScope::Sweep, |tx| {
+            Ok(tx.forget_before(before)?)
+        })
     }
 
     /// Forgets the authorization server's records that expired before `now` (codes,
     /// refresh tokens; issue 14). How many.
     pub fn sweep_grants(&self, now: UnixTime) -> Result<u64, DomainError> {
-        store::write(&*self.store, |tx| Ok(tx.grant_sweep(now.as_millis())?))
+        store::write(&*self.store, WriteScope::Grants, |tx| {
+            Ok(tx.grant_sweep(now.as_millis())?)
+        })
     }
 
     /// The preflight of a destructive call: what the user will be asked, after every
@@ -168,7 +172,7 @@ impl Domain {
             .map_err(|e| StoreError(e.message))?;
         let ids = idempotency::Keys::of(call);
         let org = &call.ctx.principal.organization;
-        store::rehearse(&*self.store, |tx| {
+        store::rehearse(&*self.store, WriteScope::Org(org), |tx| {
             ids.refuse_conflict(tx, org, &call.tool.name)?;
             let described = match spec.describe {
                 Some(d) => self.op_run(tx, call, true, d)?,
@@ -185,7 +189,7 @@ impl Domain {
         let ids = idempotency::Keys::of(call);
         let org = &call.ctx.principal.organization;
         let now = call.ctx.now.as_millis();
-        store::write(&*self.store, |tx| {
+        store::write(&*self.store, WriteScope::Org(org), |tx| {
             ids.decline(tx, org, &call.tool.name, now)
         })
     }
@@ -243,7 +247,7 @@ impl Domain {
             audience: dunning_core::Audience::Api,
         };
         let args = Map::new();
-        store::write(&*self.store, |tx| {
+        store::write(&*self.store, WriteScope::Org(org), |tx| {
             let settings = Self::settings(tx, org)?;
             let mut op = Op::new(
                 tx,

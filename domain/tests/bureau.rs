@@ -26,7 +26,7 @@ fn tick(bed: &Bed, who: &Principal) {
     entropy[..8].copy_from_slice(&SEQ.fetch_add(1, Ordering::Relaxed).to_be_bytes());
     entropy[8..16].copy_from_slice(&bed.now.as_millis().to_be_bytes());
     entropy[16] = 0xb0;
-    store::write(bed.domain.store(), |tx| {
+    store::write(bed.domain.store(), store::WriteScope::All, |tx| {
         let settings = store::load::<Organization>(tx, Kind::Organization, &org, &org)?
             .map(|o| o.settings)
             .unwrap_or_default();
@@ -53,7 +53,7 @@ fn tick(bed: &Bed, who: &Principal) {
 
 fn settings(bed: &Bed, who: &Principal, f: impl FnOnce(&mut Settings)) {
     let org = who.organization.clone();
-    store::write(bed.domain.store(), |tx| {
+    store::write(bed.domain.store(), store::WriteScope::All, |tx| {
         let mut o: Organization = store::must(tx, Kind::Organization, &org, &org)?;
         f(&mut o.settings);
         store::save(tx, Kind::Organization, &org, &o)
@@ -364,7 +364,7 @@ fn rule_negativation_requires_prior_notice() {
     );
     let did = r["notice_delivery_id"].as_str().unwrap().to_owned();
     let org = fx.ana.organization.clone();
-    store::write(fx.bed.domain.store(), |tx| {
+    store::write(fx.bed.domain.store(), store::WriteScope::All, |tx| {
         let mut d = tx.get(Kind::Delivery, &org, &did)?.unwrap();
         d["status"] = json!("bounced");
         tx.put(Kind::Delivery, &org, &d)?;
@@ -614,7 +614,7 @@ fn removal_conflicts_name_the_state() {
         json!({"id": c, "bureau": "serasa"}),
     ));
     let org = fx.ana.organization.clone();
-    store::write(fx.bed.domain.store(), |tx| {
+    store::write(fx.bed.domain.store(), store::WriteScope::All, |tx| {
         let mut d = tx.get(Kind::CreditBureauRecord, &org, &r)?.unwrap();
         d["status"] = json!("rejected");
         tx.put(Kind::CreditBureauRecord, &org, &d)?;

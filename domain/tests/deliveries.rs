@@ -345,7 +345,7 @@ fn rule_opt_out_refuses_the_contact_point() {
     conflict(&e, "opted out");
     // An invalid contact point is refused too.
     let org = fx.ana.organization.clone();
-    store::write(fx.bed.domain.store(), |tx| {
+    store::write(fx.bed.domain.store(), store::WriteScope::All, |tx| {
         let mut cp = tx.get(Kind::ContactPoint, &org, &d.sms)?.unwrap();
         cp["status"] = json!("invalid");
         tx.put(Kind::ContactPoint, &org, &cp)?;

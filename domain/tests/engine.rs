@@ -375,7 +375,7 @@ fn rule_dunning_stops_when_paid_paused_or_in_agreement() {
     // An accepted agreement covering the charge (agreements land in another group:
     // the engine reads the agreement as a document).
     let org = fx.ana.organization.clone();
-    store::write(fx.bed.domain.store(), |tx| {
+    store::write(fx.bed.domain.store(), store::WriteScope::All, |tx| {
         let aid = "0b7c2f0e-0000-4000-8000-000000000001";
         tx.put(
             Kind::Agreement,

@@ -306,7 +306,7 @@ fn processing_failure_marks_the_export_failed() {
     );
     let eid = id(&e);
     // Filters that no longer hold when the worker runs.
-    store::write(bed.domain.store(), |tx| {
+    store::write(bed.domain.store(), store::WriteScope::All, |tx| {
         let mut doc = tx.get(Kind::Export, &ana.organization, &eid)?.unwrap();
         doc["filters"] = json!({"from": "not-a-date"});
         tx.put(Kind::Export, &ana.organization, &doc)?;

@@ -26,7 +26,7 @@ fn tick(bed: &Bed, who: &Principal) {
     entropy[..8].copy_from_slice(&SEQ.fetch_add(1, Ordering::Relaxed).to_be_bytes());
     entropy[8..16].copy_from_slice(&bed.now.as_millis().to_be_bytes());
     entropy[16] = 0x9e;
-    store::write(bed.domain.store(), |tx| {
+    store::write(bed.domain.store(), store::WriteScope::All, |tx| {
         let settings = store::load::<Organization>(tx, Kind::Organization, &org, &org)?
             .map(|o| o.settings)
             .unwrap_or_default();
@@ -53,7 +53,7 @@ fn tick(bed: &Bed, who: &Principal) {
 
 fn settings(bed: &Bed, who: &Principal, f: impl FnOnce(&mut Settings)) {
     let org = who.organization.clone();
-    store::write(bed.domain.store(), |tx| {
+    store::write(bed.domain.store(), store::WriteScope::All, |tx| {
         let mut o: Organization = store::must(tx, Kind::Organization, &org, &org)?;
         f(&mut o.settings);
         store::save(tx, Kind::Organization, &org, &o)

@@ -47,7 +47,7 @@ fn bench(c: &mut Criterion) {
                         .as_str()
                         .unwrap_or_else(|| panic!("created: {answer}"))
                         .to_owned();
-                    store::write(server.dispatch().store(), |tx| {
+                    store::write(server.dispatch().store(), store::WriteScope::All, |tx| {
                         Ok(tx.delete(Kind::Charge, &org, &id)?)
                     })
                     .expect("delete");

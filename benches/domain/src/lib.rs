@@ -42,7 +42,7 @@ pub fn server_with_charges(n: usize) -> (Server<Domain>, String) {
     );
     let org = ana.organization.clone();
     let statuses = ["pending", "overdue", "paid", "canceled", "partially_paid"];
-    store::write(bed.domain.store(), |tx| {
+    store::write(bed.domain.store(), store::WriteScope::All, |tx| {
         for i in 0..n {
             let mut c: Value = template.clone();
             c["id"] = json!(format!("00000000-0000-4000-8000-{i:012}"));

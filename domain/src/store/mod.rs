@@ -10,6 +10,7 @@
 //! organizations, so another organization's id is simply not found.
 
 pub mod postgres;
+mod scope;
 pub mod sqlite;
 #[cfg(test)]
 mod tests;
@@ -21,6 +22,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::DomainError;
+
+use scope::Scoped;
+pub use scope::WriteScope;
 
 /// A failure of the store itself (never the caller's fault).
 #[derive(Debug, thiserror::Error)]
@@ -507,30 +511,16 @@ pub trait Store: Send + Sync {
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
     ) -> Result<(), DomainError>;
-    /// Runs `f` in a write transaction (one writer at a time); commits when `f` is `Ok`
-    /// and `commit` says so, rolls back otherwise. The one write primitive a store
-    /// implements: [`Store::write`] and [`Store::rehearse`] are this, with `commit` set.
+    /// Runs `f` in a write transaction of `scope`, after every writer whose scope
+    /// overlaps it ([`WriteScope`]); commits when `f` is `Ok` and `commit` says so,
+    /// rolls back otherwise. The one write primitive a store implements; the domain
+    /// calls it through [`write`] and [`rehearse`], which hold `f` to its scope.
     fn transact(
         &self,
+        scope: WriteScope<'_>,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         commit: bool,
     ) -> Result<(), DomainError>;
-    /// Runs `f` in a write transaction: committed when `f` is `Ok`, rolled back otherwise.
-    fn write(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-    ) -> Result<(), DomainError> {
-        self.transact(f, true)
-    }
-    /// Runs `f` in a write transaction that is always rolled back, whatever `f`
-    /// returns: a dry run sees and checks everything the real call would (the writer's
-    /// view, its own writes included) and leaves nothing behind.
-    fn rehearse(
-        &self,
-        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-    ) -> Result<(), DomainError> {
-        self.transact(f, false)
-    }
     /// Whether the store answers (`/readyz`).
     fn ping(&self) -> bool;
 
@@ -609,22 +599,37 @@ pub fn read<R>(
     once(f, |g| store.read(g))
 }
 
-/// Runs `f` once in a write transaction (committed when it returns `Ok`) and returns
-/// what it returns.
+/// Runs `f` once in a write transaction of `scope` (committed when it returns `Ok`) and
+/// returns what it returns. A write outside `scope` fails ([`Scoped`]).
 pub fn write<R>(
     store: &dyn Store,
+    scope: WriteScope<'_>,
     f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
 ) -> Result<R, DomainError> {
-    once(f, |g| store.write(g))
+    scoped(store, scope, true, f)
 }
 
-/// Runs `f` once in a write transaction that is always rolled back
-/// ([`Store::rehearse`]) and returns what it returns.
+/// Runs `f` once in a write transaction of `scope` that is always rolled back, whatever
+/// `f` returns: a dry run sees and checks everything the real call would (the writer's
+/// view, its own writes included) and leaves nothing behind.
 pub fn rehearse<R>(
     store: &dyn Store,
+    scope: WriteScope<'_>,
     f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
 ) -> Result<R, DomainError> {
-    once(f, |g| store.rehearse(g))
+    scoped(store, scope, false, f)
+}
+
+fn scoped<R>(
+    store: &dyn Store,
+    scope: WriteScope<'_>,
+    commit: bool,
+    f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
+) -> Result<R, DomainError> {
+    once(
+        |tx| f(&mut Scoped { tx, scope }),
+        |g| store.transact(scope, g, commit),
+    )
 }
 
 /// Adapts a typed, run-once closure to the store's object-safe callback.

@@ -5,17 +5,21 @@
 //! Semantics, as on SQLite:
 //!
 //! - `read` is a consistent snapshot: `REPEATABLE READ READ ONLY`.
-//! - `write` and `rehearse` run one at a time: every one takes a transaction-level
-//!   advisory lock (one key per database schema) before anything else, so writers
-//!   serialize exactly as behind SQLite's one writer connection. The domain relies on
-//!   that: an event's `sequence` is `max + 1` (`Op::event`), the debtor's
-//!   aggregates are read-modify-write deltas (`ops::aggregates`), outbox claims are
-//!   read-then-write. The transaction is `READ COMMITTED`, so each statement sees every
-//!   writer that committed before the lock was granted (a `REPEATABLE READ` snapshot
+//! - `write` and `rehearse` of one organization run one at a time, and writes of
+//!   different organizations side by side: a write first takes transaction-level
+//!   advisory locks by its [`WriteScope`] (`store/scope.rs`), in one statement before
+//!   anything else: the schema's key shared and its organization's key exclusive
+//!   (`Org`), the grants' key exclusive (`Grants`), the schema's key shared (`Sweep`),
+//!   or the schema's key exclusive (`All`, which so waits for every writer). The domain
+//!   relies on one writer per organization: an event's `sequence` is `max + 1`
+//!   (`Op::event`), the debtor's aggregates are read-modify-write deltas
+//!   (`ops::aggregates`), outbox claims are read-then-write, all inside one
+//!   organization. The transaction is `READ COMMITTED`, so each statement sees every
+//!   writer that committed before the locks were granted (a `REPEATABLE READ` snapshot
 //!   would be taken by the lock's own statement, before the wait). With no concurrent
-//!   writer, that is serializable. Unique constraints back it where a race would
-//!   corrupt: idempotency keys (primary key, first write wins) and events'
-//!   `(org, sequence)`.
+//!   writer in its scope, that is serializable for what the scope lets it write. Unique
+//!   constraints back it where a race would corrupt: idempotency keys (primary key,
+//!   first write wins) and events' `(org, sequence)`.
 //! - `write` commits on `Ok` and rolls back otherwise; `rehearse` always rolls back.
 //!
 //! Migrations are literal SQL under `migrations/postgres/`, numbered like SQLite's (the
@@ -32,10 +36,11 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::{Client, Config, IsolationLevel, NoTls, Statement, Transaction};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::{
     ColumnType, Cond, Kind, MemberEpoch, Order, Query, Remembered, Store, StoreError, Tx,
-    changes_membership, identity, like_escape, parse_doc, upsert_sql,
+    WriteScope, changes_membership, identity, like_escape, parse_doc, upsert_sql,
 };
 use crate::error::DomainError;
 
@@ -115,8 +120,8 @@ pub struct PostgresStore {
     pool: r2d2::Pool<Manager>,
     /// Round trips so far (issue 12 asks them counted and kept minimal).
     trips: RoundTrips,
-    /// `SELECT pg_advisory_xact_lock(<key>)`: the writers' lock of this schema.
-    write_lock: String,
+    /// The writers' lock keys of this schema ([`WriteScope`]).
+    keys: LockKeys,
     /// A schema of its own to drop with the store (tests).
     scratch: Option<String>,
     /// Membership changes: this process's writes, and the others' as notified
@@ -207,12 +212,7 @@ impl PostgresStore {
         // the pool opens the others on demand.
         let mut first = config.connect(NoTls)?;
         migrate(&mut first)?;
-        let key: i64 = first
-            .query_one(
-                "SELECT hashtextextended('dunning-write:' || current_schema(), 0)",
-                &[],
-            )?
-            .get(0);
+        let schema: String = first.query_one("SELECT current_schema()", &[])?.get(0);
         let pool = r2d2::Pool::builder()
             .max_size(connections.max(1))
             .min_idle(Some(0))
@@ -223,7 +223,7 @@ impl PostgresStore {
         Ok(Self {
             pool,
             trips: RoundTrips::default(),
-            write_lock: format!("SELECT pg_advisory_xact_lock({key})"),
+            keys: LockKeys::of(&schema),
             scratch,
             members: Arc::default(),
             listening: Once::new(),
@@ -262,13 +262,14 @@ impl PostgresStore {
     }
 
     /// Runs `f` in one transaction, counted in [`PostgresStore::round_trips`]. A read is
-    /// a read-only snapshot (repeatable read) and always commits; a write takes the
-    /// writers' lock first (the domain assumes one writer: `max + 1` sequences, checks
-    /// then inserts) and commits only when `f` succeeded and `commit` says so.
+    /// a read-only snapshot (repeatable read) and always commits; a write takes its
+    /// scope's locks first (the domain assumes one writer per organization: `max + 1`
+    /// sequences, checks then inserts) and commits only when `f` succeeded and `commit`
+    /// says so.
     fn in_transaction(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-        access: Access,
+        access: Access<'_>,
     ) -> Result<(), DomainError> {
         let mut conn = self.conn()?;
         let Conn { client, statements } = &mut *conn;
@@ -280,8 +281,8 @@ impl PostgresStore {
             Access::Write { .. } => builder.isolation_level(IsolationLevel::ReadCommitted),
         };
         let mut tx = builder.start().map_err(StoreError::from)?;
-        if let Access::Write { .. } = access {
-            tx.batch_execute(&self.write_lock)
+        if let Access::Write { scope, .. } = access {
+            tx.batch_execute(&self.keys.statement(scope))
                 .map_err(StoreError::from)?;
         }
         self.trips.transactions.fetch_add(1, Ordering::Relaxed);
@@ -294,7 +295,7 @@ impl PostgresStore {
         let out = f(&mut t);
         let members = t.members;
         match access {
-            Access::Write { commit } if !(commit && out.is_ok()) => {
+            Access::Write { commit, .. } if !(commit && out.is_ok()) => {
                 tx.rollback().map_err(StoreError::from)?
             }
             Access::Write { .. } => {
@@ -312,9 +313,56 @@ impl PostgresStore {
 
 /// What a transaction may do.
 #[derive(Clone, Copy)]
-enum Access {
+enum Access<'s> {
     Read,
-    Write { commit: bool },
+    Write { scope: WriteScope<'s>, commit: bool },
+}
+
+/// The advisory lock keys of one schema's writers. Keys are 64-bit digests of a name
+/// that holds the schema, so two stores in one database (tests, clusters) never share a
+/// lock, and an organization's key is computed here rather than by the server: the lock
+/// statement is plain text with literal integers, sent with the transaction's first
+/// round trip and never prepared.
+#[derive(Debug)]
+struct LockKeys {
+    schema: String,
+    all: i64,
+    grants: i64,
+}
+
+impl LockKeys {
+    fn of(schema: &str) -> Self {
+        Self {
+            schema: schema.to_owned(),
+            all: lock_key(&format!("dunning-write:{schema}")),
+            grants: lock_key(&format!("dunning-grants:{schema}")),
+        }
+    }
+
+    /// The one statement a write of `scope` starts with.
+    fn statement(&self, scope: WriteScope<'_>) -> String {
+        let all = self.all;
+        match scope {
+            WriteScope::Org(org) => {
+                let org = lock_key(&format!("dunning-org:{}:{org}", self.schema));
+                format!("SELECT pg_advisory_xact_lock_shared({all}), pg_advisory_xact_lock({org})")
+            }
+            WriteScope::Grants => format!(
+                "SELECT pg_advisory_xact_lock_shared({all}), pg_advisory_xact_lock({})",
+                self.grants
+            ),
+            WriteScope::Sweep => format!("SELECT pg_advisory_xact_lock_shared({all})"),
+            WriteScope::All => format!("SELECT pg_advisory_xact_lock({all})"),
+        }
+    }
+}
+
+/// The first 8 bytes of SHA-256 of `name`, as PostgreSQL's `bigint` lock key.
+fn lock_key(name: &str) -> i64 {
+    let digest = Sha256::digest(name.as_bytes());
+    let mut first = [0; 8];
+    first.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(first)
 }
 
 impl Drop for PostgresStore {
@@ -380,10 +428,11 @@ impl Store for PostgresStore {
 
     fn transact(
         &self,
+        scope: WriteScope<'_>,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         commit: bool,
     ) -> Result<(), DomainError> {
-        self.in_transaction(f, Access::Write { commit })
+        self.in_transaction(f, Access::Write { scope, commit })
     }
 
     fn members_epoch(&self) -> Option<u64> {

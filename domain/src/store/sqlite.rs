@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::{
     ColumnType, Cond, Kind, MemberEpoch, Order, Query, Remembered, Store, StoreError, Tx,
-    changes_membership, identity, like_escape, parse_doc, upsert_sql,
+    WriteScope, changes_membership, identity, like_escape, parse_doc, upsert_sql,
 };
 use crate::error::DomainError;
 
@@ -189,8 +189,11 @@ impl Store for SqliteStore {
         run(&mut lock(&self.readers[start]))
     }
 
+    /// One writer for the whole file, whatever the scope: SQLite has no finer lock, and
+    /// group commit already shares each fsync among the writers queued behind it.
     fn transact(
         &self,
+        _scope: WriteScope<'_>,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         commit: bool,
     ) -> Result<(), DomainError> {
@@ -712,7 +715,10 @@ mod tests {
         let before = a.members_epoch().expect("SQLite always tells");
         let doc = json!({"id": "m1", "created_at": "2026-01-01T00:00:00Z", "email": "x@y.z", "role": "viewer"});
         let own = b.members_epoch();
-        write(&b, |tx| Ok(tx.put(Kind::Member, "org1", &doc)?)).expect("b writes");
+        write(&b, WriteScope::All, |tx| {
+            Ok(tx.put(Kind::Member, "org1", &doc)?)
+        })
+        .expect("b writes");
         assert_ne!(
             b.members_epoch(),
             own,
@@ -725,7 +731,10 @@ mod tests {
         a.look_for_member_changes();
         assert_eq!(a.members_epoch(), seen, "nothing new: unchanged");
         let debtor = json!({"id": "d1", "created_at": "2026-01-01T00:00:00Z", "name": "D"});
-        write(&b, |tx| Ok(tx.put(Kind::Debtor, "org1", &debtor)?)).expect("b writes");
+        write(&b, WriteScope::All, |tx| {
+            Ok(tx.put(Kind::Debtor, "org1", &debtor)?)
+        })
+        .expect("b writes");
         a.look_for_member_changes();
         assert_eq!(a.members_epoch(), seen, "a debtor is not membership");
     }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Cond, Kind, Order, Query, Remembered, Store, read, rehearse, write};
+use super::{
+    Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx, WriteScope, read, rehearse, write,
+};
 use crate::error::DomainError;
 use crate::testing;
 
@@ -21,7 +23,7 @@ fn unfiltered_counts_follow_inserts_replacements_deletes_and_rollbacks() {
     let s = &*store;
     let count = |org: &str| read(s, |tx| Ok(tx.count(Kind::Charge, org, &[])?)).unwrap();
     assert_eq!(count("a"), 0);
-    write(s, |tx| {
+    write(s, WriteScope::All, |tx| {
         for id in ["1", "2", "3"] {
             tx.put(Kind::Charge, "a", &doc(id, "pending", 10.0, &[]))?;
         }
@@ -39,14 +41,14 @@ fn unfiltered_counts_follow_inserts_replacements_deletes_and_rollbacks() {
         "paid",
         "the upsert replaced the document"
     );
-    write(s, |tx| {
+    write(s, WriteScope::All, |tx| {
         assert!(tx.delete(Kind::Charge, "a", "2")?);
         assert!(!tx.delete(Kind::Charge, "a", "2")?);
         Ok(())
     })
     .unwrap();
     assert_eq!(count("a"), 2);
-    let failed: Result<(), DomainError> = write(s, |tx| {
+    let failed: Result<(), DomainError> = write(s, WriteScope::All, |tx| {
         tx.put(Kind::Charge, "a", &doc("5", "pending", 10.0, &[]))?;
         Err(DomainError::Conflict("rolled back".into()))
     });
@@ -60,7 +62,7 @@ fn unfiltered_counts_follow_inserts_replacements_deletes_and_rollbacks() {
 fn pages_come_in_order_whatever_the_offset() {
     let store = testing::store();
     let s = &*store;
-    write(s, |tx| {
+    write(s, WriteScope::All, |tx| {
         for i in 0..50 {
             let mut d = doc("1", "pending", f64::from(i % 7), &[]);
             d["id"] = json!(format!("c{i:02}"));
@@ -98,7 +100,7 @@ fn pages_come_in_order_whatever_the_offset() {
 fn scoped_by_organization_and_queryable() {
     let store = testing::store();
     let s = &*store;
-    write(s, |tx| {
+    write(s, WriteScope::All, |tx| {
         tx.put(Kind::Charge, "a", &doc("1", "pending", 10.0, &["vip"]))?;
         tx.put(Kind::Charge, "a", &doc("2", "overdue", 20.5, &[]))?;
         tx.put(Kind::Charge, "b", &doc("3", "pending", 30.0, &["vip"]))?;
@@ -155,7 +157,7 @@ fn scoped_by_organization_and_queryable() {
 fn failed_write_rolls_back() {
     let store = testing::store();
     let s = &*store;
-    let r: Result<(), _> = write(s, |tx| {
+    let r: Result<(), _> = write(s, WriteScope::All, |tx| {
         tx.put(Kind::Charge, "a", &doc("1", "pending", 1.0, &[]))?;
         Err(DomainError::Conflict("no".into()))
     });
@@ -174,7 +176,7 @@ fn idempotency_first_write_wins() {
         result: json!({"a":1}),
         at_ms: 5,
     };
-    write(s, |tx| {
+    write(s, WriteScope::All, |tx| {
         tx.remember("o", "k", &rem("x"))?;
         tx.remember("o", "k", &rem("y"))?;
         Ok(())
@@ -183,14 +185,17 @@ fn idempotency_first_write_wins() {
     let got = read(s, |tx| Ok(tx.recall("o", "k")?)).unwrap().unwrap();
     assert_eq!(got.digest, "x");
     assert_eq!(read(s, |tx| Ok(tx.recall("p", "k")?)).unwrap(), None);
-    assert_eq!(write(s, |tx| Ok(tx.forget_before(6)?)).unwrap(), 1);
+    assert_eq!(
+        write(s, WriteScope::All, |tx| Ok(tx.forget_before(6)?)).unwrap(),
+        1
+    );
 }
 
 #[test]
 fn a_rehearsal_sees_its_own_writes_and_leaves_nothing() {
     let store = testing::store();
     let s = &*store;
-    let seen = rehearse(s, |tx| {
+    let seen = rehearse(s, WriteScope::All, |tx| {
         tx.put(Kind::Charge, "a", &doc("1", "pending", 1.0, &[]))?;
         Ok(tx.count(Kind::Charge, "a", &[])?)
     })
@@ -211,7 +216,7 @@ fn a_rehearsal_sees_its_own_writes_and_leaves_nothing() {
 fn sorting_is_bytewise_with_nulls_first_going_up() {
     let store = testing::store();
     let s = &*store;
-    write(s, |tx| {
+    write(s, WriteScope::All, |tx| {
         for (id, name) in [
             ("1", json!("beta")),
             ("2", json!("Zeta")),
@@ -252,7 +257,7 @@ fn sorting_is_bytewise_with_nulls_first_going_up() {
 fn conditions_on_every_column_type() {
     let store = testing::store();
     let s = &*store;
-    write(s, |tx| {
+    write(s, WriteScope::All, |tx| {
         tx.put(
             Kind::Webhook,
             "a",
@@ -291,7 +296,7 @@ fn conditions_on_every_column_type() {
     })
     .unwrap();
     read(s, |tx| {
-        let n = |tx: &mut dyn super::Tx, kind, conds: &[Cond]| tx.count(kind, "a", conds).unwrap();
+        let n = |tx: &mut dyn Tx, kind, conds: &[Cond]| tx.count(kind, "a", conds).unwrap();
         assert_eq!(n(tx, Kind::Webhook, &[Cond::Eq("active", json!(true))]), 1);
         assert_eq!(n(tx, Kind::Webhook, &[Cond::Eq("active", json!(false))]), 1);
         assert_eq!(
@@ -383,7 +388,7 @@ fn concurrent_writers_never_compute_the_same_next_number() {
             let store = store.clone();
             scope.spawn(move || {
                 for i in 0..EACH {
-                    write(&*store, |tx| {
+                    write(&*store, WriteScope::All, |tx| {
                         let q = Query { sort: ("sequence", Order::Desc), limit: Some(1), ..Query::all() };
                         let last = tx.find(Kind::Event, "a", &q)?;
                         let next = last.first().and_then(|e| e["sequence"].as_u64()).unwrap_or(0) + 1;
@@ -422,7 +427,7 @@ fn racing_idempotency_records_keep_the_first() {
         for t in 0..4 {
             let store = store.clone();
             scope.spawn(move || {
-                write(&*store, |tx| {
+                write(&*store, WriteScope::All, |tx| {
                     if tx.recall("o", "k")?.is_none() {
                         tx.remember(
                             "o",
@@ -448,4 +453,61 @@ fn racing_idempotency_records_keep_the_first() {
         got.result,
         json!({"t": got.digest[1..].parse::<u32>().unwrap()})
     );
+}
+
+/// A write may write only what its scope names ([`WriteScope`]): another organization's
+/// documents and idempotency records, the authorization records and the sweep are each
+/// refused, on both stores, and nothing of the refused transaction stays.
+#[test]
+fn a_write_outside_its_scope_is_refused() {
+    let s = &*testing::store();
+    let doc = json!({"id": "d1", "created_at": "2026-01-01"});
+    let r = Remembered {
+        tool: "t".into(),
+        digest: "x".into(),
+        result: json!({}),
+        at_ms: 1,
+    };
+    let a = WriteScope::Org("a");
+    type Attempt<'f> = &'f dyn Fn(&mut dyn Tx) -> Result<(), StoreError>;
+    let refused: [(&str, WriteScope<'_>, Attempt<'_>); 6] = [
+        ("put", a, &|tx| tx.put(Kind::Debtor, "b", &doc)),
+        ("delete", a, &|tx| {
+            tx.delete(Kind::Debtor, "b", "d1").map(drop)
+        }),
+        ("remember", a, &|tx| tx.remember("b", "k", &r)),
+        ("sweep", a, &|tx| tx.forget_before(1).map(drop)),
+        ("grant", a, &|tx| tx.grant_put("client", "c1", &doc, None)),
+        ("org from grants", WriteScope::Grants, &|tx| {
+            tx.put(Kind::Debtor, "a", &doc)
+        }),
+    ];
+    for (what, scope, f) in refused {
+        let err = write(s, scope, |tx| Ok(f(tx)?)).unwrap_err();
+        assert!(err.to_string().contains("may not write"), "{what}: {err}");
+    }
+    // A transaction that wrote its own organization, then strayed: none of it stays.
+    let strayed = write(s, a, |tx| {
+        tx.put(Kind::Debtor, "a", &doc)?;
+        Ok(tx.put(Kind::Debtor, "b", &doc)?)
+    });
+    assert!(strayed.is_err());
+    assert_eq!(
+        read(s, |tx| Ok(
+            tx.count(Kind::Debtor, "a", &[])? + tx.count(Kind::Debtor, "b", &[])?
+        ))
+        .unwrap(),
+        0,
+        "nothing of a refused transaction stays"
+    );
+    // Inside the scope, and with `All`, the same writes pass.
+    write(s, a, |tx| Ok(tx.put(Kind::Debtor, "a", &doc)?)).unwrap();
+    write(s, WriteScope::All, |tx| {
+        Ok(tx.put(Kind::Debtor, "b", &doc)?)
+    })
+    .unwrap();
+    write(s, WriteScope::Sweep, |tx| {
+        Ok(tx.forget_before(1).map(drop)?)
+    })
+    .unwrap();
 }

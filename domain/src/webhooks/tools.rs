@@ -3,6 +3,7 @@
 use super::*;
 use crate::catalog::name;
 use crate::list::{Filter, Listing, Rows};
+use crate::store::WriteScope;
 
 pub(super) const SIGNATURE_DOC: &str = "Every delivery is a POST of the event as JSON ({id, code, resource_type, resource_id, occurred_at, data, changes}) with headers X-Kobana-Event, X-Kobana-Event-Id, X-Kobana-Delivery-Id (the same on retries: deduplicate on it) and X-Kobana-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>], where each v1 is HMAC-SHA256 keyed with the webhook secret (the whole whsec_... string) over \"<t>.\" followed by the raw body; accept the request when any v1 matches and t is recent.";
 
@@ -371,7 +372,7 @@ pub(super) fn post_test(
         },
         ..*call
     };
-    store::write(domain.store(), |tx| {
+    store::write(domain.store(), WriteScope::Org(org), |tx| {
         domain.op_run(tx, &call, false, |op| {
             let mut d: WebhookDelivery = must(op.tx, Kind::WebhookDelivery, op.org, did)?;
             // Recorded only while the claim is ours (as [`finish`] does): a delivery is

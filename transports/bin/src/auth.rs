@@ -536,7 +536,7 @@ mod tests {
     fn change_caio(domain: &Domain, role: Option<&str>) {
         use dunning_domain::store::{self, Kind};
         let org = dunning_domain::demo::stable_id("org:demo");
-        store::write(domain.store(), |tx| {
+        store::write(domain.store(), store::WriteScope::All, |tx| {
             let mut m = dunning_domain::org::find_member(tx, &org, "caio@demo.example")?
                 .expect("caio is a member");
             match role {

@@ -361,7 +361,7 @@ fn has_organizations(store: &dyn Store) -> bool {
 /// Deletes every document of the demo organizations, then seeds them again.
 pub(crate) fn reseed(domain: &Domain, now: UnixTime) -> Result<(), String> {
     let orgs = ["demo", "acme"].map(|slug| dunning_domain::demo::stable_id(&format!("org:{slug}")));
-    store::write(domain.store(), |tx| {
+    store::write(domain.store(), store::WriteScope::All, |tx| {
         for org in &orgs {
             for kind in Kind::ALL.iter().rev() {
                 for doc in tx.find(*kind, org, &Query::all())? {

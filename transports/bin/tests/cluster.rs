@@ -183,7 +183,7 @@ fn removed_member_refused_everywhere(c: &Cluster) {
         assert!(me.json()["result"]["isError"].is_null(), "{}", me.text());
     }
     let org = dunning_domain::demo::stable_id("org:demo");
-    store::write(&c.db, |tx| {
+    store::write(&c.db, store::WriteScope::All, |tx| {
         let member = dunning_domain::org::find_member(tx, &org, "caio@demo.example")?
             .expect("caio is a member");
         Ok(tx.delete(Kind::Member, &org, &member.id)?)

@@ -762,7 +762,10 @@ fn a_removed_person_is_refused_at_once() {
     let db = srv.open_store();
     let org = stable_id("org:demo");
     let member = stable_id("member:demo:caio@demo.example");
-    let removed = store::write(&*db, |tx| Ok(tx.delete(Kind::Member, &org, &member)?)).unwrap();
+    let removed = store::write(&*db, store::WriteScope::All, |tx| {
+        Ok(tx.delete(Kind::Member, &org, &member)?)
+    })
+    .unwrap();
     assert!(removed);
     // Another program's commit is looked for at most every 2 ms (`auth::LOOK_EVERY`): a
     // request starting later than that is refused, whatever it finds in the cache.

@@ -182,10 +182,15 @@ fn a_read_is_one_snapshot() {
     let Some(url) = url() else { return };
     let s = PostgresStore::scratch(&url).unwrap();
     let doc = |id: &str| json!({"id": id, "created_at": "2026-01-01", "status": "pending"});
-    write(&s, |tx| Ok(tx.put(Kind::Charge, "a", &doc("1"))?)).unwrap();
+    write(&s, WriteScope::All, |tx| {
+        Ok(tx.put(Kind::Charge, "a", &doc("1"))?)
+    })
+    .unwrap();
     let (before, during) = read(&s, |tx| {
         let before = tx.count(Kind::Charge, "a", &[])?;
-        write(&s, |w| Ok(w.put(Kind::Charge, "a", &doc("2"))?))?;
+        write(&s, WriteScope::All, |w| {
+            Ok(w.put(Kind::Charge, "a", &doc("2"))?)
+        })?;
         let during = (
             tx.count(Kind::Charge, "a", &[])?,
             tx.get(Kind::Charge, "a", "2")?.is_some(),
@@ -211,7 +216,10 @@ fn documents_come_back_byte_for_byte() {
     let s = PostgresStore::scratch(&url).unwrap();
     let text = r#"{"id":"1","created_at":"2026-01-01","zeta":1,"alpha":{"b":2,"a":1.50},"tags":["b","a"]}"#;
     let doc: Value = serde_json::from_str(text).unwrap();
-    write(&s, |tx| Ok(tx.put(Kind::Debtor, "a", &doc)?)).unwrap();
+    write(&s, WriteScope::All, |tx| {
+        Ok(tx.put(Kind::Debtor, "a", &doc)?)
+    })
+    .unwrap();
     let raw = read(&s, |tx| {
         Ok(tx.find_raw(Kind::Debtor, "a", &Query::all())?)
     })
@@ -258,7 +266,10 @@ fn member_writes_move_the_epoch_across_stores() {
     };
     let own = a.members_epoch();
     let doc = json!({"id": "m1", "created_at": "2026-01-01T00:00:00Z", "email": "x@y.z", "role": "viewer"});
-    write(&a, |tx| Ok(tx.put(Kind::Member, "org1", &doc)?)).unwrap();
+    write(&a, WriteScope::All, |tx| {
+        Ok(tx.put(Kind::Member, "org1", &doc)?)
+    })
+    .unwrap();
     if let (Some(o), Some(now)) = (own, a.members_epoch()) {
         assert_ne!(o, now, "this store's own write moves its epoch at once");
     }
@@ -280,7 +291,10 @@ fn member_writes_move_the_epoch_across_stores() {
         }
     };
     let debtor = json!({"id": "d1", "created_at": "2026-01-01T00:00:00Z", "name": "D"});
-    write(&a, |tx| Ok(tx.put(Kind::Debtor, "org1", &debtor)?)).unwrap();
+    write(&a, WriteScope::All, |tx| {
+        Ok(tx.put(Kind::Debtor, "org1", &debtor)?)
+    })
+    .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(b.members_epoch(), settled);
 }
@@ -314,4 +328,189 @@ fn exclusively_releases_its_lock_when_its_closure_panics() {
         .get(0);
     assert_eq!(held, 0, "no session still holds the init lock");
     assert_eq!(other.exclusively(|| 7).unwrap(), 7);
+}
+
+/// A second store on `first`'s schema, as another replica on the same database is.
+fn replica(url: &str, first: &PostgresStore) -> PostgresStore {
+    PostgresStore::open_in_schema(url, first.scratch_schema().unwrap(), 4).unwrap()
+}
+
+/// Holds a write of `scope` open on `store` (after it put one event) until `release`
+/// is sent; `held` is sent once the transaction holds its locks and has written.
+fn hold_open(
+    store: Arc<PostgresStore>,
+    scope_org: Option<&'static str>,
+    held: std::sync::mpsc::Sender<()>,
+    release: std::sync::mpsc::Receiver<()>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let scope = scope_org.map_or(WriteScope::All, WriteScope::Org);
+        write(&*store, scope, |tx| {
+            tx.put(Kind::Event, scope_org.unwrap_or("a"), &event("held", 1))?;
+            held.send(()).unwrap();
+            // Bounded: a test that fails must not hang the suite.
+            let _ = release.recv_timeout(Duration::from_secs(30));
+            Ok(())
+        })
+        .unwrap();
+    })
+}
+
+fn event(id: &str, sequence: u64) -> Value {
+    json!({"id": id, "created_at": "2026-01-01T00:00:00Z", "sequence": sequence})
+}
+
+/// Runs `f` on its own thread; whether it finished within `limit`.
+fn finishes_within(limit: Duration, f: impl FnOnce() + Send + 'static) -> bool {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        f();
+        let _ = done.send(());
+    });
+    finished.recv_timeout(limit).is_ok()
+}
+
+/// Whether some session of this database waits for an advisory lock, within `limit`.
+fn someone_waits(url: &str, limit: Duration) -> bool {
+    let mut probe = parse_url(url).unwrap().connect(NoTls).unwrap();
+    // Counted sleeps, not a clock: the domain's sources read none (`tests/no_sockets.rs`).
+    let step = Duration::from_millis(20);
+    for _ in 0..limit.as_millis() / step.as_millis() {
+        let waiting: i64 = probe
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return true;
+        }
+        std::thread::sleep(step);
+    }
+    false
+}
+
+/// Organization A's write transaction is held open on one replica while organization
+/// B's write commits through another: writes of different organizations never wait on
+/// each other.
+#[test]
+fn another_organizations_write_commits_while_one_is_held_open() {
+    let Some(url) = url() else { return };
+    let a = Arc::new(PostgresStore::scratch(&url).unwrap());
+    let b = Arc::new(replica(&url, &a));
+    let (held, is_held) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel();
+    let holder = hold_open(Arc::clone(&a), Some("org-a"), held, released);
+    is_held.recv_timeout(Duration::from_secs(10)).unwrap();
+    let other = Arc::clone(&b);
+    let committed = finishes_within(Duration::from_secs(10), move || {
+        write(&*other, WriteScope::Org("org-b"), |tx| {
+            Ok(tx.put(Kind::Event, "org-b", &event("b1", 1))?)
+        })
+        .unwrap();
+    });
+    let seen = read(&*b, |tx| Ok(tx.count(Kind::Event, "org-b", &[])?)).unwrap();
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    assert!(
+        committed,
+        "organization B's write waited for A's open transaction"
+    );
+    assert_eq!(seen, 1, "B's write is committed while A's is still open");
+}
+
+/// Two writers of one organization on two replicas: the second waits for the first to
+/// commit, and then sees its write (what `max + 1` sequences rely on). A write of every
+/// organization (`All`) waits too.
+#[test]
+fn writers_of_one_organization_and_of_all_wait_for_an_open_one() {
+    let Some(url) = url() else { return };
+    let a = Arc::new(PostgresStore::scratch(&url).unwrap());
+    let b = Arc::new(replica(&url, &a));
+    for scope in [WriteScope::Org("org-a"), WriteScope::All] {
+        let (held, is_held) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel();
+        let holder = hold_open(Arc::clone(&a), Some("org-a"), held, released);
+        is_held.recv_timeout(Duration::from_secs(10)).unwrap();
+        let (seen_tx, seen) = std::sync::mpsc::channel();
+        let other = Arc::clone(&b);
+        let waiter = std::thread::spawn(move || {
+            write(&*other, scope, |tx| {
+                let n = tx.count(Kind::Event, "org-a", &[])?;
+                seen_tx.send(n).unwrap();
+                tx.delete(Kind::Event, "org-a", "held")?;
+                Ok(())
+            })
+            .unwrap();
+        });
+        assert!(
+            someone_waits(&url, Duration::from_secs(10)),
+            "{scope:?} waits"
+        );
+        assert!(
+            seen.try_recv().is_err(),
+            "{scope:?} ran while org-a's write was open"
+        );
+        release.send(()).unwrap();
+        holder.join().unwrap();
+        waiter.join().unwrap();
+        assert_eq!(
+            seen.recv().unwrap(),
+            1,
+            "{scope:?} sees the committed write"
+        );
+    }
+}
+
+/// Per-organization event sequences stay gapless and unique when writers of two
+/// organizations run at once through two replicas, each reading `max + 1` as `Op::event`
+/// does (the unique `(org, sequence)` index would refuse a duplicate).
+#[test]
+fn concurrent_writers_keep_each_organizations_sequence() {
+    let Some(url) = url() else { return };
+    let a = Arc::new(PostgresStore::scratch(&url).unwrap());
+    let b = Arc::new(replica(&url, &a));
+    const EACH: u64 = 15;
+    let mut workers = Vec::new();
+    for (n, org) in ["org-a", "org-b", "org-a", "org-b"].into_iter().enumerate() {
+        let store = Arc::clone(if n % 2 == 0 { &a } else { &b });
+        workers.push(std::thread::spawn(move || {
+            for i in 0..EACH {
+                write(&*store, WriteScope::Org(org), |tx| {
+                    let last = tx.find(
+                        Kind::Event,
+                        org,
+                        &Query {
+                            conds: Vec::new(),
+                            sort: ("sequence", Order::Desc),
+                            limit: Some(1),
+                            offset: 0,
+                        },
+                    )?;
+                    let next = last
+                        .first()
+                        .and_then(|e| e.get("sequence"))
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                        + 1;
+                    Ok(tx.put(Kind::Event, org, &event(&format!("{n}-{i}"), next))?)
+                })
+                .unwrap();
+            }
+        }));
+    }
+    for w in workers {
+        w.join().unwrap();
+    }
+    for org in ["org-a", "org-b"] {
+        let mut seqs: Vec<u64> = read(&*a, |tx| Ok(tx.find(Kind::Event, org, &Query::all())?))
+            .unwrap()
+            .iter()
+            .filter_map(|e| e.get("sequence").and_then(Value::as_u64))
+            .collect();
+        seqs.sort_unstable();
+        assert_eq!(seqs, (1..=2 * EACH).collect::<Vec<_>>(), "{org}");
+    }
 }
