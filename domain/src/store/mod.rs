@@ -11,6 +11,7 @@
 
 pub mod postgres;
 mod scope;
+mod sql;
 pub mod sqlite;
 #[cfg(test)]
 mod tests;
@@ -326,6 +327,14 @@ impl Kind {
             Err(StoreError(format!("{} has no column {name}", self.table())))
         }
     }
+
+    /// The type of column `name` (`id` and `created_at` are text).
+    pub(crate) fn column_type(self, name: &str) -> ColumnType {
+        self.columns()
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(ColumnType::Text, |c| c.ty)
+    }
 }
 
 /// One condition of a query (on indexed columns only).
@@ -461,31 +470,6 @@ pub(crate) fn like_escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('%', "\\%")
         .replace('_', "\\_")
-}
-
-/// The statement that stores a document and its indexed columns, with the driver's
-/// placeholders (`mark(n)` for the n-th, 1-based; `doc` for the 4th, the document).
-/// Parameters in order: org, id, created_at, the document's text, then the kind's
-/// columns. An upsert, not a replace: a replace is a delete plus an insert, which the
-/// tally triggers would count as a new row; an update fires no insert trigger.
-pub(crate) fn upsert_sql(kind: Kind, mark: impl Fn(usize) -> String, doc: &str) -> String {
-    let cols = kind.columns();
-    let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
-    let marks: String = (0..cols.len())
-        .map(|i| format!(", {}", mark(i + 5)))
-        .collect();
-    let sets: String = cols
-        .iter()
-        .map(|c| format!(", {n} = excluded.{n}", n = c.name))
-        .collect();
-    format!(
-        "INSERT INTO {} (org, id, created_at, doc{names}) VALUES ({}, {}, {}, {doc}{marks}) \
-         ON CONFLICT (org, id) DO UPDATE SET created_at = excluded.created_at, doc = excluded.doc{sets}",
-        kind.table(),
-        mark(1),
-        mark(2),
-        mark(3),
-    )
 }
 
 /// A stored document read back (a driver's text column).

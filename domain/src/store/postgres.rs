@@ -33,14 +33,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use postgres::types::ToSql;
+use bytes::BytesMut;
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use postgres::{Client, Config, IsolationLevel, NoTls, Statement, Transaction};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{
-    ColumnType, Cond, Kind, MemberEpoch, Order, Query, Remembered, Store, StoreError, Tx,
-    WriteScope, changes_membership, identity, like_escape, parse_doc, upsert_sql,
+    ColumnType, MemberEpoch, Store, StoreError, Tx, WriteScope,
+    sql::{Arg, Cell, Dialect, Driver, SqlTx},
 };
 use crate::error::DomainError;
 
@@ -286,12 +286,11 @@ impl PostgresStore {
                 .map_err(StoreError::from)?;
         }
         self.trips.transactions.fetch_add(1, Ordering::Relaxed);
-        let mut t = PgTx {
+        let mut t = SqlTx::new(Pg {
             tx: &mut tx,
             statements,
             trips: &self.trips,
-            members: false,
-        };
+        });
         let out = f(&mut t);
         let members = t.members;
         match access {
@@ -448,14 +447,6 @@ impl Store for PostgresStore {
     }
 }
 
-struct PgTx<'a, 'c> {
-    tx: &'a mut Transaction<'c>,
-    statements: &'a mut HashMap<String, Statement>,
-    trips: &'a RoundTrips,
-    /// A member or an organization was written ([`MemberEpoch`]).
-    members: bool,
-}
-
 /// Round trips to PostgreSQL, counted so a test can hold them down: a transaction costs
 /// a fixed frame (`BEGIN`, the writers' lock for a write, `COMMIT`), and each statement
 /// the domain runs in it one more (two the first time a connection prepares it).
@@ -476,149 +467,68 @@ impl PostgresStore {
     }
 }
 
-/// One bound parameter.
-type Param = Box<dyn ToSql + Sync>;
-
-/// The type of `col` in `kind` (`id` and `created_at` are text).
-fn column_type(kind: Kind, col: &str) -> ColumnType {
-    kind.columns()
-        .iter()
-        .find(|c| c.name == col)
-        .map_or(ColumnType::Text, |c| c.ty)
+/// The PostgreSQL driver of the store's one [`SqlTx`]: every statement prepared once
+/// per connection and kept ([`STATEMENTS_KEPT`]), each prepare and execution counted.
+struct Pg<'a, 'c> {
+    tx: &'a mut Transaction<'c>,
+    statements: &'a mut HashMap<String, Statement>,
+    trips: &'a RoundTrips,
 }
 
-/// A document field as text, as SQLite's TEXT affinity stores it.
-fn as_text(v: &Value) -> Option<String> {
-    match v {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(if *b { "1" } else { "0" }.to_owned()),
-        other => Some(other.to_string()),
-    }
-}
-
-fn as_real(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-fn as_integer(v: &Value) -> Option<i64> {
-    match v {
-        // As SQLite's conversion: integers as they are, anything else truncated.
-        Value::Number(n) => Some(n.as_i64().unwrap_or_else(|| {
-            #[allow(clippy::cast_possible_truncation)]
-            let t = n.as_f64().unwrap_or_default() as i64;
-            t
-        })),
-        Value::Bool(b) => Some(i64::from(*b)),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-fn as_tags(v: &Value) -> Option<Value> {
-    (!v.is_null()).then(|| v.clone())
-}
-
-/// `v` bound as a value of a column of type `ty`.
-fn param(v: &Value, ty: ColumnType) -> Param {
-    match ty {
-        ColumnType::Text => Box::new(as_text(v)),
-        ColumnType::Real => Box::new(as_real(v)),
-        ColumnType::Integer => Box::new(as_integer(v)),
-        ColumnType::Tags => Box::new(as_tags(v)),
-    }
-}
-
-/// `vs` bound as an array of the column's type (`col = ANY($n)`: one statement
-/// whatever the list's length).
-fn array_param(vs: &[Value], ty: ColumnType) -> Param {
-    match ty {
-        ColumnType::Text => Box::new(vs.iter().map(as_text).collect::<Vec<_>>()),
-        ColumnType::Real => Box::new(vs.iter().map(as_real).collect::<Vec<_>>()),
-        ColumnType::Integer => Box::new(vs.iter().map(as_integer).collect::<Vec<_>>()),
-        ColumnType::Tags => Box::new(vs.iter().map(as_tags).collect::<Vec<_>>()),
-    }
-}
-
-/// `WHERE` clause and its parameters (the org is always `$1`).
-fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Param>), StoreError> {
-    let mut sql = String::from(" WHERE org = $1");
-    let mut args: Vec<Param> = vec![Box::new(org.to_owned())];
-    for c in conds {
-        match c {
-            Cond::Eq(col, v) | Cond::Ge(col, v) | Cond::Le(col, v) => {
-                kind.check_column(col)?;
-                let op = match c {
-                    Cond::Eq(..) => "=",
-                    Cond::Ge(..) => ">=",
-                    _ => "<=",
-                };
-                args.push(param(v, column_type(kind, col)));
-                sql.push_str(&format!(" AND {col} {op} ${}", args.len()));
-            }
-            Cond::In(col, vs) => {
-                kind.check_column(col)?;
-                if vs.is_empty() {
-                    sql.push_str(" AND false");
-                    continue;
+impl ToSql for Arg {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Self::Null => Ok(IsNull::Yes),
+            Self::Text(s) => s.to_sql_checked(ty, out),
+            Self::Int(n) => n.to_sql_checked(ty, out),
+            Self::Real(x) => x.to_sql_checked(ty, out),
+            Self::Json(v) => v.to_sql_checked(ty, out),
+            // An array of the column's type (`= ANY($n)`: one statement whatever the
+            // list's length).
+            Self::List(col, items) => {
+                fn each<T>(items: &[Arg], f: impl Fn(&Arg) -> Option<T>) -> Vec<Option<T>> {
+                    items.iter().map(f).collect()
                 }
-                args.push(array_param(vs, column_type(kind, col)));
-                sql.push_str(&format!(" AND {col} = ANY(${})", args.len()));
-            }
-            Cond::Null(col, is_null) => {
-                kind.check_column(col)?;
-                let not = if *is_null { "" } else { " NOT" };
-                sql.push_str(&format!(" AND {col} IS{not} NULL"));
-            }
-            Cond::Search(cols, needle) => {
-                // ILIKE on "C"-collated text folds ASCII letters only, as SQLite's LIKE.
-                args.push(Box::new(format!("%{}%", like_escape(needle))));
-                let n = args.len();
-                let mut ors = Vec::new();
-                for col in cols {
-                    kind.check_column(col)?;
-                    let text = match column_type(kind, col) {
-                        ColumnType::Text => (*col).to_owned(),
-                        _ => format!("{col}::text"),
-                    };
-                    ors.push(format!("{text} ILIKE ${n}"));
+                match col {
+                    ColumnType::Text => each(items, |a| match a {
+                        Self::Text(s) => Some(s.clone()),
+                        _ => None,
+                    })
+                    .to_sql_checked(ty, out),
+                    ColumnType::Real => each(items, |a| match a {
+                        Self::Real(x) => Some(*x),
+                        _ => None,
+                    })
+                    .to_sql_checked(ty, out),
+                    ColumnType::Integer => each(items, |a| match a {
+                        Self::Int(n) => Some(*n),
+                        _ => None,
+                    })
+                    .to_sql_checked(ty, out),
+                    ColumnType::Tags => each(items, |a| match a {
+                        Self::Json(v) => Some(v.clone()),
+                        _ => None,
+                    })
+                    .to_sql_checked(ty, out),
                 }
-                if ors.is_empty() {
-                    sql.push_str(" AND false");
-                } else {
-                    sql.push_str(&format!(" AND ({})", ors.join(" OR ")));
-                }
-            }
-            Cond::Tag(col, tag) => {
-                kind.check_column(col)?;
-                if column_type(kind, col) != ColumnType::Tags {
-                    return Err(StoreError(format!(
-                        "{}.{col} is not a tags column",
-                        kind.table()
-                    )));
-                }
-                args.push(Box::new(Value::Array(vec![Value::String(tag.clone())])));
-                sql.push_str(&format!(" AND {col} @> ${}", args.len()));
             }
         }
     }
-    Ok((sql, args))
+
+    /// Whatever PostgreSQL inferred for the mark: each variant checks its own type
+    /// when bound (`to_sql_checked` above).
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
 }
 
-fn refs(args: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
-    args.iter().map(|a| &**a as &(dyn ToSql + Sync)).collect()
-}
-
-fn ms(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-impl PgTx<'_, '_> {
+impl Pg<'_, '_> {
     /// The prepared statement for `sql` on this connection.
     fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
         if let Some(s) = self.statements.get(sql) {
@@ -633,197 +543,50 @@ impl PgTx<'_, '_> {
         Ok(s)
     }
 
-    fn query(
-        &mut self,
-        sql: &str,
-        args: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<postgres::Row>, StoreError> {
+    fn query(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<postgres::Row>, StoreError> {
         let s = self.statement(sql)?;
         self.trips.statements.fetch_add(1, Ordering::Relaxed);
-        Ok(self.tx.query(&s, args)?)
-    }
-
-    fn execute(&mut self, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
-        let s = self.statement(sql)?;
-        self.trips.statements.fetch_add(1, Ordering::Relaxed);
-        Ok(self.tx.execute(&s, args)?)
+        let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
+        Ok(self.tx.query(&s, &refs)?)
     }
 }
 
-impl Tx for PgTx<'_, '_> {
-    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
-        let sql = format!(
-            "SELECT doc::text FROM {} WHERE org = $1 AND id = $2",
-            kind.table()
-        );
-        let rows = self.query(&sql, &[&org, &id])?;
-        rows.first()
-            .map(|r| parse_doc(r.get::<_, String>(0)))
-            .transpose()
-    }
+impl Driver for Pg<'_, '_> {
+    const DIALECT: Dialect = Dialect::Postgres;
 
-    fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
-        self.members |= changes_membership(kind);
-        let (id, created) = identity(doc)?;
-        let cols = kind.columns();
-        let sql = upsert_sql(kind, |n| format!("${n}"), "$4::text::json");
-        let mut args: Vec<Param> = vec![
-            Box::new(org.to_owned()),
-            Box::new(id.to_owned()),
-            Box::new(created.to_owned()),
-            Box::new(doc.to_string()),
-        ];
-        for c in cols {
-            args.push(param(doc.get(c.name).unwrap_or(&Value::Null), c.ty));
-        }
-        self.execute(&sql, &refs(&args))?;
-        Ok(())
-    }
-
-    fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
-        self.members |= changes_membership(kind);
-        let sql = format!("DELETE FROM {} WHERE org = $1 AND id = $2", kind.table());
-        Ok(self.execute(&sql, &[&org, &id])? > 0)
-    }
-
-    fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
-        let (clause, args) = where_clause(kind, org, &q.conds)?;
-        kind.check_column(q.sort.0)?;
-        // NULLs first going up and last going down, as SQLite sorts them (and as the
-        // indexes are built, so one index serves both directions).
-        let (dir, key_dir) = match q.sort.1 {
-            Order::Asc => ("ASC", "ASC NULLS FIRST"),
-            Order::Desc => ("DESC", "DESC NULLS LAST"),
-        };
-        let limit = q.limit.map_or_else(|| "ALL".to_owned(), |l| l.to_string());
-        let (t, col) = (kind.table(), q.sort.0);
-        // The page's ids first (from an index), then only their documents: skipping
-        // `offset` rows reads no document (as on SQLite).
-        let sql = format!(
-            "SELECT {t}.doc::text FROM \
-             (SELECT id AS page_id, {col} AS page_key FROM {t}{clause} \
-              ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
-             JOIN {t} ON {t}.org = $1 AND {t}.id = page.page_id \
-             ORDER BY page.page_key {key_dir}, page.page_id {dir}",
-            off = q.offset
-        );
-        let rows = self.query(&sql, &refs(&args))?;
-        Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
-    }
-
-    fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
-        let t = kind.table();
-        if conds.is_empty() {
-            let rows = self.query(
-                "SELECT n FROM tallies WHERE org = $1 AND tbl = $2",
-                &[&org, &t],
-            )?;
-            let n: i64 = rows.first().map_or(0, |r| r.get(0));
-            return Ok(u64::try_from(n).unwrap_or_default());
-        }
-        let (clause, args) = where_clause(kind, org, conds)?;
-        let sql = format!("SELECT COUNT(*) FROM {t}{clause}");
-        let rows = self.query(&sql, &refs(&args))?;
-        let n: i64 = rows.first().map_or(0, |r| r.get(0));
-        Ok(u64::try_from(n).unwrap_or_default())
-    }
-
-    fn organizations(&mut self) -> Result<Vec<String>, StoreError> {
-        let rows = self.query("SELECT id FROM organizations ORDER BY id", &[])?;
-        Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
-    }
-
-    fn recall(&mut self, org: &str, key: &str) -> Result<Option<Remembered>, StoreError> {
-        let rows = self.query(
-            "SELECT tool, digest, result::text, at_ms FROM idempotency WHERE org = $1 AND key = $2",
-            &[&org, &key],
-        )?;
-        rows.first()
+    fn rows(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<Vec<Cell>>, StoreError> {
+        let rows = self.query(sql, args)?;
+        rows.iter()
             .map(|r| {
-                Ok(Remembered {
-                    tool: r.get(0),
-                    digest: r.get(1),
-                    result: parse_doc(r.get::<_, String>(2))?,
-                    at_ms: u64::try_from(r.get::<_, i64>(3)).unwrap_or_default(),
-                })
+                (0..r.len())
+                    .map(|i| {
+                        Ok(match *r.columns()[i].type_() {
+                            Type::INT8 => r.try_get::<_, Option<i64>>(i)?.map(Cell::Int),
+                            Type::INT4 => r
+                                .try_get::<_, Option<i32>>(i)?
+                                .map(|n| Cell::Int(i64::from(n))),
+                            _ => r.try_get::<_, Option<String>>(i)?.map(Cell::Text),
+                        }
+                        .unwrap_or(Cell::Null))
+                    })
+                    .collect()
             })
-            .transpose()
+            .collect()
     }
 
-    fn remember(&mut self, org: &str, key: &str, r: &Remembered) -> Result<(), StoreError> {
-        self.execute(
-            "INSERT INTO idempotency (org, key, tool, digest, result, at_ms) \
-             VALUES ($1, $2, $3, $4, $5::text::json, $6) ON CONFLICT (org, key) DO NOTHING",
-            &[
-                &org,
-                &key,
-                &r.tool,
-                &r.digest,
-                &r.result.to_string(),
-                &ms(r.at_ms),
-            ],
-        )?;
-        Ok(())
+    fn texts(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<String>, StoreError> {
+        let rows = self.query(sql, args)?;
+        Ok(rows
+            .iter()
+            .map(|r| r.try_get::<_, String>(0))
+            .collect::<Result<_, _>>()?)
     }
 
-    fn grant_get(&mut self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
-        let rows = self.query(
-            "SELECT doc::text FROM oauth_grants WHERE kind = $1 AND id = $2",
-            &[&kind, &id],
-        )?;
-        rows.first()
-            .map(|r| parse_doc(r.get::<_, String>(0)))
-            .transpose()
-    }
-
-    fn grant_put(
-        &mut self,
-        kind: &str,
-        id: &str,
-        doc: &Value,
-        expires_ms: Option<u64>,
-    ) -> Result<(), StoreError> {
-        self.execute(
-            "INSERT INTO oauth_grants (kind, id, doc, expires_ms) VALUES ($1, $2, $3::text::json, $4) \
-             ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc, expires_ms = excluded.expires_ms",
-            &[&kind, &id, &doc.to_string(), &expires_ms.map(ms)],
-        )?;
-        Ok(())
-    }
-
-    fn grant_rewrite(&mut self, kind: &str, id: &str, doc: &Value) -> Result<bool, StoreError> {
-        let n = self.execute(
-            "UPDATE oauth_grants SET doc = $1::text::json WHERE kind = $2 AND id = $3",
-            &[&doc.to_string(), &kind, &id],
-        )?;
-        Ok(n > 0)
-    }
-
-    fn grant_sweep(&mut self, before_ms: u64) -> Result<u64, StoreError> {
-        self.execute(
-            "DELETE FROM oauth_grants WHERE expires_ms < $1",
-            &[&ms(before_ms)],
-        )
-    }
-
-    fn rewrite_remembered(
-        &mut self,
-        org: &str,
-        key: &str,
-        result: &Value,
-    ) -> Result<(), StoreError> {
-        self.execute(
-            "UPDATE idempotency SET result = $1::text::json WHERE org = $2 AND key = $3",
-            &[&result.to_string(), &org, &key],
-        )?;
-        Ok(())
-    }
-
-    fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError> {
-        self.execute(
-            "DELETE FROM idempotency WHERE at_ms < $1",
-            &[&ms(before_ms)],
-        )
+    fn execute(&mut self, sql: &str, args: &[Arg]) -> Result<u64, StoreError> {
+        let s = self.statement(sql)?;
+        self.trips.statements.fetch_add(1, Ordering::Relaxed);
+        let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
+        Ok(self.tx.execute(&s, &refs)?)
     }
 }
 

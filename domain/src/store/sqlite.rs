@@ -14,13 +14,12 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rusqlite::types::Value as Sql;
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
-use serde_json::Value;
+use rusqlite::types::{ToSqlOutput, Value as Sql, ValueRef};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::{
-    ColumnType, Cond, Kind, MemberEpoch, Order, Query, Remembered, Store, StoreError, Tx,
-    WriteScope, changes_membership, identity, like_escape, parse_doc, upsert_sql,
+    MemberEpoch, Store, StoreError, Tx, WriteScope,
+    sql::{Arg, Cell, Dialect, Driver, SqlTx},
 };
 use crate::error::DomainError;
 
@@ -165,10 +164,7 @@ impl Store for SqliteStore {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Deferred)
                 .map_err(StoreError::from)?;
-            f(&mut SqlTx {
-                conn: &tx,
-                members: false,
-            })
+            f(&mut SqlTx::new(Lite(&tx)))
         };
         if self.readers.is_empty() {
             // In memory: the writer's connection, between writes (never grouped there;
@@ -198,10 +194,7 @@ impl Store for SqliteStore {
         commit: bool,
     ) -> Result<(), DomainError> {
         self.writer.write(commit, &self.members, |conn| {
-            let mut t = SqlTx {
-                conn,
-                members: false,
-            };
+            let mut t = SqlTx::new(Lite(conn));
             let out = f(&mut t);
             group::Wrote {
                 out,
@@ -253,307 +246,63 @@ impl Store for SqliteStore {
     }
 }
 
-struct SqlTx<'a> {
-    conn: &'a Connection,
-    /// A member or an organization was written ([`MemberEpoch`]).
-    members: bool,
-}
+/// The SQLite driver of the store's one [`SqlTx`]: every statement prepared once per
+/// connection (`prepare_cached`), arguments bound without copies.
+pub(super) struct Lite<'a>(pub(super) &'a Connection);
 
-fn to_sql(v: &Value, ty: ColumnType) -> Sql {
-    match (v, ty) {
-        (Value::Null, _) => Sql::Null,
-        (Value::Bool(b), _) => Sql::Integer(i64::from(*b)),
-        (Value::Number(n), ColumnType::Integer) => Sql::Integer(n.as_i64().unwrap_or_default()),
-        (Value::Number(n), _) => Sql::Real(n.as_f64().unwrap_or_default()),
-        (Value::String(s), _) => Sql::Text(s.clone()),
-        (other, _) => Sql::Text(other.to_string()),
+impl rusqlite::ToSql for Arg {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Self::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Self::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Self::Int(n) => ToSqlOutput::Borrowed(ValueRef::Integer(*n)),
+            Self::Real(x) => ToSqlOutput::Borrowed(ValueRef::Real(*x)),
+            // A tags column holds its JSON text; lists are spelled out as one mark per
+            // value on SQLite (`Dialect::in_list`) and never bound whole.
+            Self::Json(v) => ToSqlOutput::Owned(Sql::Text(v.to_string())),
+            Self::List(..) => {
+                return Err(rusqlite::Error::ToSqlConversionFailure(
+                    "a list argument on SQLite".into(),
+                ));
+            }
+        })
     }
 }
 
-fn cond_value(kind: Kind, col: &str, v: &Value) -> Sql {
-    let ty = kind
-        .columns()
-        .iter()
-        .find(|c| c.name == col)
-        .map_or(ColumnType::Text, |c| c.ty);
-    to_sql(v, ty)
-}
-
-/// The SQL of one page of `q` (`clause` from [`where_clause`]; its arguments, then
-/// the organization once more).
-fn page_sql(kind: Kind, q: &Query, clause: &str) -> Result<String, StoreError> {
-    kind.check_column(q.sort.0)?;
-    let dir = match q.sort.1 {
-        Order::Asc => "ASC",
-        Order::Desc => "DESC",
-    };
-    let limit = q.limit.map_or(-1, i64::from);
-    let (t, col) = (kind.table(), q.sort.0);
-    // An equality on a selective column (a document number, a parent's id) leaves a
-    // few rows: search them by that column's index (`<table>_<column>`, migration 1)
-    // and sort them. Without statistics (no ANALYZE) the planner takes `org = ?` for as
-    // selective as that and walks the whole organization in key or sort order instead,
-    // filtering: a debtor's creation checked the document number against every debtor
-    // (issue 13).
-    let narrowing = q.conds.iter().find_map(|c| match c {
-        Cond::Eq(c, _) | Cond::In(c, _) if kind.is_selective(c) => Some(*c),
-        _ => None,
-    });
-    let from = match narrowing {
-        Some(c) => format!("{t} INDEXED BY {t}_{c}"),
-        None => t.to_owned(),
-    };
-    // A deferred join: the page's ids come from an index alone (skipping `offset`
-    // entries costs index steps, not document reads), then only those documents are
-    // read, by primary key (CROSS JOIN keeps the page as the outer loop). Without it,
-    // `OFFSET 50000` reads and discards 50,000 documents.
-    Ok(format!(
-        "SELECT {t}.doc FROM \
-         (SELECT id AS page_id, {col} AS page_key FROM {from}{clause} \
-          ORDER BY {col} {dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
-         CROSS JOIN {t} WHERE {t}.org = ? AND {t}.id = page.page_id \
-         ORDER BY page.page_key {dir}, page.page_id {dir}",
-        off = q.offset
-    ))
-}
-
-/// `WHERE` clause and its parameters (the org is always the first).
-fn where_clause(kind: Kind, org: &str, conds: &[Cond]) -> Result<(String, Vec<Sql>), StoreError> {
-    let mut sql = String::from(" WHERE org = ?");
-    let mut args = vec![Sql::Text(org.to_owned())];
-    for c in conds {
-        match c {
-            Cond::Eq(col, v) | Cond::Ge(col, v) | Cond::Le(col, v) => {
-                kind.check_column(col)?;
-                let op = match c {
-                    Cond::Eq(..) => "=",
-                    Cond::Ge(..) => ">=",
-                    _ => "<=",
-                };
-                sql.push_str(&format!(" AND {col} {op} ?"));
-                args.push(cond_value(kind, col, v));
-            }
-            Cond::In(col, vs) => {
-                kind.check_column(col)?;
-                if vs.is_empty() {
-                    sql.push_str(" AND 0");
-                    continue;
-                }
-                let marks = vec!["?"; vs.len()].join(",");
-                sql.push_str(&format!(" AND {col} IN ({marks})"));
-                args.extend(vs.iter().map(|v| cond_value(kind, col, v)));
-            }
-            Cond::Null(col, is_null) => {
-                kind.check_column(col)?;
-                let not = if *is_null { "" } else { " NOT" };
-                sql.push_str(&format!(" AND {col} IS{not} NULL"));
-            }
-            Cond::Search(cols, needle) => {
-                let mut ors = Vec::new();
-                for col in cols {
-                    kind.check_column(col)?;
-                    ors.push(format!("{col} LIKE ? ESCAPE '\\'"));
-                    args.push(Sql::Text(format!("%{}%", like_escape(needle))));
-                }
-                sql.push_str(&format!(" AND ({})", ors.join(" OR ")));
-            }
-            Cond::Tag(col, tag) => {
-                kind.check_column(col)?;
-                sql.push_str(&format!(" AND {col} LIKE ? ESCAPE '\\'"));
-                let quoted = Value::String(tag.clone()).to_string();
-                args.push(Sql::Text(format!("%{}%", like_escape(&quoted))));
-            }
+fn cell(v: ValueRef<'_>) -> Cell {
+    match v {
+        ValueRef::Null => Cell::Null,
+        ValueRef::Integer(n) => Cell::Int(n),
+        ValueRef::Real(x) => Cell::Text(x.to_string()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => {
+            Cell::Text(String::from_utf8_lossy(t).into_owned())
         }
     }
-    Ok((sql, args))
 }
 
-impl Tx for SqlTx<'_> {
-    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
-        let sql = format!("SELECT doc FROM {} WHERE org = ? AND id = ?", kind.table());
-        let doc: Option<String> = self
-            .conn
-            .prepare_cached(&sql)?
-            .query_row(params![org, id], |r| r.get(0))
-            .optional()?;
-        doc.map(parse_doc).transpose()
-    }
+impl Driver for Lite<'_> {
+    const DIALECT: Dialect = Dialect::Sqlite;
 
-    fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
-        self.members |= changes_membership(kind);
-        let (id, created) = identity(doc)?;
-        let cols = kind.columns();
-        let sql = upsert_sql(kind, |_| "?".to_owned(), "?");
-        let mut args: Vec<Sql> = vec![
-            Sql::Text(org.to_owned()),
-            Sql::Text(id.to_owned()),
-            Sql::Text(created.to_owned()),
-            Sql::Text(doc.to_string()),
-        ];
-        for c in cols {
-            args.push(to_sql(doc.get(c.name).unwrap_or(&Value::Null), c.ty));
-        }
-        self.conn
-            .prepare_cached(&sql)?
-            .execute(rusqlite::params_from_iter(args))?;
-        Ok(())
-    }
-
-    fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
-        self.members |= changes_membership(kind);
-        let sql = format!("DELETE FROM {} WHERE org = ? AND id = ?", kind.table());
-        Ok(self.conn.prepare_cached(&sql)?.execute(params![org, id])? > 0)
-    }
-
-    fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
-        let (clause, args) = where_clause(kind, org, &q.conds)?;
-        let sql = page_sql(kind, q, &clause)?;
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let params = args
-            .into_iter()
-            .chain(std::iter::once(Sql::Text(org.to_owned())));
-        let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
-            r.get::<_, String>(0)
+    fn rows(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<Vec<Cell>>, StoreError> {
+        let mut st = self.0.prepare_cached(sql)?;
+        let n = st.column_count();
+        let rows = st.query_map(rusqlite::params_from_iter(args), |r| {
+            (0..n).map(|i| r.get_ref(i).map(cell)).collect()
         })?;
-        let mut out = Vec::new();
-        for row in rows {
-            out.push(row?);
-        }
-        Ok(out)
-    }
-
-    fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
-        let (clause, args) = where_clause(kind, org, conds)?;
-        let t = kind.table();
-        if conds.is_empty() {
-            let n: Option<i64> = self
-                .conn
-                .prepare_cached("SELECT n FROM tallies WHERE org = ? AND tbl = ?")?
-                .query_row(params![org, t], |r| r.get(0))
-                .optional()?;
-            return Ok(u64::try_from(n.unwrap_or(0)).unwrap_or_default());
-        }
-        let sql = format!("SELECT COUNT(*) FROM {t}{clause}");
-        let n: i64 = self
-            .conn
-            .prepare_cached(&sql)?
-            .query_row(rusqlite::params_from_iter(args), |r| r.get(0))?;
-        Ok(u64::try_from(n).unwrap_or_default())
-    }
-
-    fn organizations(&mut self) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id FROM organizations ORDER BY id")?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn recall(&mut self, org: &str, key: &str) -> Result<Option<Remembered>, StoreError> {
-        let row = self
-            .conn
-            .prepare_cached(
-                "SELECT tool, digest, result, at_ms FROM idempotency WHERE org = ? AND key = ?",
-            )?
-            .query_row(params![org, key], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, i64>(3)?,
-                ))
-            })
-            .optional()?;
-        row.map(|(tool, digest, result, at)| {
-            Ok(Remembered {
-                tool,
-                digest,
-                result: parse_doc(result)?,
-                at_ms: u64::try_from(at).unwrap_or_default(),
-            })
-        })
-        .transpose()
+    fn texts(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<String>, StoreError> {
+        let mut st = self.0.prepare_cached(sql)?;
+        let rows = st.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn rewrite_remembered(
-        &mut self,
-        org: &str,
-        key: &str,
-        result: &Value,
-    ) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached("UPDATE idempotency SET result = ? WHERE org = ? AND key = ?")?
-            .execute(params![result.to_string(), org, key])?;
-        Ok(())
-    }
-
-    fn remember(&mut self, org: &str, key: &str, r: &Remembered) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "INSERT OR IGNORE INTO idempotency (org, key, tool, digest, result, at_ms) VALUES (?, ?, ?, ?, ?, ?)",
-            )?
-            .execute(params![
-                org,
-                key,
-                r.tool,
-                r.digest,
-                r.result.to_string(),
-                i64::try_from(r.at_ms).unwrap_or(i64::MAX)
-            ])?;
-        Ok(())
-    }
-
-    fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError> {
+    fn execute(&mut self, sql: &str, args: &[Arg]) -> Result<u64, StoreError> {
         let n = self
-            .conn
-            .prepare_cached("DELETE FROM idempotency WHERE at_ms < ?")?
-            .execute(params![i64::try_from(before_ms).unwrap_or(i64::MAX)])?;
-        Ok(n as u64)
-    }
-
-    fn grant_get(&mut self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
-        let doc: Option<String> = self
-            .conn
-            .prepare_cached("SELECT doc FROM oauth_grants WHERE kind = ? AND id = ?")?
-            .query_row(params![kind, id], |r| r.get(0))
-            .optional()?;
-        doc.map(parse_doc).transpose()
-    }
-
-    fn grant_put(
-        &mut self,
-        kind: &str,
-        id: &str,
-        doc: &Value,
-        expires_ms: Option<u64>,
-    ) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO oauth_grants (kind, id, doc, expires_ms) VALUES (?, ?, ?, ?) \
-                 ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc, expires_ms = excluded.expires_ms",
-            )?
-            .execute(params![
-                kind,
-                id,
-                doc.to_string(),
-                expires_ms.map(|v| i64::try_from(v).unwrap_or(i64::MAX))
-            ])?;
-        Ok(())
-    }
-
-    fn grant_rewrite(&mut self, kind: &str, id: &str, doc: &Value) -> Result<bool, StoreError> {
-        let n = self
-            .conn
-            .prepare_cached("UPDATE oauth_grants SET doc = ? WHERE kind = ? AND id = ?")?
-            .execute(params![doc.to_string(), kind, id])?;
-        Ok(n > 0)
-    }
-
-    fn grant_sweep(&mut self, before_ms: u64) -> Result<u64, StoreError> {
-        let n = self
-            .conn
-            .prepare_cached("DELETE FROM oauth_grants WHERE expires_ms < ?")?
-            .execute(params![i64::try_from(before_ms).unwrap_or(i64::MAX)])?;
+            .0
+            .prepare_cached(sql)?
+            .execute(rusqlite::params_from_iter(args))?;
         Ok(n as u64)
     }
 }
@@ -561,6 +310,9 @@ impl Tx for SqlTx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::sql::{page_sql, where_clause};
+    use crate::store::{ColumnType, Cond, Kind, Query};
+    use serde_json::Value;
 
     /// A database path in a fresh directory of its own (named by the test and the
     /// process), removed with the directory when dropped, a failed assertion included.
@@ -636,11 +388,10 @@ mod tests {
         let c = Connection::open_in_memory().expect("in-memory database");
         migrate(&c).expect("the migrations run");
         let plan = |kind: Kind, q: Query| -> String {
-            let (clause, args) = where_clause(kind, "o", &q.conds).expect("clause");
-            let sql = page_sql(kind, &q, &clause).expect("sql");
-            let params = args
-                .into_iter()
-                .chain(std::iter::once(Sql::Text("o".into())));
+            let (clause, args) =
+                where_clause(Dialect::Sqlite, kind, "o", &q.conds).expect("clause");
+            let sql = page_sql(Dialect::Sqlite, kind, &q, &clause).expect("sql");
+            let params = args.list;
             let mut st = c
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
                 .expect("plan");
@@ -662,8 +413,9 @@ mod tests {
         }
         // A status leaves the planner free to order by an index.
         let active = Query::all().with(Cond::Eq("status", Value::from("active")));
-        let (clause, _) = where_clause(Kind::Debtor, "o", &active.conds).expect("clause");
-        let sql = page_sql(Kind::Debtor, &active, &clause).expect("sql");
+        let (clause, _) =
+            where_clause(Dialect::Sqlite, Kind::Debtor, "o", &active.conds).expect("clause");
+        let sql = page_sql(Dialect::Sqlite, Kind::Debtor, &active, &clause).expect("sql");
         assert!(!sql.contains("INDEXED BY"), "{sql}");
     }
 

@@ -511,3 +511,37 @@ fn a_write_outside_its_scope_is_refused() {
     })
     .unwrap();
 }
+
+/// The two places the stores' SQL once differed: a search over no column finds
+/// nothing (it was `AND ()`, a syntax error, on SQLite), and a tag condition on a column
+/// that holds no tags is refused (SQLite accepted it and matched text). Now one
+/// `where_clause` builds both, and both stores answer the same.
+#[test]
+fn an_empty_search_finds_nothing_and_a_tag_needs_a_tags_column() {
+    let s = &*testing::store();
+    let charge = json!({"id": "c1", "created_at": "2026-01-01", "status": "vip", "tags": ["vip"]});
+    write(s, WriteScope::All, |tx| {
+        Ok(tx.put(Kind::Charge, "a", &charge)?)
+    })
+    .unwrap();
+    let nothing = Cond::Search(Vec::new(), "vip".into());
+    let (found, counted) = read(s, |tx| {
+        Ok((
+            tx.find(Kind::Charge, "a", &Query::all().with(nothing.clone()))?,
+            tx.count(Kind::Charge, "a", std::slice::from_ref(&nothing))?,
+        ))
+    })
+    .unwrap();
+    assert_eq!((found.len(), counted), (0, 0));
+    let err = read(s, |tx| {
+        Ok(tx.count(Kind::Charge, "a", &[Cond::Tag("status", "vip".into())])?)
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("is not a tags column"), "{err}");
+    // The tags column itself still matches.
+    let n = read(s, |tx| {
+        Ok(tx.count(Kind::Charge, "a", &[Cond::Tag("tags", "vip".into())])?)
+    })
+    .unwrap();
+    assert_eq!(n, 1);
+}

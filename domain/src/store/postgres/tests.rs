@@ -1,6 +1,7 @@
 use super::*;
-use crate::store::{read, write};
+use crate::store::{Kind, Order, Query, read, write};
 use crate::testing::{PG_VAR, pg_url};
+use serde_json::Value;
 use serde_json::json;
 
 fn url() -> Option<String> {

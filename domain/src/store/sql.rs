@@ -1,0 +1,581 @@
+//! The store's SQL, written once for both databases: one [`Tx`] ([`SqlTx`]) over a
+//! driver ([`Driver`]) that only runs text with bound [`Arg`]s, and a [`Dialect`] that
+//! holds every place the two databases spell something differently.
+//!
+//! What differs, and so all that [`Dialect`] answers: the parameter marks (`?1`, `$1`),
+//! an `IN` list (one mark per value on SQLite, one array on PostgreSQL: `= ANY`), case-
+//! insensitive matching (`LIKE`, `ILIKE`), a tag condition (a quoted element inside the
+//! JSON text, `@>` on `jsonb`), how `NULL`s sort (SQLite's order spelled out for
+//! PostgreSQL so one index serves both directions), "no limit", JSON text in and out,
+//! and index hints (SQLite's planner has no statistics: see [`Dialect::from`]).
+//! Everything else, including which conditions are refused, is the same text for both.
+
+use serde_json::Value;
+
+use super::{
+    ColumnType, Cond, Kind, Order, Query, Remembered, StoreError, Tx, changes_membership, identity,
+    like_escape, parse_doc,
+};
+
+/// One bound value, whatever the driver.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Arg {
+    Null,
+    Text(String),
+    Int(i64),
+    Real(f64),
+    /// A JSON value (a tags column on PostgreSQL).
+    Json(Value),
+    /// An array of one column type (PostgreSQL's `= ANY`).
+    List(ColumnType, Vec<Self>),
+}
+
+impl Arg {
+    /// `v` as a value of a column of type `ty`: the one conversion both stores bind.
+    pub(crate) fn of(v: &Value, ty: ColumnType) -> Self {
+        let or_null = |a: Option<Self>| a.unwrap_or(Self::Null);
+        match ty {
+            ColumnType::Text => or_null(match v {
+                Value::Null => None,
+                Value::String(s) => Some(Self::Text(s.clone())),
+                Value::Bool(b) => Some(Self::Text(if *b { "1" } else { "0" }.to_owned())),
+                other => Some(Self::Text(other.to_string())),
+            }),
+            ColumnType::Real => or_null(match v {
+                Value::Number(n) => n.as_f64().map(Self::Real),
+                Value::Bool(b) => Some(Self::Real(if *b { 1.0 } else { 0.0 })),
+                Value::String(s) => s.parse().ok().map(Self::Real),
+                _ => None,
+            }),
+            ColumnType::Integer => or_null(match v {
+                // Integers as they are, anything else truncated (SQLite's conversion).
+                Value::Number(n) => Some(Self::Int(n.as_i64().unwrap_or_else(|| {
+                    #[allow(clippy::cast_possible_truncation)]
+                    let t = n.as_f64().unwrap_or_default() as i64;
+                    t
+                }))),
+                Value::Bool(b) => Some(Self::Int(i64::from(*b))),
+                Value::String(s) => s.parse().ok().map(Self::Int),
+                _ => None,
+            }),
+            ColumnType::Tags => match v {
+                Value::Null => Self::Null,
+                other => Self::Json(other.clone()),
+            },
+        }
+    }
+}
+
+/// One column of a result row.
+#[derive(Debug)]
+pub(crate) enum Cell {
+    Null,
+    Int(i64),
+    Text(String),
+}
+
+impl Cell {
+    fn text(self) -> Result<String, StoreError> {
+        match self {
+            Self::Text(s) => Ok(s),
+            other => Err(StoreError(format!("expected text, got {other:?}"))),
+        }
+    }
+
+    fn int(self) -> Result<i64, StoreError> {
+        match self {
+            Self::Int(n) => Ok(n),
+            other => Err(StoreError(format!("expected an integer, got {other:?}"))),
+        }
+    }
+}
+
+/// What one driver does inside one transaction: run SQL text with bound arguments.
+/// Preparing and caching statements, counting round trips, and converting [`Arg`]s
+/// are the driver's; the SQL is [`SqlTx`]'s.
+pub(crate) trait Driver {
+    /// How this driver's database spells what differs.
+    const DIALECT: Dialect;
+    /// The rows of `sql`, each as its cells.
+    fn rows(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<Vec<Cell>>, StoreError>;
+    /// The first column of every row of `sql`, as text (documents, ids): no cells.
+    fn texts(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<String>, StoreError>;
+    /// How many rows `sql` changed.
+    fn execute(&mut self, sql: &str, args: &[Arg]) -> Result<u64, StoreError>;
+}
+
+/// The two SQL dialects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// The mark of the `n`th (1-based) argument. Both are numbered, so one argument
+    /// (the organization) serves several places of a statement.
+    pub(crate) fn mark(self, n: usize) -> String {
+        match self {
+            Self::Sqlite => format!("?{n}"),
+            Self::Postgres => format!("${n}"),
+        }
+    }
+
+    /// The mark of a JSON document argument (bound as its text).
+    fn json_mark(self, n: usize) -> String {
+        match self {
+            Self::Sqlite => self.mark(n),
+            Self::Postgres => format!("${n}::text::json"),
+        }
+    }
+
+    /// A JSON column read back as text.
+    fn json_text(self, col: &str) -> String {
+        match self {
+            Self::Sqlite => col.to_owned(),
+            Self::Postgres => format!("{col}::text"),
+        }
+    }
+
+    /// `col` is one of `vs` (not empty).
+    fn in_list(self, col: &str, vs: &[Value], ty: ColumnType, args: &mut Args) -> String {
+        match self {
+            Self::Sqlite => {
+                let marks: Vec<String> = vs.iter().map(|v| args.push(Arg::of(v, ty))).collect();
+                format!("{col} IN ({})", marks.join(","))
+            }
+            Self::Postgres => {
+                let list = vs.iter().map(|v| Arg::of(v, ty)).collect();
+                format!("{col} = ANY({})", args.push(Arg::List(ty, list)))
+            }
+        }
+    }
+
+    /// `col` contains `needle` (`mark`: `%needle%`, escaped), ASCII letters folded.
+    /// SQLite's `LIKE` folds ASCII only; so does `ILIKE` on PostgreSQL's "C"-collated
+    /// columns. Non-text columns are matched by their text on both.
+    fn contains(self, col: &str, ty: ColumnType, mark: &str) -> String {
+        match (self, ty) {
+            (Self::Sqlite, _) => format!("{col} LIKE {mark} ESCAPE '\\'"),
+            (Self::Postgres, ColumnType::Text) => format!("{col} ILIKE {mark} ESCAPE '\\'"),
+            (Self::Postgres, _) => format!("{col}::text ILIKE {mark} ESCAPE '\\'"),
+        }
+    }
+
+    /// The tags column `col` holds `tag`.
+    fn has_tag(self, col: &str, tag: &str, args: &mut Args) -> String {
+        match self {
+            Self::Sqlite => {
+                // The element as it appears inside the stored JSON text: quoted.
+                let quoted = Value::String(tag.to_owned()).to_string();
+                let mark = args.push(Arg::Text(format!("%{}%", like_escape(&quoted))));
+                format!("{col} LIKE {mark} ESCAPE '\\'")
+            }
+            Self::Postgres => {
+                let mark = args.push(Arg::Json(Value::Array(vec![Value::String(tag.to_owned())])));
+                format!("{col} @> {mark}")
+            }
+        }
+    }
+
+    /// The sort key's direction: `NULL`s first going up and last going down, which is
+    /// SQLite's own order and how PostgreSQL's indexes are built, so one index serves
+    /// both directions on both.
+    fn key_order(self, order: Order) -> &'static str {
+        match (self, order) {
+            (Self::Sqlite, Order::Asc) => "ASC",
+            (Self::Sqlite, Order::Desc) => "DESC",
+            (Self::Postgres, Order::Asc) => "ASC NULLS FIRST",
+            (Self::Postgres, Order::Desc) => "DESC NULLS LAST",
+        }
+    }
+
+    /// `LIMIT` without a limit (`OFFSET` needs one on SQLite).
+    fn no_limit(self) -> &'static str {
+        match self {
+            Self::Sqlite => "-1",
+            Self::Postgres => "ALL",
+        }
+    }
+
+    /// The table a page is searched in. An equality on a selective column (a document
+    /// number, a parent's id) leaves a few rows: SQLite is told to search them by that
+    /// column's index (`<table>_<column>`, migration 1), since without statistics (no
+    /// `ANALYZE`) its planner takes `org = ?` for as selective and walks the whole
+    /// organization in sort order instead (a debtor's creation checked its document
+    /// number against every debtor). PostgreSQL's planner has statistics.
+    fn from(self, kind: Kind, conds: &[Cond]) -> String {
+        let t = kind.table();
+        let narrowing = conds.iter().find_map(|c| match c {
+            Cond::Eq(c, _) | Cond::In(c, _) if kind.is_selective(c) => Some(*c),
+            _ => None,
+        });
+        match (self, narrowing) {
+            (Self::Sqlite, Some(c)) => format!("{t} INDEXED BY {t}_{c}"),
+            _ => t.to_owned(),
+        }
+    }
+}
+
+/// A statement's arguments, numbered as they are pushed.
+pub(crate) struct Args {
+    dialect: Dialect,
+    pub(crate) list: Vec<Arg>,
+}
+
+impl Args {
+    fn new(dialect: Dialect) -> Self {
+        Self {
+            dialect,
+            list: Vec::new(),
+        }
+    }
+
+    /// Adds `a`; its mark.
+    fn push(&mut self, a: Arg) -> String {
+        self.list.push(a);
+        self.dialect.mark(self.list.len())
+    }
+}
+
+/// The `WHERE` clause of `conds` in `org`, with its arguments (the organization is the
+/// first, so `mark(1)` names it anywhere in the statement).
+pub(crate) fn where_clause(
+    dialect: Dialect,
+    kind: Kind,
+    org: &str,
+    conds: &[Cond],
+) -> Result<(String, Args), StoreError> {
+    let mut args = Args::new(dialect);
+    let mut sql = format!(" WHERE org = {}", args.push(Arg::Text(org.to_owned())));
+    for c in conds {
+        let clause = match c {
+            Cond::Eq(col, v) | Cond::Ge(col, v) | Cond::Le(col, v) => {
+                kind.check_column(col)?;
+                let op = match c {
+                    Cond::Eq(..) => "=",
+                    Cond::Ge(..) => ">=",
+                    _ => "<=",
+                };
+                let mark = args.push(Arg::of(v, kind.column_type(col)));
+                format!("{col} {op} {mark}")
+            }
+            Cond::In(col, vs) => {
+                kind.check_column(col)?;
+                if vs.is_empty() {
+                    "FALSE".to_owned()
+                } else {
+                    dialect.in_list(col, vs, kind.column_type(col), &mut args)
+                }
+            }
+            Cond::Null(col, is_null) => {
+                kind.check_column(col)?;
+                let not = if *is_null { "" } else { " NOT" };
+                format!("{col} IS{not} NULL")
+            }
+            Cond::Search(cols, needle) => {
+                // Searching no column finds nothing.
+                if cols.is_empty() {
+                    "FALSE".to_owned()
+                } else {
+                    let mark = args.push(Arg::Text(format!("%{}%", like_escape(needle))));
+                    let mut ors = Vec::with_capacity(cols.len());
+                    for col in cols {
+                        kind.check_column(col)?;
+                        ors.push(dialect.contains(col, kind.column_type(col), &mark));
+                    }
+                    format!("({})", ors.join(" OR "))
+                }
+            }
+            Cond::Tag(col, tag) => {
+                kind.check_column(col)?;
+                if kind.column_type(col) != ColumnType::Tags {
+                    return Err(StoreError(format!(
+                        "{}.{col} is not a tags column",
+                        kind.table()
+                    )));
+                }
+                dialect.has_tag(col, tag, &mut args)
+            }
+        };
+        sql.push_str(" AND ");
+        sql.push_str(&clause);
+    }
+    Ok((sql, args))
+}
+
+/// The statement that stores a document and its indexed columns. Arguments in order:
+/// org, id, created_at, the document's text, then the kind's columns. An upsert, not a
+/// replace: a replace is a delete plus an insert, which the tally triggers would count
+/// as a new row; an update fires no insert trigger.
+fn upsert_sql(dialect: Dialect, kind: Kind) -> String {
+    let cols = kind.columns();
+    let names: String = cols.iter().map(|c| format!(", {}", c.name)).collect();
+    let marks: String = (0..cols.len())
+        .map(|i| format!(", {}", dialect.mark(i + 5)))
+        .collect();
+    let sets: String = cols
+        .iter()
+        .map(|c| format!(", {n} = excluded.{n}", n = c.name))
+        .collect();
+    format!(
+        "INSERT INTO {} (org, id, created_at, doc{names}) VALUES ({}, {}, {}, {}{marks}) \
+         ON CONFLICT (org, id) DO UPDATE SET created_at = excluded.created_at, doc = excluded.doc{sets}",
+        kind.table(),
+        dialect.mark(1),
+        dialect.mark(2),
+        dialect.mark(3),
+        dialect.json_mark(4),
+    )
+}
+
+/// One page of `q`: the page's ids from an index alone (skipping `offset` entries costs
+/// index steps, not document reads), then only those documents, by primary key. The
+/// `CROSS JOIN` keeps the page as the outer loop on SQLite; to PostgreSQL it is a join.
+pub(crate) fn page_sql(
+    dialect: Dialect,
+    kind: Kind,
+    q: &Query,
+    clause: &str,
+) -> Result<String, StoreError> {
+    kind.check_column(q.sort.0)?;
+    let dir = match q.sort.1 {
+        Order::Asc => "ASC",
+        Order::Desc => "DESC",
+    };
+    let key_dir = dialect.key_order(q.sort.1);
+    let limit = q
+        .limit
+        .map_or_else(|| dialect.no_limit().to_owned(), |l| l.to_string());
+    let (t, col) = (kind.table(), q.sort.0);
+    Ok(format!(
+        "SELECT {doc} FROM \
+         (SELECT id AS page_id, {col} AS page_key FROM {from}{clause} \
+          ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
+         CROSS JOIN {t} WHERE {t}.org = {org} AND {t}.id = page.page_id \
+         ORDER BY page.page_key {key_dir}, page.page_id {dir}",
+        doc = dialect.json_text(&format!("{t}.doc")),
+        from = dialect.from(kind, &q.conds),
+        org = dialect.mark(1),
+        off = q.offset
+    ))
+}
+
+fn ms(v: u64) -> Arg {
+    Arg::Int(i64::try_from(v).unwrap_or(i64::MAX))
+}
+
+fn count_of(n: Option<i64>) -> u64 {
+    u64::try_from(n.unwrap_or(0)).unwrap_or_default()
+}
+
+/// The one [`Tx`] of both stores.
+pub(crate) struct SqlTx<C> {
+    pub(crate) conn: C,
+    /// A member or an organization was written ([`super::MemberEpoch`]).
+    pub(crate) members: bool,
+}
+
+impl<C: Driver> SqlTx<C> {
+    pub(crate) fn new(conn: C) -> Self {
+        Self {
+            conn,
+            members: false,
+        }
+    }
+
+    const D: Dialect = C::DIALECT;
+
+    /// `sql` with `{1}`, `{2}`, ... replaced by this dialect's marks and `{jN}` by its
+    /// JSON marks: the fixed statements below are written once with neutral marks.
+    fn fixed(sql: &str) -> String {
+        let mut out = String::with_capacity(sql.len() + 16);
+        let mut rest = sql;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let close = open + rest[open..].find('}').unwrap_or(0);
+            let inner = &rest[open + 1..close];
+            match inner.strip_prefix('j') {
+                Some(n) => out.push_str(&Self::D.json_mark(n.parse().unwrap_or(0))),
+                None if inner == "doc" => out.push_str(&Self::D.json_text("doc")),
+                None if inner == "result" => out.push_str(&Self::D.json_text("result")),
+                None => out.push_str(&Self::D.mark(inner.parse().unwrap_or(0))),
+            }
+            rest = &rest[close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    fn first_text(&mut self, sql: &str, args: &[Arg]) -> Result<Option<String>, StoreError> {
+        Ok(self.conn.texts(sql, args)?.into_iter().next())
+    }
+
+    fn first_int(&mut self, sql: &str, args: &[Arg]) -> Result<Option<i64>, StoreError> {
+        match self.conn.rows(sql, args)?.into_iter().next() {
+            Some(row) => row.into_iter().next().map(Cell::int).transpose(),
+            None => Ok(None),
+        }
+    }
+}
+
+impl<C: Driver> Tx for SqlTx<C> {
+    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        let sql = Self::fixed(&format!(
+            "SELECT {{doc}} FROM {} WHERE org = {{1}} AND id = {{2}}",
+            kind.table()
+        ));
+        let args = [Arg::Text(org.to_owned()), Arg::Text(id.to_owned())];
+        self.first_text(&sql, &args)?.map(parse_doc).transpose()
+    }
+
+    fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
+        self.members |= changes_membership(kind);
+        let (id, created) = identity(doc)?;
+        let cols = kind.columns();
+        let mut args = Vec::with_capacity(4 + cols.len());
+        args.extend([
+            Arg::Text(org.to_owned()),
+            Arg::Text(id.to_owned()),
+            Arg::Text(created.to_owned()),
+            Arg::Text(doc.to_string()),
+        ]);
+        for c in cols {
+            args.push(Arg::of(doc.get(c.name).unwrap_or(&Value::Null), c.ty));
+        }
+        self.conn.execute(&upsert_sql(Self::D, kind), &args)?;
+        Ok(())
+    }
+
+    fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
+        self.members |= changes_membership(kind);
+        let sql = Self::fixed(&format!(
+            "DELETE FROM {} WHERE org = {{1}} AND id = {{2}}",
+            kind.table()
+        ));
+        let args = [Arg::Text(org.to_owned()), Arg::Text(id.to_owned())];
+        Ok(self.conn.execute(&sql, &args)? > 0)
+    }
+
+    fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
+        let (clause, args) = where_clause(Self::D, kind, org, &q.conds)?;
+        let sql = page_sql(Self::D, kind, q, &clause)?;
+        self.conn.texts(&sql, &args.list)
+    }
+
+    fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
+        let t = kind.table();
+        if conds.is_empty() {
+            // Every document of a kind: the trigger-kept tally (migration 2), not a scan.
+            let sql = Self::fixed("SELECT n FROM tallies WHERE org = {1} AND tbl = {2}");
+            let args = [Arg::Text(org.to_owned()), Arg::Text(t.to_owned())];
+            return Ok(count_of(self.first_int(&sql, &args)?));
+        }
+        let (clause, args) = where_clause(Self::D, kind, org, conds)?;
+        let sql = format!("SELECT COUNT(*) FROM {t}{clause}");
+        Ok(count_of(self.first_int(&sql, &args.list)?))
+    }
+
+    fn organizations(&mut self) -> Result<Vec<String>, StoreError> {
+        self.conn
+            .texts("SELECT id FROM organizations ORDER BY id", &[])
+    }
+
+    fn recall(&mut self, org: &str, key: &str) -> Result<Option<Remembered>, StoreError> {
+        let sql = Self::fixed(
+            "SELECT tool, digest, {result}, at_ms FROM idempotency WHERE org = {1} AND key = {2}",
+        );
+        let args = [Arg::Text(org.to_owned()), Arg::Text(key.to_owned())];
+        let Some(row) = self.conn.rows(&sql, &args)?.into_iter().next() else {
+            return Ok(None);
+        };
+        let mut cells = row.into_iter();
+        let mut next = || cells.next().unwrap_or(Cell::Null);
+        Ok(Some(Remembered {
+            tool: next().text()?,
+            digest: next().text()?,
+            result: parse_doc(next().text()?)?,
+            at_ms: u64::try_from(next().int()?).unwrap_or_default(),
+        }))
+    }
+
+    fn remember(&mut self, org: &str, key: &str, r: &Remembered) -> Result<(), StoreError> {
+        let sql = Self::fixed(
+            "INSERT INTO idempotency (org, key, tool, digest, result, at_ms) \
+             VALUES ({1}, {2}, {3}, {4}, {j5}, {6}) ON CONFLICT (org, key) DO NOTHING",
+        );
+        let args = [
+            Arg::Text(org.to_owned()),
+            Arg::Text(key.to_owned()),
+            Arg::Text(r.tool.clone()),
+            Arg::Text(r.digest.clone()),
+            Arg::Text(r.result.to_string()),
+            ms(r.at_ms),
+        ];
+        self.conn.execute(&sql, &args)?;
+        Ok(())
+    }
+
+    fn rewrite_remembered(
+        &mut self,
+        org: &str,
+        key: &str,
+        result: &Value,
+    ) -> Result<(), StoreError> {
+        let sql = Self::fixed("UPDATE idempotency SET result = {j1} WHERE org = {2} AND key = {3}");
+        let args = [
+            Arg::Text(result.to_string()),
+            Arg::Text(org.to_owned()),
+            Arg::Text(key.to_owned()),
+        ];
+        self.conn.execute(&sql, &args)?;
+        Ok(())
+    }
+
+    fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError> {
+        let sql = Self::fixed("DELETE FROM idempotency WHERE at_ms < {1}");
+        self.conn.execute(&sql, &[ms(before_ms)])
+    }
+
+    fn grant_get(&mut self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        let sql = Self::fixed("SELECT {doc} FROM oauth_grants WHERE kind = {1} AND id = {2}");
+        let args = [Arg::Text(kind.to_owned()), Arg::Text(id.to_owned())];
+        self.first_text(&sql, &args)?.map(parse_doc).transpose()
+    }
+
+    fn grant_put(
+        &mut self,
+        kind: &str,
+        id: &str,
+        doc: &Value,
+        expires_ms: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let sql = Self::fixed(
+            "INSERT INTO oauth_grants (kind, id, doc, expires_ms) VALUES ({1}, {2}, {j3}, {4}) \
+             ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc, expires_ms = excluded.expires_ms",
+        );
+        let args = [
+            Arg::Text(kind.to_owned()),
+            Arg::Text(id.to_owned()),
+            Arg::Text(doc.to_string()),
+            expires_ms.map_or(Arg::Null, ms),
+        ];
+        self.conn.execute(&sql, &args)?;
+        Ok(())
+    }
+
+    fn grant_rewrite(&mut self, kind: &str, id: &str, doc: &Value) -> Result<bool, StoreError> {
+        let sql = Self::fixed("UPDATE oauth_grants SET doc = {j1} WHERE kind = {2} AND id = {3}");
+        let args = [
+            Arg::Text(doc.to_string()),
+            Arg::Text(kind.to_owned()),
+            Arg::Text(id.to_owned()),
+        ];
+        Ok(self.conn.execute(&sql, &args)? > 0)
+    }
+
+    fn grant_sweep(&mut self, before_ms: u64) -> Result<u64, StoreError> {
+        let sql = Self::fixed("DELETE FROM oauth_grants WHERE expires_ms < {1}");
+        self.conn.execute(&sql, &[ms(before_ms)])
+    }
+}
