@@ -2,13 +2,13 @@
 //! the sans-IO core, and run until SIGTERM/SIGINT.
 //!
 //! Startup, in order: settings (file, then flags) → data dir (database, demo data on a
-//! new one, keys; under the directory's lock) → bind (the port is known, nothing is
-//! accepted) → verification keys (development key, JWKS file or URL) → [`Server`] with
-//! the [`Authenticator`], the [`Gcra`] limiter and the telemetry → `endpoint.json` →
-//! listen (the port opens last, so whoever sees it open can mint a token the server
-//! accepts) → print the endpoint (and a development token when the development key is
-//! trusted) → serve on the chosen adapter. Beside the adapter run the jobs thread
-//! ([`crate::jobs`]) and, with a JWKS URL, a refresher thread.
+//! new one, keys; under the directory's lock; then `store.json`) → bind (the port is
+//! known, nothing is accepted) → verification keys (development key, JWKS file or
+//! URL) → [`Server`] with the [`Authenticator`], the [`Gcra`] limiter and the telemetry
+//! → `endpoint.json` → listen (the port opens last, so whoever sees it open can mint a
+//! token the server accepts) → print the endpoint (and a development token when the
+//! development key is trusted) → serve on the chosen adapter. Beside the adapter run
+//! the jobs thread ([`crate::jobs`]) and, with a JWKS URL, a refresher thread.
 //!
 //! Shutdown: the first SIGTERM or SIGINT sets a flag the adapter watches (stop
 //! accepting, answer what arrives `503`, drain, bounded by `drain_timeout_secs`); a
@@ -36,7 +36,7 @@ use crate::auth::{self, Authenticator};
 use crate::cli::{AudienceArg, ServeArgs, Transport};
 use crate::client_metadata::{Fetcher, WithClientMetadata};
 use crate::clock::{Clock, ShiftedEnv};
-use crate::datadir::{DataDir, Endpoint};
+use crate::datadir::{DataDir, Endpoint, StoreRecord};
 use crate::fdlimit;
 use crate::instructions::INSTRUCTIONS;
 use crate::jobs::JobsThread;
@@ -126,6 +126,14 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         now,
         settings.auth.dev_key,
     )?;
+    // What `token` and `demo` on this directory look for: the store, never its password
+    // (where the password is, when there is one: `datadir/record.rs`).
+    let from_file = if args.store.is_none() {
+        args.config.as_deref()
+    } else {
+        None
+    };
+    dir.write_store_record(&StoreRecord::of(settings.store.as_deref(), from_file))?;
     let store = init.store;
     if init.fresh && settings.store.is_some() {
         tracing::info!("seeded the demo data in the PostgreSQL store");

@@ -568,6 +568,13 @@ impl Settings {
 }
 
 /// Parses a configuration file.
+/// The `store` key of the configuration file at `path` (the whole file is checked, as
+/// `serve --config` checks it): where `token` and `demo` read the password of a store
+/// `serve` took from that file.
+pub(crate) fn store_in_file(path: &Path) -> Result<Option<String>, String> {
+    Ok(parse_file(path)?.store)
+}
+
 fn parse_file(path: &Path) -> Result<File, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
