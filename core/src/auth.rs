@@ -62,8 +62,9 @@ pub enum AuthError {
     /// `aud` does not name this resource (the MCP endpoint or the REST API).
     #[error("wrong audience: aud does not name this resource")]
     Audience,
-    /// A required claim (`exp`, `sub`, `org`, `scope`) missing or of the wrong type.
-    #[error("bad claims: exp, sub, org or scope missing or malformed")]
+    /// A required claim (`exp`, `sub`, `org`, `scope`, or those `[auth] subject_claim`,
+    /// `org_claim` and `scope_claim` name) missing or of the wrong type.
+    #[error("bad claims: exp, or the person, organization or scope claim, missing or malformed")]
     Claims,
     /// The person is not (or no longer) a member of the organization.
     #[error("not a member of the organization")]

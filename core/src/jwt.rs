@@ -18,7 +18,13 @@
 //!    and `iat` not in the future, all with [`Validation::leeway_secs`] (60 s); a
 //!    lifetime (`exp` past `iat`, or past `now` without `iat`) of at most
 //!    [`Validation::max_token_lifetime_secs`] (24 h), so a token with `exp` = 2^63-1 is
-//!    not a credential forever; `sub`, `org` and `scope` (space-separated) present.
+//!    not a credential forever; the person, organization and scope claims present
+//!    (`sub`, `org`, `scope` unless [`Validation::claims`] names others, for providers
+//!    that cannot write those: Entra ID and Okta put scopes in `scp`). The scopes are a
+//!    space-separated string or a list of strings (Okta's `scp` is a list). An
+//!    audience alias ([`Validation::mcp_audience_aliases`]) is accepted as `aud` beside
+//!    the resource identifier, for providers whose `aud` cannot be a URL (Entra ID v2
+//!    writes the API's client id).
 //!
 //! What the failure was is an [`AuthError`]: the request's logged reason, and the
 //! `error_description` of its `401` challenge.
@@ -56,8 +62,11 @@ pub const MAX_TOKEN_LIFETIME_SECS: u64 = 86_400;
 /// Smallest RSA modulus accepted, in bits.
 pub const MIN_RSA_BITS: usize = 2048;
 
-/// Longest `sub` or `org` claim accepted (bytes).
+/// Longest person or organization claim, or scope, accepted (bytes).
 const MAX_CLAIM_LEN: usize = 512;
+
+/// Most scopes a list-valued scope claim may carry.
+const MAX_SCOPES: usize = 256;
 
 /// A signature algorithm this verifier accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -414,6 +423,36 @@ pub struct Validation {
     /// (past `now` when the token has no `iat`), plus the leeway. A stolen token must not
     /// stay valid for centuries because its issuer wrote a huge `exp`.
     pub max_token_lifetime_secs: u64,
+    /// The names of the claims read as the person, the organization and the scopes.
+    pub claims: ClaimNames,
+    /// More values `aud` may carry for an MCP token, compared as the resource
+    /// identifier is. Never shared with [`Validation::api_audience_aliases`]: a token
+    /// for one audience must stay refused by the other.
+    pub mcp_audience_aliases: Vec<String>,
+    /// More values `aud` may carry for a REST API token.
+    pub api_audience_aliases: Vec<String>,
+}
+
+/// Which top-level claims hold the person, the organization and the scopes (a claim
+/// name is matched whole: `extn.org` is one claim, not a path).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimNames {
+    /// The person, looked up as a member id or e-mail (default `sub`).
+    pub subject: String,
+    /// The organization, an id or slug (default `org`).
+    pub organization: String,
+    /// The scopes (default `scope`).
+    pub scope: String,
+}
+
+impl Default for ClaimNames {
+    fn default() -> Self {
+        Self {
+            subject: "sub".into(),
+            organization: "org".into(),
+            scope: "scope".into(),
+        }
+    }
 }
 
 impl Validation {
@@ -427,6 +466,9 @@ impl Validation {
             leeway_secs: LEEWAY_SECS,
             require_at_jwt: true,
             max_token_lifetime_secs: MAX_TOKEN_LIFETIME_SECS,
+            claims: ClaimNames::default(),
+            mcp_audience_aliases: Vec::new(),
+            api_audience_aliases: Vec::new(),
         }
     }
 
@@ -436,6 +478,16 @@ impl Validation {
             Audience::Mcp => &self.mcp_audience,
             Audience::Api => &self.api_audience,
         }
+    }
+
+    /// Whether one `aud` value names `audience`: its identifier or one of its aliases.
+    fn names(&self, audience: Audience, aud: &str) -> bool {
+        let aliases = match audience {
+            Audience::Mcp => &self.mcp_audience_aliases,
+            Audience::Api => &self.api_audience_aliases,
+        };
+        let aud = canonical(aud);
+        aud == canonical(self.audience(audience)) || aliases.iter().any(|a| canonical(a) == aud)
     }
 }
 
@@ -530,12 +582,11 @@ fn check_claims(
     if c.get("iss").and_then(Value::as_str) != Some(v.issuer.as_str()) {
         return Err(AuthError::Issuer);
     }
-    let wanted = canonical(v.audience(audience));
     let aud_ok = match c.get("aud") {
-        Some(Value::String(a)) => canonical(a) == wanted,
+        Some(Value::String(a)) => v.names(audience, a),
         Some(Value::Array(list)) => list
             .iter()
-            .any(|a| a.as_str().is_some_and(|a| canonical(a) == wanted)),
+            .any(|a| a.as_str().is_some_and(|a| v.names(audience, a))),
         _ => false,
     };
     if !aud_ok {
@@ -570,16 +621,9 @@ fn check_claims(
             _ => Err(AuthError::Claims),
         }
     };
-    let subject = text("sub")?;
-    let organization = text("org")?;
-    let scopes = c
-        .get("scope")
-        .and_then(Value::as_str)
-        .ok_or(AuthError::Claims)?
-        .split(' ')
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let subject = text(&v.claims.subject)?;
+    let organization = text(&v.claims.organization)?;
+    let scopes = scopes(c.get(&v.claims.scope))?;
     let opt = |k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
     Ok(Claims {
         subject,
@@ -590,6 +634,29 @@ fn check_claims(
         jti: opt("jti"),
         client_id: opt("client_id"),
     })
+}
+
+/// The scopes of a scope claim: a space-separated string (RFC 9068 `scope`, Entra ID's
+/// `scp`), or a list of strings (Okta's `scp`) each one scope, neither empty nor with a
+/// space, at most [`MAX_SCOPES`] of them.
+fn scopes(claim: Option<&Value>) -> Result<Vec<String>, AuthError> {
+    match claim {
+        Some(Value::String(s)) => Ok(s
+            .split(' ')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()),
+        Some(Value::Array(list)) if list.len() <= MAX_SCOPES => list
+            .iter()
+            .map(|s| match s.as_str() {
+                Some(s) if !s.is_empty() && s.len() <= MAX_CLAIM_LEN && !s.contains(' ') => {
+                    Ok(s.to_owned())
+                }
+                _ => Err(AuthError::Claims),
+            })
+            .collect(),
+        _ => Err(AuthError::Claims),
+    }
 }
 
 /// A JSON object, or `Malformed`.

@@ -13,7 +13,8 @@ use crate::era::Version;
 /// What the adapter logs and counts for one request. Never holds tokens or argument values.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestLog {
-    /// JSON-RPC method (or `GET /v1/...` route for REST), when one was read.
+    /// JSON-RPC method (or `GET /v1/...` route for REST), when one was read; the HTTP
+    /// method and path of a fixed endpoint ([`RequestLog::at`]).
     pub method: Option<String>,
     /// Tool (or prompt/resource template) name, when the method names one.
     pub tool: Option<String>,
@@ -40,6 +41,26 @@ pub struct RequestLog {
     /// The authentication check that failed, for a `401`: a closed set (metrics label it
     /// with [`AuthError::kind`]), where [`RequestLog::reason`] is the sentence for people.
     pub auth_error: Option<AuthError>,
+}
+
+impl RequestLog {
+    /// The log of a request routed to `endpoint`. A fixed endpoint (the well-known
+    /// documents, the probes, `/metrics`, the authorization server's paths) is named by
+    /// the request's HTTP method and its path, set here once, before any refusal: its
+    /// path is one of the few routing accepts, and the adapter bounds the method. The
+    /// MCP endpoint and the REST API name their JSON-RPC method or route themselves,
+    /// once read.
+    pub fn at(endpoint: Option<Endpoint>, req: &crate::Request<'_>) -> Self {
+        let method = match endpoint {
+            None | Some(Endpoint::Mcp | Endpoint::Rest) => None,
+            Some(_) => Some(format!("{} {}", req.method, req.path())),
+        };
+        Self {
+            endpoint,
+            method,
+            ..Self::default()
+        }
+    }
 }
 
 /// Where a path leads (§15 step 2). One byte in [`RequestLog`], which every

@@ -169,9 +169,8 @@ impl<D: Dispatch> Server<D> {
     pub fn handle(&self, req: &Request<'_>, env: &Env) -> Response {
         let (env, incoming) = self.request_env(req, env);
         let env = &*env;
-        let mut log = RequestLog::default();
         let endpoint = self.route(req.path());
-        log.endpoint = endpoint;
+        let mut log = RequestLog::at(endpoint, req);
         let cors = endpoint.and_then(|r| self.cors_origin(req, r));
         let mut resp = match endpoint {
             _ if cors.is_some() && is_preflight(req) => cors::preflight(req),
@@ -229,7 +228,6 @@ impl<D: Dispatch> Server<D> {
             return close_if_body(req, Response::empty(StatusCode::FORBIDDEN));
         }
         let mut r = server.handle(route, req, env);
-        log.method = Some(format!("{} {}", req.method, req.path()));
         log.reason = r.log.reason.take();
         r
     }
@@ -295,9 +293,8 @@ impl<D: Dispatch> Server<D> {
         let req = &head;
         let (env, incoming) = self.request_env(req, env);
         let env = &*env;
-        let mut log = RequestLog::default();
         let endpoint = self.route(req.path());
-        log.endpoint = endpoint;
+        let mut log = RequestLog::at(endpoint, req);
         let cors = endpoint.and_then(|r| self.cors_origin(req, r));
         let mut resp = match endpoint {
             _ if cors.is_some() && is_preflight(req) => cors::preflight(req),

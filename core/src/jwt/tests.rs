@@ -493,3 +493,82 @@ fn thumbprint_is_rfc7638() {
         "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"
     );
 }
+
+#[test]
+fn scopes_as_a_list_of_strings() {
+    let t = sign_ed25519(
+        "ed1",
+        &with(claims(), "scope", json!(["dunning.read", "openid"])),
+        &ED_SEED,
+    );
+    assert_eq!(check(&t).unwrap().scopes, ["dunning.read", "openid"]);
+    let t = sign_ed25519("ed1", &with(claims(), "scope", json!([])), &ED_SEED);
+    assert_eq!(check(&t).unwrap().scopes, Vec::<String>::new());
+    // Each item one scope: not a number, not empty, no space.
+    for bad in [json!(["dunning.read", 5]), json!([""]), json!(["a b"])] {
+        let t = sign_ed25519("ed1", &with(claims(), "scope", bad.clone()), &ED_SEED);
+        assert_eq!(check(&t), Err(AuthError::Claims), "{bad}");
+    }
+    let many: Vec<String> = (0..=MAX_SCOPES).map(|i| format!("s{i}")).collect();
+    let t = sign_ed25519("ed1", &with(claims(), "scope", json!(many)), &ED_SEED);
+    assert_eq!(check(&t), Err(AuthError::Claims));
+}
+
+#[test]
+fn the_claim_names_are_configurable() {
+    let mut v = validation();
+    v.claims = ClaimNames {
+        subject: "email".into(),
+        organization: "extn.org".into(),
+        scope: "scp".into(),
+    };
+    let c = json!({
+        "iss": ISS, "aud": MCP, "sub": "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ",
+        "email": "ana@demo.example", "extn.org": "demo", "scp": "dunning.read dunning.write",
+        "exp": NOW + 600, "iat": NOW,
+    });
+    let got = verify(
+        &sign_ed25519("ed1", &c, &ED_SEED),
+        &keys(),
+        &v,
+        Audience::Mcp,
+        now(),
+    )
+    .unwrap();
+    assert_eq!(got.subject, "ana@demo.example");
+    assert_eq!(got.organization, "demo");
+    assert_eq!(got.scopes, ["dunning.read", "dunning.write"]);
+    // The configured names only: `org` and `scope` are not read any more.
+    for k in ["email", "extn.org", "scp"] {
+        let t = sign_ed25519("ed1", &without(c.clone(), k), &ED_SEED);
+        let t = verify(&t, &keys(), &v, Audience::Mcp, now());
+        assert_eq!(t, Err(AuthError::Claims), "{k}");
+    }
+    // The defaults read `scope`, not `scp`.
+    let t = sign_ed25519(
+        "ed1",
+        &with(without(claims(), "scope"), "scp", json!("dunning.read")),
+        &ED_SEED,
+    );
+    assert_eq!(check(&t), Err(AuthError::Claims));
+}
+
+#[test]
+fn audience_aliases_name_one_audience_only() {
+    const CLIENT_ID: &str = "6e74172b-be56-4843-9ff4-e66a39bb12e3";
+    let mut v = validation();
+    v.mcp_audience_aliases = vec![CLIENT_ID.into()];
+    let c = with(claims(), "aud", json!(CLIENT_ID));
+    let t = sign_ed25519("ed1", &c, &ED_SEED);
+    assert!(verify(&t, &keys(), &v, Audience::Mcp, now()).is_ok());
+    assert_eq!(
+        verify(&t, &keys(), &v, Audience::Api, now()),
+        Err(AuthError::Audience)
+    );
+    // Without the alias, the same token names nothing here.
+    assert_eq!(check(&t), Err(AuthError::Audience));
+    // In a list, beside audiences of other resources.
+    let c = with(claims(), "aud", json!(["account", CLIENT_ID]));
+    let t = sign_ed25519("ed1", &c, &ED_SEED);
+    assert!(verify(&t, &keys(), &v, Audience::Mcp, now()).is_ok());
+}

@@ -125,8 +125,8 @@ pub(crate) struct TokenArgs {
     /// Data directory.
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
-    /// The server's store, when it runs on PostgreSQL (`serve --store`) [default: SQLite
-    /// in the data directory].
+    /// The server's store, when it runs on PostgreSQL [default: the store the data
+    /// directory's server recorded (store.json), else SQLite in the data directory].
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
@@ -144,8 +144,9 @@ pub(crate) struct DemoArgs {
     /// Data directory.
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
-    /// The server's store, when it runs on PostgreSQL (`serve --store`): re-seeds the
-    /// demo organizations there [default: SQLite in the data directory].
+    /// The server's store, when it runs on PostgreSQL: re-seeds the demo organizations
+    /// there [default: the store the data directory's server recorded (store.json), else
+    /// SQLite in the data directory].
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances

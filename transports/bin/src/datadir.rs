@@ -7,6 +7,7 @@
 //!   dev-signing.key      Ed25519 seed, base64url, 0600 (development tokens)
 //!   request-state.key    32 random bytes, base64url, 0600 (requestState sealing)
 //!   endpoint.json        {public_url, mcp_path, issuer, mcp_audience, api_audience}
+//!   store.json           the store the server serves, never its password (`record`)
 //!   init.lock            held while a process initializes the directory
 //! ```
 //!
@@ -15,7 +16,11 @@
 //! A second process starting on the same new directory waits for the lock and then
 //! finds everything made: the demo data is seeded once. `token` never initializes
 //! ([`DataDir::open_initialized`]): on a directory without a database and a development
-//! key it refuses, naming the command to run first.
+//! key it refuses, naming the command to run first, unless a server recorded that it
+//! runs there (`store.json`, `endpoint.json`): then it says what is missing instead.
+//!
+//! `token` and `demo` take the store their `--store` names, else the one the server
+//! recorded ([`served_store`]), else the directory's SQLite file.
 //!
 //! Every file is written whole before it gets its name (a unique temporary file,
 //! `fsync`, then `link` for keys — which never replaces an existing one — or `rename`
@@ -38,6 +43,11 @@ use dunning_domain::store::{self, Kind, Query, Store};
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
+mod record;
+
+pub(crate) use record::StoreRecord;
+use record::{PasswordSource, STORE_FILE, without_password};
+
 /// File name of the database.
 pub(crate) const DB_FILE: &str = "dunning.sqlite3";
 /// File name of the development signing key.
@@ -54,6 +64,9 @@ pub(crate) const LOCK_FILE: &str = "init.lock";
 pub(crate) enum DirError {
     /// `token` on a directory that `serve` (or `demo`) never initialized.
     NotInitialized(String),
+    /// The store cannot be found without `--store` (its password is only on the
+    /// server's command line).
+    NeedsStore(String),
     /// Anything else (I/O, a damaged key, the database).
     Other(String),
 }
@@ -67,7 +80,7 @@ impl From<String> for DirError {
 impl std::fmt::Display for DirError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::NotInitialized(m) | Self::Other(m) => f.write_str(m),
+            Self::NotInitialized(m) | Self::NeedsStore(m) | Self::Other(m) => f.write_str(m),
         }
     }
 }
@@ -223,34 +236,58 @@ impl DataDir {
     }
 
     /// Opens a directory that `serve` or `demo` initialized, creating nothing: its store
-    /// and its development key. With `postgres` (the URL `serve --store` was given) the
-    /// store is that database, and the directory needs only the key.
+    /// and its development key. The store is `explicit` (`token --store`) when given,
+    /// else the one the directory's server recorded ([`served_store`]); on PostgreSQL the
+    /// directory needs only the key.
+    ///
+    /// The refusals never ask to start a server that already runs on the directory: that
+    /// is asked only when nothing says a server ever ran there.
     pub(crate) fn open_initialized(
         path: &Path,
-        postgres: Option<&str>,
+        explicit: Option<&str>,
     ) -> Result<Opened, DirError> {
         let dir = Self {
             path: path.to_owned(),
         };
+        let postgres = served_store(path, explicit)?;
         let db = path.join(DB_FILE);
         let key = path.join(DEV_KEY_FILE);
-        let needs: &[&PathBuf] = if postgres.is_some() {
-            &[&key]
-        } else {
-            &[&db, &key]
-        };
-        for &needed in needs {
-            if !needed.is_file() {
-                return Err(DirError::NotInitialized(format!(
-                    "{} is not an initialized data dir (no {}); start the server on it first: \
-                     kobana-dunning serve --data-dir {}",
-                    path.display(),
-                    needed.file_name().unwrap_or_default().to_string_lossy(),
-                    path.display(),
-                )));
-            }
+        let shown = path.display();
+        let recorded = path.join(STORE_FILE).is_file();
+        let served = recorded || path.join(ENDPOINT_FILE).is_file();
+        if postgres.is_none() && !db.is_file() {
+            return Err(DirError::NotInitialized(if recorded {
+                format!(
+                    "{shown} has no {DB_FILE}, although its server recorded SQLite \
+                     ({STORE_FILE}): was the database moved or removed?"
+                )
+            } else if served {
+                format!(
+                    "{shown} has no {DB_FILE} and records no store, but a server ran on it \
+                     ({ENDPOINT_FILE}): if it runs on PostgreSQL, pass its URL with --store"
+                )
+            } else {
+                format!(
+                    "{shown} is not an initialized data dir (no {DB_FILE}); start the server \
+                     on it first: kobana-dunning serve --data-dir {shown}"
+                )
+            }));
         }
-        let store: Arc<dyn Store> = match postgres {
+        if !key.is_file() {
+            return Err(DirError::NotInitialized(if served {
+                format!(
+                    "{shown} has no development key ({DEV_KEY_FILE}): its server does not \
+                     trust development tokens ([auth] dev_key = false); mint tokens with \
+                     the authorization server it trusts"
+                )
+            } else {
+                format!(
+                    "{shown} is not an initialized data dir (no {DEV_KEY_FILE}); start the \
+                     server on it first: kobana-dunning serve --data-dir {shown}"
+                )
+            }));
+        }
+        let store: Arc<dyn Store> = match &postgres {
             Some(url) => Arc::new(PostgresStore::open(url, 1).map_err(|e| format!("store: {e}"))?),
             None => {
                 Arc::new(SqliteStore::open(&db, 0).map_err(|e| format!("{}: {e}", db.display()))?)
@@ -352,6 +389,77 @@ impl DataDir {
         let text = fs::read_to_string(self.path.join(ENDPOINT_FILE)).ok()?;
         serde_json::from_str(&text).ok()
     }
+
+    /// Records the store the server serves (`store.json`, whole, then renamed), so that
+    /// `token` and `demo` find it.
+    pub(crate) fn write_store_record(&self, r: &StoreRecord) -> Result<(), String> {
+        let path = self.path.join(STORE_FILE);
+        let text = serde_json::to_string_pretty(r).map_err(|e| e.to_string())? + "\n";
+        let tmp = self.write_temporary(STORE_FILE, text.as_bytes())?;
+        fs::rename(&tmp, &path).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            format!("{}: {e}", path.display())
+        })?;
+        self.sync_dir();
+        Ok(())
+    }
+}
+
+/// The store `token` and `demo` use on the data dir at `path`: `explicit` (their
+/// `--store`) when given; else what the directory's server recorded (`store.json`), its
+/// password read back from the configuration file it came from; else (`None`) the
+/// directory's SQLite file.
+pub(crate) fn served_store(
+    path: &Path,
+    explicit: Option<&str>,
+) -> Result<Option<String>, DirError> {
+    if let Some(url) = explicit {
+        return Ok(Some(url.to_owned()));
+    }
+    let file = path.join(STORE_FILE);
+    let text = match fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(DirError::Other(format!("{}: {e}", file.display()))),
+    };
+    let record: StoreRecord = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a store record ({e}); pass --store", file.display()))?;
+    let shown = path.display();
+    match record {
+        StoreRecord::Sqlite => Ok(None),
+        StoreRecord::Postgres {
+            url,
+            password: None,
+        } => Ok(Some(url)),
+        StoreRecord::Postgres {
+            url,
+            password: Some(PasswordSource::ConfigFile(config)),
+        } => {
+            let from_file = crate::settings::store_in_file(&config).map_err(|e| {
+                format!(
+                    "the server on {shown} reads its store's password from {}, which \
+                     cannot be read ({e}); pass --store",
+                    config.display()
+                )
+            })?;
+            match from_file {
+                Some(u) if without_password(&u).0 == url => Ok(Some(u)),
+                _ => Err(DirError::NeedsStore(format!(
+                    "{}: its `store` no longer names the store the server on {shown} \
+                     recorded ({url}); pass --store",
+                    config.display()
+                ))),
+            }
+        }
+        StoreRecord::Postgres {
+            url,
+            password: Some(PasswordSource::CommandLine),
+        } => Err(DirError::NeedsStore(format!(
+            "the server on {shown} serves {url} with a password given on its command line, \
+             which only it can read: pass the same URL with --store (or give serve the URL in \
+             its configuration file, `store = \"...\"`, where token and demo find it)"
+        ))),
+    }
 }
 
 fn has_organizations(store: &dyn Store) -> bool {
@@ -412,6 +520,69 @@ mod tests {
         assert_eq!(
             std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
             0o600
+        );
+        let _ = fs::remove_dir_all(dir.path());
+    }
+
+    fn refusal(dir: &DataDir) -> DirError {
+        match DataDir::open_initialized(dir.path(), None) {
+            Ok(_) => panic!("opened"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn only_a_directory_no_server_ran_on_is_told_to_start_one() {
+        let dir = fresh_dir("refusals");
+        let e = refusal(&dir);
+        assert!(matches!(e, DirError::NotInitialized(_)), "{e}");
+        assert!(e.to_string().contains("start the server"), "{e}");
+
+        // A server ran there (endpoint.json) but recorded no store.
+        let ep = Endpoint::new("http://127.0.0.1:1", "/", None);
+        dir.write_endpoint(&ep).unwrap();
+        let e = refusal(&dir).to_string();
+        assert!(!e.contains("start the server"), "{e}");
+        assert!(e.contains("--store"), "{e}");
+
+        // It recorded SQLite, and the file is gone.
+        dir.write_store_record(&StoreRecord::Sqlite).unwrap();
+        let e = refusal(&dir).to_string();
+        assert!(!e.contains("start the server"), "{e}");
+        assert!(e.contains("moved or removed"), "{e}");
+
+        // It runs on PostgreSQL with a password only its command line knows.
+        let r = StoreRecord::of(Some("postgres://u:pw@127.0.0.1:1/db"), None);
+        dir.write_store_record(&r).unwrap();
+        let e = refusal(&dir);
+        assert!(matches!(e, DirError::NeedsStore(_)), "{e}");
+        let e = e.to_string();
+        assert!(
+            !e.contains("start the server") && !e.contains(":pw@"),
+            "{e}"
+        );
+        assert!(e.contains("--store"), "{e}");
+
+        // Its configuration file now names another store: refused, not guessed.
+        let config = dir.path().join("kd.toml");
+        fs::write(&config, "store = \"postgres://u:pw@127.0.0.1:1/other\"\n").unwrap();
+        let r = StoreRecord::of(Some("postgres://u:pw@127.0.0.1:1/db"), Some(&config));
+        dir.write_store_record(&r).unwrap();
+        let e = refusal(&dir);
+        assert!(matches!(e, DirError::NeedsStore(_)), "{e}");
+        assert!(e.to_string().contains("no longer names"), "{e}");
+        // The same store: found, with the file's password.
+        fs::write(&config, "store = \"postgres://u:pw@127.0.0.1:1/db\"\n").unwrap();
+        assert_eq!(
+            served_store(dir.path(), None).unwrap().as_deref(),
+            Some("postgres://u:pw@127.0.0.1:1/db")
+        );
+        // `--store` always wins.
+        assert_eq!(
+            served_store(dir.path(), Some("postgres://x@h/y"))
+                .unwrap()
+                .as_deref(),
+            Some("postgres://x@h/y")
         );
         let _ = fs::remove_dir_all(dir.path());
     }

@@ -46,7 +46,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Serve(args) => serve::run(args).map_err(DirError::Other),
         Command::Token(args) => token_command(args),
-        Command::Demo(args) => demo_command(args).map_err(DirError::Other),
+        Command::Demo(args) => demo_command(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
             eprintln!("kobana-dunning: {e}");
             match e {
                 // The caller asked for something that cannot be: like a usage error.
-                DirError::NotInitialized(_) => ExitCode::from(2),
+                DirError::NotInitialized(_) | DirError::NeedsStore(_) => ExitCode::from(2),
                 DirError::Other(_) => ExitCode::FAILURE,
             }
         }
@@ -104,17 +104,18 @@ fn token_command(args: &TokenArgs) -> Result<(), DirError> {
 }
 
 /// `demo`: wipes and re-seeds the demo organizations, in the data dir's SQLite file or,
-/// with `--store`, in the PostgreSQL database the replicas share (the same store their
-/// `serve --store` names).
-fn demo_command(args: &DemoArgs) -> Result<(), String> {
+/// with `--store` or when the data dir's server recorded one, in the PostgreSQL database
+/// the replicas share.
+fn demo_command(args: &DemoArgs) -> Result<(), DirError> {
     let now = Clock::from_flag(args.clock).now();
+    let store = datadir::served_store(&args.data_dir, args.store.as_deref())?;
     let dir = DataDir::create(&args.data_dir)?;
     // The whole directory, keys included, so that `token` works on it at once.
-    let init = dir.initialize(args.store.as_deref(), 0, now, true)?;
+    let init = dir.initialize(store.as_deref(), 0, now, true)?;
     if !init.fresh {
         datadir::reseed(&Domain::new(init.store), now)?;
     }
-    if args.store.is_some() {
+    if store.is_some() {
         eprintln!("demo data seeded in the PostgreSQL store");
     } else {
         eprintln!("demo data seeded in {}", dir.path().display());

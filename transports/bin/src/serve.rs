@@ -2,13 +2,13 @@
 //! the sans-IO core, and run until SIGTERM/SIGINT.
 //!
 //! Startup, in order: settings (file, then flags) → data dir (database, demo data on a
-//! new one, keys; under the directory's lock) → bind (the port is known, nothing is
-//! accepted) → verification keys (development key, JWKS file or URL) → [`Server`] with
-//! the [`Authenticator`], the [`Gcra`] limiter and the telemetry → `endpoint.json` →
-//! listen (the port opens last, so whoever sees it open can mint a token the server
-//! accepts) → print the endpoint (and a development token when the development key is
-//! trusted) → serve on the chosen adapter. Beside the adapter run the jobs thread
-//! ([`crate::jobs`]) and, with a JWKS URL, a refresher thread.
+//! new one, keys; under the directory's lock; then `store.json`) → bind (the port is
+//! known, nothing is accepted) → verification keys (development key, JWKS file or
+//! URL) → [`Server`] with the [`Authenticator`], the [`Gcra`] limiter and the telemetry
+//! → `endpoint.json` → listen (the port opens last, so whoever sees it open can mint a
+//! token the server accepts) → print the endpoint (and a development token when the
+//! development key is trusted) → serve on the chosen adapter. Beside the adapter run
+//! the jobs thread ([`crate::jobs`]) and, with a JWKS URL, a refresher thread.
 //!
 //! Shutdown: the first SIGTERM or SIGINT sets a flag the adapter watches (stop
 //! accepting, answer what arrives `503`, drain, bounded by `drain_timeout_secs`); a
@@ -36,7 +36,7 @@ use crate::auth::{self, Authenticator};
 use crate::cli::{AudienceArg, ServeArgs, Transport};
 use crate::client_metadata::{Fetcher, WithClientMetadata};
 use crate::clock::{Clock, ShiftedEnv};
-use crate::datadir::{DataDir, Endpoint};
+use crate::datadir::{DataDir, Endpoint, StoreRecord};
 use crate::fdlimit;
 use crate::instructions::INSTRUCTIONS;
 use crate::jobs::JobsThread;
@@ -126,6 +126,14 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         now,
         settings.auth.dev_key,
     )?;
+    // What `token` and `demo` on this directory look for: the store, never its password
+    // (where the password is, when there is one: `datadir/record.rs`).
+    let from_file = if args.store.is_none() {
+        args.config.as_deref()
+    } else {
+        None
+    };
+    dir.write_store_record(&StoreRecord::of(settings.store.as_deref(), from_file))?;
     let store = init.store;
     if init.fresh && settings.store.is_some() {
         tracing::info!("seeded the demo data in the PostgreSQL store");
@@ -162,6 +170,10 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
     validation.leeway_secs = settings.auth.leeway_secs;
     validation.require_at_jwt = settings.auth.require_at_jwt;
     validation.max_token_lifetime_secs = settings.auth.max_token_lifetime_secs;
+    validation.claims = settings.auth.claims.clone();
+    validation.mcp_audience_aliases = settings.auth.mcp_audience_aliases.clone();
+    validation.api_audience_aliases = settings.auth.api_audience_aliases.clone();
+    check_aliases(&validation)?;
 
     let config = Config {
         mcp_path: settings.mcp_path.clone(),
@@ -329,6 +341,33 @@ impl Endpoint {
     fn mcp_audience_url(&self) -> String {
         format!("{}{}", self.public_url, self.mcp_path)
     }
+}
+
+/// An audience alias must not name the other audience: a token for the REST API would
+/// then be accepted by the MCP endpoint, or the reverse.
+fn check_aliases(v: &Validation) -> Result<(), String> {
+    let clash = |aliases: &[String], other: &str, key: &str| {
+        let other = other.trim_end_matches('/');
+        match aliases
+            .iter()
+            .find(|a| a.trim_end_matches('/').eq_ignore_ascii_case(other))
+        {
+            Some(a) => Err(format!(
+                "[auth] {key}: {a:?} is the other audience's identifier"
+            )),
+            None => Ok(()),
+        }
+    };
+    clash(
+        &v.mcp_audience_aliases,
+        &v.api_audience,
+        "mcp_audience_aliases",
+    )?;
+    clash(
+        &v.api_audience_aliases,
+        &v.mcp_audience,
+        "api_audience_aliases",
+    )
 }
 
 /// A TCP socket bound to `addr` (address reuse as `std` does) but not yet listening:
@@ -607,4 +646,30 @@ fn decode_secret(text: &str) -> Option<Zeroizing<Vec<u8>>> {
         .iter()
         .find_map(|e| e.decode(text).ok())
         .map(Zeroizing::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_audience_alias_never_names_the_other_audience() {
+        let mut v = Validation::new("https://i", "https://m.example", "https://m.example/v1");
+        v.mcp_audience_aliases = vec!["6e74172b".into()];
+        v.api_audience_aliases = vec!["0e8a3e4c".into()];
+        assert!(check_aliases(&v).is_ok());
+        v.mcp_audience_aliases = vec!["https://M.example/v1/".into()];
+        assert!(
+            check_aliases(&v)
+                .unwrap_err()
+                .contains("mcp_audience_aliases")
+        );
+        v.mcp_audience_aliases.clear();
+        v.api_audience_aliases = vec!["https://m.example".into()];
+        assert!(
+            check_aliases(&v)
+                .unwrap_err()
+                .contains("api_audience_aliases")
+        );
+    }
 }

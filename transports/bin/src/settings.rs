@@ -60,6 +60,12 @@
 //! require_at_jwt = true
 //! max_token_lifetime_secs = 86400   # `exp` at most this far past `iat` (default 24 h)
 //! token_cache_size = 10000
+//! subject_claim = "sub"        # the claim naming the person (a member's id or e-mail)
+//! org_claim = "org"            # the claim naming the organization (id or slug)
+//! scope_claim = "scope"        # the scopes: space-separated string or list ("scp":
+//!                              # Entra ID, Okta); all three: dev_key = false to change
+//! mcp_audience_aliases = []    # more `aud` values for MCP tokens (Entra ID v2: the
+//! api_audience_aliases = []    #  API app's client id); never the same in both
 //!
 //! [confirmation]
 //! ttl_secs = 300
@@ -82,6 +88,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use dunning_core::jwt::ClaimNames;
 use serde::Deserialize;
 
 use crate::cli::{LogFormat, ServeArgs, Transport};
@@ -237,6 +244,13 @@ struct AuthFile {
     /// minted with a far-future `exp` is refused rather than trusted forever.
     max_token_lifetime_secs: u64,
     token_cache_size: usize,
+    /// The claims read as the person, the organization and the scopes.
+    subject_claim: String,
+    org_claim: String,
+    scope_claim: String,
+    /// More `aud` values accepted for each audience (Entra ID v2: the API's client id).
+    mcp_audience_aliases: Vec<String>,
+    api_audience_aliases: Vec<String>,
 }
 
 impl Default for AuthFile {
@@ -252,8 +266,74 @@ impl Default for AuthFile {
             require_at_jwt: true,
             max_token_lifetime_secs: dunning_core::jwt::MAX_TOKEN_LIFETIME_SECS,
             token_cache_size: 10_000,
+            subject_claim: "sub".into(),
+            org_claim: "org".into(),
+            scope_claim: "scope".into(),
+            mcp_audience_aliases: Vec::new(),
+            api_audience_aliases: Vec::new(),
         }
     }
+}
+
+/// Claims whose meaning the verifier fixes: none may be read as the person, the
+/// organization or the scopes.
+const RESERVED_CLAIMS: [&str; 5] = ["iss", "aud", "exp", "nbf", "iat"];
+
+/// The claim names of `[auth]`, checked: each a non-empty name of at most 128 bytes, not
+/// a reserved claim, the three distinct; other than the defaults only when development
+/// tokens (which carry `sub`, `org`, `scope`) are not trusted.
+fn claim_names(a: &AuthFile, dev_key: bool) -> Result<ClaimNames, String> {
+    let names = ClaimNames {
+        subject: a.subject_claim.clone(),
+        organization: a.org_claim.clone(),
+        scope: a.scope_claim.clone(),
+    };
+    let keyed = [
+        ("subject_claim", &names.subject),
+        ("org_claim", &names.organization),
+        ("scope_claim", &names.scope),
+    ];
+    for (key, name) in keyed {
+        if name.is_empty() || name.len() > 128 || RESERVED_CLAIMS.contains(&name.as_str()) {
+            return Err(format!(
+                "[auth] {key} {name:?}: a claim name of 1 to 128 bytes, not one of {RESERVED_CLAIMS:?}"
+            ));
+        }
+    }
+    if names.subject == names.organization
+        || names.subject == names.scope
+        || names.organization == names.scope
+    {
+        return Err(
+            "[auth] subject_claim, org_claim and scope_claim: three different claims".into(),
+        );
+    }
+    if dev_key && names != ClaimNames::default() {
+        return Err(
+            "[auth] subject_claim, org_claim, scope_claim apply to every token, and development \
+             tokens carry sub, org and scope: set dev_key = false with them"
+                .into(),
+        );
+    }
+    let both = a
+        .mcp_audience_aliases
+        .iter()
+        .find(|m| a.api_audience_aliases.contains(m));
+    if let Some(alias) = both {
+        return Err(format!(
+            "[auth] {alias:?} is in both mcp_audience_aliases and api_audience_aliases: a token \
+             for one audience would be accepted by the other"
+        ));
+    }
+    if let Some(empty) = a
+        .mcp_audience_aliases
+        .iter()
+        .chain(&a.api_audience_aliases)
+        .find(|x| x.trim().is_empty())
+    {
+        return Err(format!("[auth] audience alias {empty:?}: empty"));
+    }
+    Ok(names)
 }
 
 /// `[confirmation]`.
@@ -372,6 +452,12 @@ pub(crate) struct Auth {
     pub(crate) max_token_lifetime_secs: u64,
     /// Verified-token cache capacity.
     pub(crate) token_cache_size: usize,
+    /// The claims read as the person, the organization and the scopes.
+    pub(crate) claims: ClaimNames,
+    /// More `aud` values accepted for MCP tokens.
+    pub(crate) mcp_audience_aliases: Vec<String>,
+    /// More `aud` values accepted for REST API tokens.
+    pub(crate) api_audience_aliases: Vec<String>,
 }
 
 /// Everything `serve` runs with.
@@ -455,8 +541,8 @@ impl Settings {
                 );
             }
         }
-        let a = file.auth;
-        let jwks = match (a.jwks_file, a.jwks_url) {
+        let mut a = file.auth;
+        let jwks = match (a.jwks_file.take(), a.jwks_url.take()) {
             (Some(_), Some(_)) => return Err("[auth]: jwks_file and jwks_url are exclusive".into()),
             (Some(f), None) => Some(JwksSource::File(f)),
             (None, Some(u)) => Some(JwksSource::Url(u)),
@@ -469,6 +555,7 @@ impl Settings {
         if !dev_key && jwks.is_none() {
             return Err("[auth]: dev_key = false needs jwks_file or jwks_url".into());
         }
+        let claims = claim_names(&a, dev_key)?;
         let rl = &file.rate_limit;
         if rl.enabled
             && [
@@ -559,12 +646,22 @@ impl Settings {
                 require_at_jwt: a.require_at_jwt,
                 max_token_lifetime_secs: a.max_token_lifetime_secs,
                 token_cache_size: a.token_cache_size,
+                claims,
+                mcp_audience_aliases: a.mcp_audience_aliases,
+                api_audience_aliases: a.api_audience_aliases,
             },
             confirmation: file.confirmation,
             jobs: file.jobs,
             webhooks: file.webhooks,
         })
     }
+}
+
+/// The `store` key of the configuration file at `path` (the whole file is checked, as
+/// `serve --config` checks it): where `token` and `demo` read the password of a store
+/// `serve` took from that file.
+pub(crate) fn store_in_file(path: &Path) -> Result<Option<String>, String> {
+    Ok(parse_file(path)?.store)
 }
 
 /// Parses a configuration file.
@@ -692,6 +789,49 @@ mod tests {
         a.store = Some("postgresql://b@h/two".into());
         let s = Settings::merge(file, &a).unwrap();
         assert_eq!(s.store.as_deref(), Some("postgresql://b@h/two"));
+    }
+
+    #[test]
+    fn claim_names_and_audience_aliases() {
+        let jwks = "[auth]\nissuer = \"https://i\"\njwks_file = \"/j\"\n";
+        let merge = |extra: &str| {
+            let file: File = toml::from_str(&format!("{jwks}{extra}")).unwrap();
+            Settings::merge(file, &args())
+        };
+        let s = merge("").unwrap();
+        assert_eq!(s.auth.claims, ClaimNames::default());
+        let s = merge(
+            "subject_claim = \"email\"\norg_claim = \"extn.org\"\nscope_claim = \"scp\"\n\
+             mcp_audience_aliases = [\"6e74172b\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                s.auth.claims.subject.as_str(),
+                s.auth.claims.organization.as_str(),
+                s.auth.claims.scope.as_str()
+            ),
+            ("email", "extn.org", "scp")
+        );
+        assert_eq!(s.auth.mcp_audience_aliases, ["6e74172b"]);
+        for (bad, says) in [
+            ("org_claim = \"\"\n", "1 to 128 bytes"),
+            ("scope_claim = \"aud\"\n", "not one of"),
+            ("org_claim = \"scope\"\n", "three different"),
+            ("subject_claim = \"org\"\n", "three different"),
+            ("scope_claim = \"scp\"\ndev_key = true\n", "dev_key = false"),
+            (
+                "mcp_audience_aliases = [\"x\"]\napi_audience_aliases = [\"x\"]\n",
+                "both",
+            ),
+            ("api_audience_aliases = [\" \"]\n", "empty"),
+        ] {
+            let e = merge(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        // The development default keeps the development tokens' claims.
+        let file: File = toml::from_str("[auth]\nscope_claim = \"scp\"").unwrap();
+        assert!(Settings::merge(file, &args()).is_err());
     }
 
     #[test]

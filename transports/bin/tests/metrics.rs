@@ -76,20 +76,14 @@ fn a_tool_error_is_labelled_with_its_code_and_the_http_status_it_came_with() {
         ) == Some(1.0),
         "{text}"
     );
-    // Probes are labelled by their endpoint, not lumped into `method=""`.
+    // Probes are labelled by their endpoint and their HTTP method and path.
+    let probe = "dunning_requests_total{endpoint=\"metrics\",method=\"GET /metrics\"";
     assert!(
-        sample(
-            &text,
-            "dunning_requests_total{endpoint=\"metrics\",method=\"\""
-        )
-        .is_none(),
+        sample(&text, probe).is_none(),
         "this scrape is counted once it is answered"
     );
     let text = scrape(&srv);
-    assert!(
-        sample(&text, "dunning_requests_total{endpoint=\"metrics\"").is_some(),
-        "{text}"
-    );
+    assert!(sample(&text, probe).is_some(), "{text}");
     // No tenant data in any label.
     let org = dunning_domain::demo::stable_id("org:demo");
     assert!(!text.contains(&org) && !text.contains("demo.example"));

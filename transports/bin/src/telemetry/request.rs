@@ -16,9 +16,23 @@
 //! The log line is written after the span is closed, so text logs read as they did.
 //!
 //! Label values come from closed sets — the MCP methods, the catalogue's tools, prompts,
-//! templates and REST routes — and anything else is `other`: a client cannot grow the
-//! series without bound, nor write into the logs. Tokens and argument values never get
-//! here ([`RequestLog`] holds neither); the organization is logged, never a label.
+//! templates and REST routes, the HTTP methods and the fixed paths — so a client cannot
+//! grow the series without bound, nor write into the labels:
+//!
+//! - `method`: the JSON-RPC method (an unknown one: `other`) or REST route; for a fixed
+//!   endpoint (well-known documents, probes, `/metrics`, `/register`, `/authorize`,
+//!   `/token`) its HTTP method and path, `GET /.well-known/jwks.json` (a method outside
+//!   the standard ones: `OTHER`);
+//! - what the method names, in the log under its own kind: `tool` (`tools/call`, a REST
+//!   route), `prompt` (`prompts/get`), `resource` (the template of `resources/read`); a
+//!   name the catalogue does not have is `unknown`, and the log line (never a metric)
+//!   adds the name asked for as `requested`, cut to [`REQUESTED_MAX`] characters with
+//!   control and bidirectional characters replaced, so an operator sees the typo;
+//! - the metrics' `tool` label carries tools only (prompts and templates are counted
+//!   under their method).
+//!
+//! Tokens and argument values never get here ([`RequestLog`] holds neither); the
+//! organization is logged, never a label.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -34,6 +48,12 @@ use super::metrics as m;
 
 /// The target of the request span and of the request log line.
 pub(crate) const TARGET: &str = "kobana_dunning::request";
+
+/// Longest requested name a log line shows, in characters.
+const REQUESTED_MAX: usize = 64;
+
+/// HTTP methods named in a fixed endpoint's label; any other is `OTHER`.
+const HTTP_METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 /// MCP methods that get their own label.
 const METHODS: [&str; 14] = [
@@ -62,30 +82,97 @@ thread_local! {
 #[derive(Debug)]
 pub(crate) struct Telemetry {
     methods: HashSet<String>,
-    names: HashSet<String>,
+    tools: HashSet<String>,
+    prompts: HashSet<String>,
+    templates: HashSet<String>,
+}
+
+/// What a request's method names, by kind (see the module docs).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Named {
+    /// The log field: `tool`, `prompt` or `resource` (empty: nothing named).
+    kind: &'static str,
+    /// The catalogue's name, or `unknown`.
+    label: String,
+    /// The name asked for, shown (cut and cleaned), when the catalogue has none such.
+    requested: Option<String>,
 }
 
 impl Telemetry {
     /// Telemetry whose labels are the methods and names of `catalog`.
     pub(crate) fn new(catalog: &Catalog) -> Self {
         let mut methods: HashSet<String> = METHODS.iter().map(|m| (*m).to_owned()).collect();
-        let mut names = HashSet::new();
+        let mut tools = HashSet::new();
         for t in &catalog.tools {
-            names.insert(t.name.clone());
+            tools.insert(t.name.clone());
             if let Some(r) = &t.route {
                 methods.insert(format!("{} {}", r.method, r.path));
             }
         }
-        names.extend(catalog.prompts.iter().map(|p| p.name.clone()));
-        names.extend(catalog.templates.iter().map(|t| t.uri_template.clone()));
-        Self { methods, names }
+        let prompts = catalog.prompts.iter().map(|p| p.name.clone()).collect();
+        let templates = catalog
+            .templates
+            .iter()
+            .map(|t| t.uri_template.clone())
+            .collect();
+        Self {
+            methods,
+            tools,
+            prompts,
+            templates,
+        }
     }
 
-    fn label(set: &HashSet<String>, v: Option<&String>) -> String {
-        match v {
-            None => String::new(),
-            Some(v) if set.contains(v) => v.clone(),
-            Some(_) => "other".into(),
+    /// The `method` label: the JSON-RPC method or REST route from the closed set
+    /// (`other` past it), or a fixed endpoint's HTTP method and path.
+    fn method(&self, log: &RequestLog) -> String {
+        let Some(m) = log.method.as_ref() else {
+            return String::new();
+        };
+        match log.endpoint {
+            None | Some(Endpoint::Mcp | Endpoint::Rest) => {
+                if self.methods.contains(m) {
+                    m.clone()
+                } else {
+                    "other".into()
+                }
+            }
+            // The path is one routing accepted (`RequestLog::at`); the method is bounded.
+            Some(_) => match m.split_once(' ') {
+                Some((verb, path)) => {
+                    let verb = HTTP_METHODS
+                        .iter()
+                        .find(|v| **v == verb)
+                        .unwrap_or(&"OTHER");
+                    format!("{verb} {path}")
+                }
+                None => "other".into(),
+            },
+        }
+    }
+
+    /// What `method` (a label) names: a tool, a prompt or a resource template.
+    fn named(&self, log: &RequestLog, method: &str) -> Named {
+        let Some(name) = log.tool.as_ref() else {
+            return Named::default();
+        };
+        let (kind, set) = match method {
+            "prompts/get" => ("prompt", &self.prompts),
+            "resources/read" => ("resource", &self.templates),
+            _ => ("tool", &self.tools),
+        };
+        if set.contains(name) {
+            Named {
+                kind,
+                label: name.clone(),
+                requested: None,
+            }
+        } else {
+            Named {
+                kind,
+                label: "unknown".into(),
+                requested: Some(shown(name)),
+            }
         }
     }
 
@@ -110,6 +197,7 @@ fn span(request_id: &str) -> tracing::Span {
         mcp.method.name = Empty,
         mcp.protocol.version = Empty,
         gen_ai.tool.name = Empty,
+        gen_ai.prompt.name = Empty,
         gen_ai.operation.name = Empty,
         error.type = Empty,
         rpc.response.status_code = Empty,
@@ -129,7 +217,8 @@ fn rename(span: &tracing::Span, name: String) {
 }
 
 /// Fills the span's fields from what the core answered.
-fn record(span: &tracing::Span, log: &RequestLog, method: &str, tool: &str, status: u16) {
+fn record(span: &tracing::Span, log: &RequestLog, method: &str, named: &Named, status: u16) {
+    let tool = named.label.as_str();
     span.record("http.response.status_code", status);
     if let Some(e) = log.endpoint {
         span.record("dunning.endpoint", e.label());
@@ -145,9 +234,11 @@ fn record(span: &tracing::Span, log: &RequestLog, method: &str, tool: &str, stat
     } else if let Some(e) = log.endpoint {
         rename(span, e.label().to_owned());
     }
-    if !tool.is_empty() {
-        span.record("gen_ai.tool.name", tool);
-    }
+    match named.kind {
+        "tool" => span.record("gen_ai.tool.name", tool),
+        "prompt" => span.record("gen_ai.prompt.name", tool),
+        _ => span,
+    };
     if method == "tools/call" {
         span.record("gen_ai.operation.name", "execute_tool");
     }
@@ -175,6 +266,24 @@ fn record(span: &tracing::Span, log: &RequestLog, method: &str, tool: &str, stat
             span.record("otel.status_code", "OK");
         }
     }
+}
+
+/// A name a client asked for, fit for a log line: at most [`REQUESTED_MAX`] characters
+/// (an ellipsis says it was cut), control and bidirectional-override characters replaced
+/// by `?` (the formatter then escapes quotes and backslashes).
+fn shown(name: &str) -> String {
+    let clean = |c: char| {
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            '?'
+        } else {
+            c
+        }
+    };
+    let mut out: String = name.chars().take(REQUESTED_MAX).map(clean).collect();
+    if name.chars().nth(REQUESTED_MAX).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// `None` for an empty label (left out of the log line).
@@ -222,8 +331,14 @@ impl Observer for Telemetry {
     fn request_finished(&self, request_id: &str, log: &RequestLog, status: u16, elapsed: Duration) {
         gauge!(m::IN_FLIGHT).decrement(1.0);
         let endpoint = log.endpoint.map_or("none", Endpoint::label);
-        let method = Self::label(&self.methods, log.method.as_ref());
-        let tool = Self::label(&self.names, log.tool.as_ref());
+        let method = self.method(log);
+        let named = self.named(log, &method);
+        // The metrics' `tool` label: tools only.
+        let tool = if named.kind == "tool" {
+            named.label.clone()
+        } else {
+            String::new()
+        };
         let era = Self::era(log);
         let secs = elapsed.as_secs_f64();
         counter!(
@@ -255,13 +370,17 @@ impl Observer for Telemetry {
         if log.request_id.is_some() {
             span.record("request_id", request_id);
         }
-        record(&span, log, &method, &tool, status);
+        record(&span, log, &method, &named, status);
         drop(span);
+        let of = |kind: &str| (named.kind == kind).then_some(named.label.as_str());
         tracing::info!(
             target: TARGET,
             request_id,
             method = some(&method),
-            tool = some(&tool),
+            tool = of("tool"),
+            prompt = of("prompt"),
+            resource = of("resource"),
+            requested = named.requested.as_deref(),
             status,
             era = some(era),
             duration_ms = (secs * 1e6).round() / 1e3,
@@ -326,7 +445,7 @@ mod tests {
         let text = handle.render();
         assert!(
             text.contains(
-                "dunning_requests_total{endpoint=\"mcp\",method=\"tools/call\",tool=\"other\",era=\"2026\",status=\"200\",tool_error=\"VALIDATION_ERROR\"} 1"
+                "dunning_requests_total{endpoint=\"mcp\",method=\"tools/call\",tool=\"unknown\",era=\"2026\",status=\"200\",tool_error=\"VALIDATION_ERROR\"} 1"
             ),
             "{text}"
         );
@@ -334,12 +453,74 @@ mod tests {
             "{endpoint=\"none\",method=\"other\",tool=\"\",era=\"\",status=\"404\",tool_error=\"\"} 1"
         ));
         assert!(text.contains(
-            "dunning_request_duration_seconds_bucket{endpoint=\"mcp\",method=\"tools/call\",tool=\"other\",le=\"0.001\"} 1"
+            "dunning_request_duration_seconds_bucket{endpoint=\"mcp\",method=\"tools/call\",tool=\"unknown\",le=\"0.001\"} 1"
         ));
         assert!(text.contains("dunning_auth_failures_total{reason=\"expired\"} 1"));
         assert!(text.contains("dunning_requests_in_flight 0"));
         assert!(text.contains("dunning_connections_open 0"));
         assert!(text.contains("dunning_connections_closed_total{reason=\"done\"} 1"));
         assert!(!text.contains("evil"));
+    }
+
+    fn named_catalog() -> Catalog {
+        let mut c = catalog();
+        c.prompts = vec![dunning_core::PromptDef {
+            name: "overdue_triage".into(),
+            title: String::new(),
+            description: String::new(),
+            arguments: Vec::new(),
+            access: dunning_core::Access::read(),
+        }];
+        c
+    }
+
+    #[test]
+    fn each_name_is_labelled_by_its_kind_and_unknown_ones_are_cut() {
+        let t = Telemetry::new(&named_catalog());
+        let log = |method: &str, name: &str| RequestLog {
+            method: Some(method.into()),
+            tool: Some(name.into()),
+            endpoint: Some(Endpoint::Mcp),
+            ..RequestLog::default()
+        };
+        let prompt = log("prompts/get", "overdue_triage");
+        let m = t.method(&prompt);
+        assert_eq!(m, "prompts/get");
+        let n = t.named(&prompt, &m);
+        assert_eq!(
+            (n.kind, n.label.as_str(), n.requested),
+            ("prompt", "overdue_triage", None)
+        );
+        // A prompt's name called as a tool is no tool.
+        let n = t.named(&log("tools/call", "overdue_triage"), "tools/call");
+        assert_eq!((n.kind, n.label.as_str()), ("tool", "unknown"));
+        assert_eq!(n.requested.as_deref(), Some("overdue_triage"));
+        let long = format!("x\u{202e}\n{}", "y".repeat(100));
+        let n = t.named(&log("tools/call", &long), "tools/call");
+        let shown = n.requested.unwrap();
+        assert_eq!(shown.chars().count(), REQUESTED_MAX + 1, "{shown}");
+        assert!(shown.starts_with("x??y") && shown.ends_with('…'), "{shown}");
+    }
+
+    #[test]
+    fn fixed_endpoints_are_named_by_http_method_and_path() {
+        let t = Telemetry::new(&catalog());
+        let at = |endpoint, method: &str| RequestLog {
+            method: Some(method.into()),
+            endpoint: Some(endpoint),
+            ..RequestLog::default()
+        };
+        let token = Endpoint::OAuth(dunning_core::oauth::Route::Token);
+        assert_eq!(t.method(&at(token, "POST /token")), "POST /token");
+        assert_eq!(t.method(&at(token, "BREW /token")), "OTHER /token");
+        assert_eq!(
+            t.method(&at(
+                Endpoint::WellKnown,
+                "GET /.well-known/oauth-protected-resource"
+            )),
+            "GET /.well-known/oauth-protected-resource"
+        );
+        // On the MCP endpoint the method is JSON-RPC's, from the closed set.
+        assert_eq!(t.method(&at(Endpoint::Mcp, "GET /")), "other");
     }
 }
