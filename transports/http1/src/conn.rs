@@ -250,6 +250,13 @@ impl Conn {
             )
     }
 
+    /// Whether [`Conn::poll_output`] has something: a head or request complete, bytes of
+    /// the codec's own to write, or the close. An adapter that reads heads apart from
+    /// answering them (the blocking adapter's poller) hands the connection over then.
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
     /// The framing error that closed the connection, if any (for logging).
     pub fn error(&self) -> Option<CodecError> {
         self.error
