@@ -379,7 +379,7 @@ fn apply(conns: &mut Slab<Entry>, ready: &mut VecDeque<usize>, done: Done) {
         return; // closed meanwhile (deadline, drain timeout): the answer is dropped
     };
     match done.answer {
-        Answer::Response(resp) => entry.conn.respond(&resp),
+        Answer::Response(resp) => entry.conn.respond(resp),
         Answer::Admission(head, admission) => entry.conn.admit(head, admission),
     }
     entry.busy = false;

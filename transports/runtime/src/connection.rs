@@ -361,21 +361,27 @@ impl Connection {
 
     /// Encodes the core's answer to the request last polled (framing and `Date` by the
     /// codec, the clock from [`Options::env`]).
-    pub fn respond(&mut self, resp: &Response) {
+    ///
+    /// The body is queued as it is, not copied: a large answer costs its own size once.
+    pub fn respond(&mut self, resp: Response) {
         let now = Instant::now();
-        // Sized once: the head's fields, the status line and framing, the body.
         let fields: usize = resp
             .headers
             .iter()
             .map(|(n, v)| n.as_str().len() + v.len() + 4)
             .sum();
-        let mut answer = Vec::with_capacity(resp.body.len() + fields + 160);
-        self.codec
-            .encode_response(resp, self.env.now(), &mut answer);
-        self.queue(answer, now);
+        let mut head = Vec::with_capacity(fields + 160);
+        let with_body = self
+            .codec
+            .encode_response_head(&resp, self.env.now(), &mut head);
+        let authenticated = resp.log.organization.is_some();
+        self.queue(head, now);
+        if with_body {
+            self.queue(resp.body, now);
+        }
         self.phase = Phase::Idle(now);
         self.lease = None;
-        if resp.log.organization.is_some() {
+        if authenticated {
             // The core authenticated the caller: no longer counted, never evicted.
             self.ticket = None;
             if let Some(standing) = self.standing.take() {
@@ -393,7 +399,7 @@ impl Connection {
             match self.poll() {
                 Next::Request(req) => {
                     let resp = service.handle(&req);
-                    self.respond(&resp);
+                    self.respond(resp);
                 }
                 Next::Head(head) => {
                     let admission = service.check_head(&head);

@@ -79,7 +79,7 @@ fn header_deadline_then_body_deadline() {
     };
     assert_eq!(req.body(), b"abcde");
     assert_eq!(c.deadline(), None);
-    c.respond(&Response::empty(StatusCode::NO_CONTENT));
+    c.respond(Response::empty(StatusCode::NO_CONTENT));
     assert!(c.output().starts_with(b"HTTP/1.1 204 No Content\r\n"));
     assert!(!c.is_idle());
     let n = c.output().len();
@@ -165,7 +165,7 @@ fn answers_are_held_back_past_the_output_bound() {
         match c.poll() {
             Next::Request(_) => {
                 answered += 1;
-                c.respond(&big);
+                c.respond(big.clone());
             }
             Next::Read => break,
             other => panic!("{other:?}"),

@@ -179,12 +179,12 @@ async fn drive<D: Dispatch + 'static>(
                     if service.may_block_on(&req) {
                         let svc = Arc::clone(service);
                         match tokio::task::spawn_blocking(move || svc.handle(&req)).await {
-                            Ok(resp) => conn.respond(&resp),
+                            Ok(resp) => conn.respond(resp),
                             Err(_) => return CloseReason::Aborted,
                         }
                     } else {
                         // Pure computation: two thread switches would cost more than it.
-                        conn.respond(&service.handle(&req));
+                        conn.respond(service.handle(&req));
                     }
                 }
                 // A head is decided like a request is answered (authentication may block).
