@@ -106,17 +106,18 @@ impl<D> Shared<D> {
         self.jobs().queue.len()
     }
 
-    /// Hands a connection back to the poller; `Err` when the poller is gone.
-    fn park(&self, parked: Parked) -> Result<(), Parked> {
+    /// Hands a connection back to the poller; gives it back (`Some`) when the poller is
+    /// gone.
+    fn park(&self, parked: Parked) -> Option<Parked> {
         let mut back = self.back.lock().unwrap_or_else(PoisonError::into_inner);
         match back.as_mut() {
             Some(list) => {
                 list.push(parked);
                 drop(back);
                 let _ = self.waker.wake();
-                Ok(())
+                None
             }
-            None => Err(parked),
+            None => Some(parked),
         }
     }
 }
@@ -248,8 +249,8 @@ fn serve_parked<D: Dispatch>(shared: &Shared<D>, mut p: Parked) {
         Step::Park => {
             if p.stream.set_nonblocking(true).is_ok() {
                 match shared.park(p) {
-                    Ok(()) => return,
-                    Err(back) => p = back,
+                    None => return,
+                    Some(back) => p = back,
                 }
             }
             (CloseReason::Drain, false)
