@@ -85,7 +85,8 @@ fn clients_that_never_read_their_answers_cost_a_bounded_memory() {
         let req = request(&srv.token);
         // Warm: the store's caches, the threads, one answer's worth of everything.
         let mut warm = TcpStream::connect(&srv.addr).unwrap();
-        warm.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        warm.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
         let size = exchange(&mut warm, &req);
         assert!(size > 300_000, "{transport}: an answer of {size} bytes");
         for _ in 0..8 {
