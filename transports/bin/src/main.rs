@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod arenas;
 mod auth;
 mod cli;
 mod client_metadata;
@@ -44,7 +45,10 @@ use crate::datadir::{DataDir, DirError};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Serve(args) => serve::run(args).map_err(DirError::Other),
+        Command::Serve(args) => {
+            arenas::cap();
+            serve::run(args).map_err(DirError::Other)
+        }
         Command::Token(args) => token_command(args),
         Command::Demo(args) => demo_command(args),
     };

@@ -151,7 +151,7 @@ pub(crate) struct Limits {
     /// is answered `503` with `Retry-After` at its head. Default 134,217,728 (128 MiB).
     pub(crate) max_body_buffer_bytes: usize,
     /// Most unsent response bytes a connection may have before no further pipelined
-    /// request of it is answered or read. Default 1,048,576 (1 MiB).
+    /// request of it is answered or read. Default 65,536 (64 KiB).
     pub(crate) max_pending_output_bytes: usize,
     /// Most connections from one address that have not authenticated yet (`0`: no cap;
     /// behind a proxy every client shares its address). Default 256.
@@ -175,7 +175,7 @@ impl Default for Limits {
             body_read_timeout_secs: 30,
             min_body_rate: 1024,
             max_body_buffer_bytes: 128 * 1024 * 1024,
-            max_pending_output_bytes: 1024 * 1024,
+            max_pending_output_bytes: 64 * 1024,
             max_unauthenticated_per_ip: 256,
             drain_timeout_secs: 10,
             workers: 64,

@@ -1,40 +1,51 @@
 //! # dunning-blocking: the `std::net` adapter
 //!
-//! [`serve`] accepts on a `std::net::TcpListener` and hands each connection, through a
-//! bounded queue, to one of [`Options::workers`] threads. A worker serves one connection
-//! at a time with plain blocking reads and writes, calling the core inline:
+//! [`serve`] runs a poller on the calling thread and [`Options::workers`] worker threads.
+//! The poller accepts connections and reads them, without blocking, until they have
+//! something to do ([`Connection::ready`]: a complete head, the codec's own answer, the
+//! end); only then does it queue them for a worker. A worker serves its connection with
+//! plain blocking reads and writes, calling the core inline, and hands it back to the
+//! poller once it only waits for its next request:
 //!
 //! ```text
-//! accept thread:  accept -> counted? -> queue has room? -> queue   (else CAP_RESPONSE,
-//!                                                                   lingering close)
-//! worker:         loop { answer_all (core inline) ; write ; Close? ; read (TICK timeout) }
-//!                 then a lingering close, on a thread of its own (at most MAX_REFUSING
-//!                 at once; beyond, on the worker)
+//! poller:  accept -> counted (or evicts the oldest unauthenticated head-waiter at the
+//!          cap)? else CAP_RESPONSE, lingering close
+//!          readable -> read until WouldBlock -> ready? -> job queue
+//!          every TICK -> header/idle deadlines, evictions, the drain
+//! worker:  loop { answer_all (core inline) ; write ; Close? ;
+//!                 only waiting for a request? -> back to the poller when a job waits,
+//!                                                or after HOLD ;
+//!                 read (TICK timeout) }
+//!          then a lingering close, on a thread of its own (at most MAX_REFUSING at
+//!          once; beyond, closed at once)
 //! ```
 //!
 //! Why: no async runtime at all, the easiest adapter to reason about and to debug, and a
 //! reference for the other two. The price is a thread per active connection, hence the
-//! bounded pool: when every worker is busy and accepted connections wait in the queue, as
-//! many workers as connections wait close a connection idle for at least 100 ms
-//! ([`CloseReason::Drain`]) to serve the next one.
+//! bounded pool. A request head that trickles in, or never ends, used to hold a worker
+//! until its header deadline: 64 of them, from one address, and every other client
+//! waited. Now it costs a socket and a [`Connection`] in the poller, as in the mio
+//! adapter, and a worker is taken only for work (`docs/decisions.md`, "Slow heads").
 //!
-//! std has no accept timeout, so the listener is non-blocking and the accept thread sleeps
-//! a millisecond when there is nothing to accept (and checks the shutdown flag). Reads use
-//! a [`TICK`] timeout so workers notice deadlines, the drain, and waiting connections.
+//! A worker keeps a connection that waits for its next request for at most [`HOLD`]
+//! (a client sending request after request saves the trip through the poller), and not
+//! at all while another connection waits for a worker.
 //!
 //! Shutdown: when the flag turns true the listener is closed, requests still arriving are
 //! answered `503` + `Connection: close`, idle connections close, and [`serve`] returns once
-//! every worker is done or [`Options::drain_timeout`] passed (workers still busy then are
-//! left to finish on their own).
+//! every connection is done or [`Options::drain_timeout`] passed (workers still busy then
+//! are left to finish on their own).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod poller;
+
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -42,36 +53,80 @@ use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
-    MAX_REFUSING, Observer, Options, Service, TICK, Ticket,
+    MAX_REFUSING, Observer, Options, Service, TICK,
 };
 
-/// What the accept thread hands a worker.
-type Job = (TcpStream, ConnectionSlot);
+/// How long a worker keeps a connection that waits for its next request, when no other
+/// connection waits for a worker.
+pub const HOLD: Duration = TICK;
 
-/// State shared by the accept thread and the workers.
-struct Pool<D> {
+/// A connection between the poller and a worker. Fields drop in order: the connection
+/// leaves the eviction queue before its slot gives its place back.
+struct Parked {
+    stream: TcpStream,
+    conn: Connection,
+    slot: ConnectionSlot,
+}
+
+/// Connections ready for a worker.
+#[derive(Default)]
+struct Jobs {
+    queue: VecDeque<Parked>,
+    /// No more jobs: workers end once the queue is empty.
+    closed: bool,
+}
+
+/// State shared by the poller and the workers.
+struct Shared<D> {
     service: Service<D>,
-    jobs: Mutex<Receiver<Job>>,
-    /// Worker threads.
-    workers: usize,
-    /// Connections accepted and waiting for a worker.
-    waiting: AtomicUsize,
+    jobs: Mutex<Jobs>,
+    job_ready: Condvar,
+    /// Connections handed back to the poller; it is woken through `waker`.
+    back: Mutex<Option<Vec<Parked>>>,
+    waker: mio::Waker,
     /// Workers serving a connection.
     busy: AtomicUsize,
-    /// Workers that decided to close their idle connection for a waiting one.
-    evicting: AtomicUsize,
     /// Closed connections lingering on threads of their own (at most [`MAX_REFUSING`]).
     lingering: Arc<AtomicUsize>,
 }
 
-/// How long a connection must have been idle before it may be closed for a waiting one
-/// (a client usually sends its next request within this).
-const EVICT_AFTER: Duration = Duration::from_millis(100);
+impl<D> Shared<D> {
+    fn jobs(&self) -> std::sync::MutexGuard<'_, Jobs> {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues a ready connection for a worker.
+    fn submit(&self, job: Parked) {
+        self.jobs().queue.push_back(job);
+        self.job_ready.notify_one();
+    }
+
+    /// Connections waiting for a worker.
+    fn waiting(&self) -> usize {
+        self.jobs().queue.len()
+    }
+
+    /// Hands a connection back to the poller; gives it back (`Some`) when the poller is
+    /// gone.
+    fn park(&self, parked: Parked) -> Option<Parked> {
+        let mut back = self.back.lock().unwrap_or_else(PoisonError::into_inner);
+        match back.as_mut() {
+            Some(list) => {
+                list.push(parked);
+                drop(back);
+                let _ = self.waker.wake();
+                None
+            }
+            None => Some(parked),
+        }
+    }
+}
 
 /// Serves `server` on `listener` until `shutdown` turns true and the drain is over.
 ///
-/// Spawns [`Options::workers`] threads (at least one). Errors: only from configuring the
-/// listener; accept errors are survived with a short pause.
+/// Spawns [`Options::workers`] threads (at least one); the poller runs on the calling
+/// thread. Errors: only from configuring the listener and the poller; accept errors are
+/// survived (retried on the next turn).
 pub fn serve<D: Dispatch + 'static>(
     listener: TcpListener,
     server: Arc<Server<D>>,
@@ -81,78 +136,42 @@ pub fn serve<D: Dispatch + 'static>(
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let workers = opts.workers.max(1);
-    let (tx, rx) = sync_channel::<Job>(workers);
-    let pool = Arc::new(Pool {
+    let poll = mio::Poll::new()?;
+    let waker = mio::Waker::new(poll.registry(), poller::WAKER)?;
+    let shared = Arc::new(Shared {
         service: Service::new(server, opts, observer),
-        jobs: Mutex::new(rx),
-        workers,
-        waiting: AtomicUsize::new(0),
+        jobs: Mutex::default(),
+        job_ready: Condvar::new(),
+        back: Mutex::new(Some(Vec::new())),
+        waker,
         busy: AtomicUsize::new(0),
-        evicting: AtomicUsize::new(0),
         lingering: Arc::new(AtomicUsize::new(0)),
     });
     let mut handles = Vec::with_capacity(workers);
     for i in 0..workers {
-        let pool = Arc::clone(&pool);
+        let shared = Arc::clone(&shared);
         let handle = thread::Builder::new()
             .name(format!("dunning-worker-{i}"))
-            .spawn(move || worker(&pool))?;
+            .spawn(move || worker(&shared))?;
         handles.push(handle);
     }
-    accept_loop(&listener, &pool, &tx, &shutdown);
-    drop(listener);
-    pool.service.begin_drain();
-    drop(tx);
-    let deadline = Instant::now() + pool.service.options().drain_timeout;
-    while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
+    let drain_deadline = poller::run(poll, listener, &shared, &shutdown)?;
+    // Connections handed back from now on are closed by their worker.
+    let left = shared
+        .back
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    drop(left);
+    shared.jobs().closed = true;
+    shared.job_ready.notify_all();
+    while handles.iter().any(|h| !h.is_finished()) && Instant::now() < drain_deadline {
         thread::sleep(Duration::from_millis(5));
     }
     for h in handles.into_iter().filter(|h| h.is_finished()) {
         let _ = h.join();
     }
     Ok(())
-}
-
-/// Accepts until the shutdown flag turns true.
-fn accept_loop<D: Dispatch>(
-    listener: &TcpListener,
-    pool: &Pool<D>,
-    tx: &SyncSender<Job>,
-    shutdown: &AtomicBool,
-) {
-    let refusing = Arc::new(AtomicUsize::new(0));
-    while !shutdown.load(Ordering::Acquire) {
-        let (stream, peer) = match listener.accept() {
-            Ok(accepted) => accepted,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => {
-                // WouldBlock (nothing to accept) or a transient error (EMFILE, ...).
-                thread::sleep(Duration::from_millis(1));
-                continue;
-            }
-        };
-        let refused = match pool.service.open_connection_from(peer.ip()) {
-            None => Some(stream),
-            Some(slot) => {
-                pool.waiting.fetch_add(1, Ordering::AcqRel);
-                match tx.try_send((stream, slot)) {
-                    Ok(()) => None,
-                    Err(
-                        TrySendError::Full((stream, slot))
-                        | TrySendError::Disconnected((stream, slot)),
-                    ) => {
-                        pool.waiting.fetch_sub(1, Ordering::AcqRel);
-                        drop(slot);
-                        Some(stream)
-                    }
-                }
-            }
-        };
-        if let Some(stream) = refused {
-            pool.service.refused();
-            refuse(stream, &refusing);
-        }
-    }
 }
 
 /// Answers a connection over the cap with [`CAP_RESPONSE`], then closes it lingering on a
@@ -187,108 +206,114 @@ fn linger_aside(mut stream: TcpStream, count: &Arc<AtomicUsize>) {
     }
 }
 
-/// A worker thread: takes connections until the queue is closed and empty.
-fn worker<D: Dispatch>(pool: &Pool<D>) {
+/// A worker thread: takes ready connections until the queue is closed and empty.
+fn worker<D: Dispatch>(shared: &Shared<D>) {
     loop {
-        let job = match pool.jobs.lock() {
-            Ok(rx) => rx.recv_timeout(TICK),
-            Err(_) => return,
-        };
-        match job {
-            Ok((stream, mut slot)) => {
-                pool.busy.fetch_add(1, Ordering::AcqRel);
-                pool.waiting.fetch_sub(1, Ordering::AcqRel);
-                let mut evicted = false;
-                let ticket = slot.take_ticket();
-                let reason = serve_connection(pool, stream, ticket, &mut evicted);
-                pool.busy.fetch_sub(1, Ordering::AcqRel);
-                if evicted {
-                    pool.evicting.fetch_sub(1, Ordering::AcqRel);
+        let job = {
+            let mut jobs = shared.jobs();
+            loop {
+                if let Some(job) = jobs.queue.pop_front() {
+                    break job;
                 }
-                slot.set_reason(reason);
+                if jobs.closed {
+                    return;
+                }
+                jobs = match shared.job_ready.wait_timeout(jobs, TICK) {
+                    Ok((guard, _)) => guard,
+                    Err(poisoned) => poisoned.into_inner().0,
+                };
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        shared.busy.fetch_add(1, Ordering::AcqRel);
+        serve_parked(shared, job);
+        shared.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What became of a connection on a worker.
+enum Step {
+    /// It waits for its next request: back to the poller.
+    Park,
+    /// It ended this way; `true` for a lingering close.
+    End(CloseReason, bool),
+}
+
+/// Serves one ready connection until it ends or only waits for its next request.
+fn serve_parked<D: Dispatch>(shared: &Shared<D>, mut p: Parked) {
+    if p.stream.set_nonblocking(false).is_err() || p.stream.set_read_timeout(Some(TICK)).is_err() {
+        p.slot.set_reason(CloseReason::Io);
+        return;
+    }
+    let step = work(shared, &mut p.stream, &mut p.conn);
+    let (reason, lingers) = match step {
+        Step::Park => {
+            if p.stream.set_nonblocking(true).is_ok() {
+                match shared.park(p) {
+                    None => return,
+                    Some(back) => p = back,
+                }
+            }
+            (CloseReason::Drain, false)
         }
+        Step::End(reason, lingers) => (reason, lingers),
+    };
+    p.slot.set_reason(reason);
+    let Parked { stream, conn, slot } = p;
+    // The connection's place under the caps goes back before the lingering close.
+    drop(conn);
+    drop(slot);
+    if !lingers {
+        return;
+    }
+    // The lingering close (up to LINGER) happens off the worker when a thread can be had:
+    // a flood of requests refused at their head (401, then close) would otherwise hold
+    // every worker for LINGER each. Past MAX_REFUSING at once, the socket is closed at once.
+    if shared.lingering.fetch_add(1, Ordering::AcqRel) < MAX_REFUSING {
+        linger_aside(stream, &shared.lingering);
+    } else {
+        shared.lingering.fetch_sub(1, Ordering::AcqRel);
+        let _ = stream.shutdown(Shutdown::Write);
     }
 }
 
-/// Whether this worker should close its idle connection (idle since `since`) for one
-/// waiting in the queue: only when every worker is busy, and only as many workers as
-/// connections wait (a claim on `evicting`, released by the caller).
-fn evict<D>(pool: &Pool<D>, since: Instant) -> bool {
-    if since.elapsed() < EVICT_AFTER
-        || pool.busy.load(Ordering::Acquire) < pool.workers
-        || pool.waiting.load(Ordering::Acquire) <= pool.evicting.load(Ordering::Acquire)
-    {
-        return false;
-    }
-    if pool.evicting.fetch_add(1, Ordering::AcqRel) < pool.waiting.load(Ordering::Acquire) {
-        return true;
-    }
-    pool.evicting.fetch_sub(1, Ordering::AcqRel);
-    false
-}
-
-/// One connection, start to end; returns why it ended. `evicted` is set when it was closed
-/// for a waiting connection (holding a claim on `evicting`).
-fn serve_connection<D: Dispatch>(
-    pool: &Pool<D>,
-    mut stream: TcpStream,
-    ticket: Option<Ticket>,
-    evicted: &mut bool,
-) -> CloseReason {
-    let service = &pool.service;
-    if stream.set_nonblocking(false).is_err() || stream.set_read_timeout(Some(TICK)).is_err() {
-        return CloseReason::Io;
-    }
-    let _ = stream.set_nodelay(true);
-    let mut conn = Connection::new(service.options());
-    conn.set_ticket(ticket);
-    conn.set_peer(stream.peer_addr().ok().map(|a| a.ip()));
-    let mut buf = vec![0u8; 16 * 1024];
-    let reason = loop {
+/// The worker's loop of the crate docs.
+fn work<D: Dispatch>(shared: &Shared<D>, stream: &mut TcpStream, conn: &mut Connection) -> Step {
+    let service = &shared.service;
+    let mut buf = [0u8; 16 * 1024];
+    let mut waiting_since: Option<Instant> = None;
+    loop {
         let close = conn.answer_all(service);
-        if let Err(reason) = flush(&mut stream, &mut conn) {
-            return reason;
+        if let Err(reason) = flush(stream, conn) {
+            return Step::End(reason, false);
         }
         if close {
-            break conn.close_reason();
+            let reason = conn.close_reason();
+            return Step::End(reason, reason != CloseReason::Evicted);
         }
         if conn.held() {
             continue; // requests wait behind the output just written: answer them first
         }
-        if let Some(since) = conn.idle_since() {
-            if service.draining() {
-                return CloseReason::Drain;
+        if conn.awaiting_request() {
+            if service.draining() && conn.is_idle() {
+                return Step::End(CloseReason::Drain, false);
             }
-            if evict(pool, since) {
-                *evicted = true;
-                return CloseReason::Drain;
+            let since = *waiting_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= HOLD || shared.waiting() > 0 {
+                return Step::Park;
             }
+        } else {
+            waiting_since = None;
         }
         if let Some(reason) = conn.expired(Instant::now()) {
-            return reason;
+            return Step::End(reason, false);
         }
         match stream.read(&mut buf) {
             Ok(0) => conn.received_eof(),
             Ok(n) => conn.received(&buf[..n], Instant::now()),
             Err(e) if timed_out(&e) => {}
-            Err(_) => return CloseReason::Io,
+            Err(_) => return Step::End(CloseReason::Io, false),
         }
-    };
-    // The lingering close (up to LINGER) happens off the worker when a thread can be had:
-    // a flood of requests refused at their head (401, then close) would otherwise hold
-    // every worker for LINGER each.
-    // Past that many, the socket is closed at once: lingering on the worker would let
-    // ~64 refused clients a second hold every worker, and everyone get 503.
-    if pool.lingering.fetch_add(1, Ordering::AcqRel) < MAX_REFUSING {
-        linger_aside(stream, &pool.lingering);
-    } else {
-        pool.lingering.fetch_sub(1, Ordering::AcqRel);
-        let _ = stream.shutdown(Shutdown::Write);
     }
-    reason
 }
 
 /// Writes everything pending; a write stalled past the idle timeout fails.

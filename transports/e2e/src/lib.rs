@@ -122,7 +122,7 @@ pub fn start<D: Dispatch + 'static>(
     opts: Options,
     observer: Arc<dyn Observer>,
 ) -> io::Result<Running> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let listener = listen()?;
     let addr = listener.local_addr()?;
     let name = format!("serve-{}", adapter.name());
     let (stop, thread) = match adapter {
@@ -166,6 +166,20 @@ pub fn start<D: Dispatch + 'static>(
         stop,
         thread: Some(thread),
     })
+}
+
+/// Pending connections the kernel queues before `accept`: the product's (a client
+/// opening thousands of connections in a row must not wait out SYN retransmissions).
+pub const LISTEN_BACKLOG: i32 = 1024;
+
+/// A listener on `127.0.0.1:0` with [`LISTEN_BACKLOG`].
+fn listen() -> io::Result<TcpListener> {
+    let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
 }
 
 /// A connected client socket with [`CLIENT_TIMEOUT`] on reads and writes, `TCP_NODELAY`.

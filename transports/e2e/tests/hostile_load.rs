@@ -4,8 +4,8 @@
 //!
 //! Every loop is bounded in count and time; every socket has a read timeout.
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread;
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use dunning_e2e::observe::Counts;
 use dunning_e2e::{
     Adapter, Running, body, connect, discover_request, header, read_response, read_to_close, start,
-    status,
+    status, tools_list_request,
 };
 use dunning_runtime::{CloseReason, Options};
 use dunning_tests::test_server;
@@ -422,4 +422,165 @@ fn lenient_http_is_refused_with_400() {
         }
         running.stop().unwrap();
     });
+}
+
+/// The head every slow client sends, and never finishes.
+const SLOW_HEAD: &[u8] = b"POST / HTTP/1.1\r\nHost: x\r\n";
+
+/// `127.0.0.n`.
+fn loopback(n: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, n))
+}
+
+/// A connection to `to` from `from` (a loopback address of its own), its reads and
+/// writes bounded by `limit`.
+fn connect_from(from: IpAddr, to: SocketAddr, limit: Duration) -> io::Result<TcpStream> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    s.bind(&SocketAddr::new(from, 0).into())?;
+    s.connect_timeout(&to.into(), Duration::from_secs(5))?;
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(limit))?;
+    s.set_write_timeout(Some(limit))?;
+    s.set_nodelay(true)?;
+    Ok(s)
+}
+
+/// `n` connections that each send [`SLOW_HEAD`] and stop, spread evenly over
+/// `127.0.0.1..=127.0.0.{addresses}`.
+fn slow_heads(to: SocketAddr, n: usize, addresses: u8) -> Vec<TcpStream> {
+    (0..n)
+        .map(|i| {
+            let from = loopback(1 + u8::try_from(i % usize::from(addresses)).unwrap());
+            let mut s = connect_from(from, to, Duration::from_secs(5)).unwrap();
+            s.write_all(SLOW_HEAD).unwrap();
+            s
+        })
+        .collect()
+}
+
+/// How many of `tries` `tools/list`, each on a new connection from `from`, are answered
+/// 200 within 4 s.
+fn served(to: SocketAddr, from: IpAddr, tries: usize) -> usize {
+    (0..tries)
+        .filter(|_| {
+            let Ok(mut s) = connect_from(from, to, Duration::from_secs(4)) else {
+                return false;
+            };
+            s.write_all(&tools_list_request()).is_ok()
+                && read_response(&mut s).ok().as_deref().and_then(status) == Some(200)
+        })
+        .count()
+}
+
+/// Raises this process's descriptor limit to hold `wanted` sockets; returns how many it
+/// may open (as root the hard limit is raised too; elsewhere the soft one up to it).
+fn descriptors(wanted: u64) -> u64 {
+    // Never lowered (tests run in parallel threads of one process).
+    if let Ok((soft, hard)) = rlimit::getrlimit(rlimit::Resource::NOFILE) {
+        if soft < wanted {
+            let _ = rlimit::setrlimit(rlimit::Resource::NOFILE, wanted, wanted.max(hard));
+        }
+    }
+    rlimit::increase_nofile_limit(wanted).unwrap_or(1024)
+}
+
+#[test]
+fn slow_heads_from_one_address_hold_no_worker() {
+    // 64, then 130, token-less connections from 127.0.0.1 send a head's first lines and
+    // stop (under the per-address cap of 256). On the blocking adapter each used to hold
+    // one of the 64 workers until its header deadline: an authenticated client from
+    // 127.0.0.2 got 2 of 7 answers. Now heads are read by the poller and a worker is
+    // taken only by a complete one; the others never held a place.
+    descriptors(4096);
+    each(|a| {
+        let (running, counts) = serve(a, Options::default());
+        for n in [64, 130] {
+            let heads = slow_heads(running.addr(), n, 1);
+            assert!(
+                counts.wait_until(Duration::from_secs(5), |c| c.open() >= n),
+                "{}: {} of {n} slow heads open",
+                a.name(),
+                counts.open()
+            );
+            let ok = served(running.addr(), loopback(2), 10);
+            assert!(
+                ok >= 9,
+                "{} under {n} slow heads: {ok} of 10 served",
+                a.name()
+            );
+            drop(heads);
+            assert!(counts.wait_until(Duration::from_secs(5), |c| c.open() == 0));
+        }
+        running.stop().unwrap();
+    });
+}
+
+#[test]
+fn slow_heads_filling_the_connection_cap_are_evicted_oldest_first() {
+    // 10,000 slow heads from 40 addresses (250 each, under the per-address cap) fill
+    // `max_connections`: everyone else used to get 503. Now a new connection at the cap
+    // takes the place of the oldest unauthenticated one still waiting for its head.
+    // Adapters one after the other: each holds 2 x 10,000 descriptors.
+    const WANTED: usize = 10_000;
+    let fds = descriptors(3 * WANTED as u64);
+    // Where the limit cannot be raised, the cap shrinks with the attack: it is still full.
+    let n = WANTED.min(usize::try_from(fds.saturating_sub(1000) / 2).unwrap_or(0));
+    assert!(n >= 1000, "only {fds} descriptors");
+    for a in Adapter::ALL {
+        // Heads reopened before their deadline are always there: here, a deadline
+        // longer than the test.
+        let opts = Options {
+            max_connections: n,
+            header_read_timeout: Duration::from_secs(60),
+            ..Options::default()
+        };
+        let (running, counts) = serve(a, opts);
+        let started = Instant::now();
+        let heads = slow_heads(running.addr(), n, 40);
+        assert!(
+            counts.wait_until(Duration::from_secs(10), |c| c.open() == n),
+            "{}: {} of {n} open",
+            a.name(),
+            counts.open()
+        );
+        let ok = served(running.addr(), loopback(41), 20);
+        assert!(ok >= 18, "{}: {ok} of 20 served at the cap", a.name());
+        assert!(
+            counts.wait_until(Duration::from_secs(2), |c| c.saw(CloseReason::Evicted)),
+            "{}: {:?} open {} refused {}",
+            a.name(),
+            counts
+                .reasons
+                .lock()
+                .unwrap()
+                .iter()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>(),
+            counts.open(),
+            counts.refused.load(Ordering::SeqCst)
+        );
+        assert_eq!(counts.refused.load(Ordering::SeqCst), 0, "{}", a.name());
+        // The evicted are the oldest: the first heads were closed, the last ones not.
+        let mut first = heads.into_iter();
+        let mut oldest = first.next().unwrap();
+        assert_eq!(read_to_close(&mut oldest).unwrap(), b"", "{}", a.name());
+        let mut newest = first.next_back().unwrap();
+        newest
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        assert!(
+            read_to_close(&mut newest).is_err(),
+            "{}: the newest head still waits",
+            a.name()
+        );
+        drop((first, oldest, newest));
+        assert!(
+            counts.wait_until(Duration::from_secs(10), |c| c.open() == 0),
+            "{}",
+            a.name()
+        );
+        running.stop().unwrap();
+        eprintln!("{}: {n} slow heads, {:?}", a.name(), started.elapsed());
+    }
 }

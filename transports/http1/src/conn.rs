@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use dunning_core::{Response, UnixTime};
 
 use crate::chunked::ChunkedDecoder;
-use crate::encode::{Framing, asks_close, encode_framed};
+use crate::encode::{Framing, asks_close, encode_framed, encode_head};
 use crate::head::{self, BodyKind, HeadScanner};
 use crate::{CodecError, Limits, OwnedRequest};
 
@@ -210,6 +210,21 @@ impl Conn {
     /// nothing. `resp.status` should be a final (≥ 200) status: whatever it is, it answers
     /// the request.
     pub fn encode_response(&mut self, resp: &Response, now: UnixTime, out: &mut Vec<u8>) {
+        if self.encode_response_head(resp, now, out) {
+            out.extend_from_slice(&resp.body);
+        }
+    }
+
+    /// [`Conn::encode_response`] without the body: appends the status line and header
+    /// section only, and returns whether `resp.body` must follow them on the wire (the
+    /// caller writes it from where it is, without a copy); false for `HEAD`, `204`, `304`,
+    /// and when no request awaits a response.
+    pub fn encode_response_head(
+        &mut self,
+        resp: &Response,
+        now: UnixTime,
+        out: &mut Vec<u8>,
+    ) -> bool {
         self.now = Some(now);
         let State::Awaiting {
             keep_alive,
@@ -217,7 +232,7 @@ impl Conn {
             head,
         } = self.state
         else {
-            return;
+            return false;
         };
         let close =
             !keep_alive || self.overflow || asks_close(resp) || (self.eof && self.input.len() == 0);
@@ -226,13 +241,14 @@ impl Conn {
             announce_keep_alive: !close && version == 0,
             head,
         };
-        encode_framed(resp, Some(now), framing, out);
+        let with_body = encode_head(resp, Some(now), framing, out);
         if close {
             self.close();
         } else {
             self.state = State::Head(HeadScanner::default());
             self.progress();
         }
+        with_body
     }
 
     /// True once the connection must be closed after the pending writes (`Close` queued).
@@ -248,6 +264,13 @@ impl Conn {
                 self.state,
                 State::Awaiting { .. } | State::Gate { .. } | State::Closed
             )
+    }
+
+    /// Whether [`Conn::poll_output`] has something: a head or request complete, bytes of
+    /// the codec's own to write, or the close. An adapter that reads heads apart from
+    /// answering them (the blocking adapter's poller) hands the connection over then.
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
     }
 
     /// The framing error that closed the connection, if any (for logging).

@@ -47,6 +47,19 @@ pub(crate) fn encode_framed(
     framing: Framing,
     out: &mut Vec<u8>,
 ) {
+    if encode_head(resp, date, framing, out) {
+        out.extend_from_slice(&resp.body);
+    }
+}
+
+/// Encodes the status line and header section of `resp` (up to its blank line); returns
+/// whether its body follows on the wire (not for `HEAD`, `204`, `304`, `1xx`).
+pub(crate) fn encode_head(
+    resp: &Response,
+    date: Option<UnixTime>,
+    framing: Framing,
+    out: &mut Vec<u8>,
+) -> bool {
     let status = resp.status;
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
@@ -76,9 +89,7 @@ pub(crate) fn encode_framed(
         out.extend_from_slice(b"Connection: keep-alive\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    if with_body {
-        out.extend_from_slice(&resp.body);
-    }
+    with_body
 }
 
 fn is_framing_header(name: &http::HeaderName) -> bool {

@@ -13,7 +13,10 @@
 //!                           answering every request (and deciding every head) inline,
 //!                           no more than Options::max_pending_output ahead of the
 //!                           peer; Close -> lingering close
-//!     every TICK         -> sweep deadlines (header/idle timeouts); when draining, close idle
+//!     every TICK         -> sweep deadlines (header/idle timeouts, evictions: at the
+//!                           connection cap the oldest unauthenticated connection waiting
+//!                           for a head gives its place to the new one); when draining,
+//!                           close idle
 //! }
 //! ```
 //!
@@ -271,7 +274,9 @@ fn accept<D: Dispatch>(
             continue; // the slot is dropped: uncounted
         }
         let mut conn = Connection::new(service.options());
-        conn.set_ticket(slot.as_mut().and_then(ConnectionSlot::take_ticket));
+        if let Some(slot) = slot.as_mut() {
+            conn.enrol(slot);
+        }
         conn.set_peer(Some(peer.ip()));
         *next_id += 1;
         entry.insert(Entry {
@@ -374,7 +379,7 @@ fn apply(conns: &mut Slab<Entry>, ready: &mut VecDeque<usize>, done: Done) {
         return; // closed meanwhile (deadline, drain timeout): the answer is dropped
     };
     match done.answer {
-        Answer::Response(resp) => entry.conn.respond(&resp),
+        Answer::Response(resp) => entry.conn.respond(resp),
         Answer::Admission(head, admission) => entry.conn.admit(head, admission),
     }
     entry.busy = false;

@@ -1,6 +1,7 @@
 //! [`Connection`]: one TCP connection's codec, pending output and deadlines — everything
 //! an adapter keeps per connection except the socket.
 
+use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,10 +12,10 @@ use dunning_http1::{Conn, Output, OwnedRequest};
 
 use crate::budget::Lease;
 use crate::env::EnvSource;
+use crate::evict::Standing;
 use crate::observer::CloseReason;
 use crate::options::Options;
-use crate::service::Service;
-use crate::service::Ticket;
+use crate::service::{ConnectionSlot, Service, Ticket};
 
 /// What the adapter does next, from [`Connection::poll`].
 #[derive(Debug)]
@@ -96,9 +97,10 @@ impl HeadEnd {
     }
 }
 
-/// Output buffers larger than this are released once written, so an idle connection holds
-/// almost nothing.
-const KEEP_OUTPUT: usize = 4096;
+/// Answers smaller than this are appended to the previous one still unsent (one write for
+/// many small pipelined answers); larger ones get a buffer of their own, sized once, and
+/// released as soon as it is written (no buffer doubling, no copy of what remains).
+const COALESCE: usize = 16 * 1024;
 
 /// One connection: the codec ([`dunning_http1::Conn`]), the bytes waiting to be written,
 /// and the deadlines of [`Options`]. Holds no socket: the adapter reads into
@@ -114,13 +116,25 @@ const KEEP_OUTPUT: usize = 4096;
 /// more arrive (a small, bounded leniency).
 ///
 /// Memory: no body byte is read before its head was admitted (see [`Next::Head`]); an
-/// admitted body holds a lease on the service's [`Options::max_body_buffer`]; and no
-/// further pipelined request is answered while more than [`Options::max_pending_output`]
-/// bytes wait to be written ([`Connection::held`]).
+/// admitted body holds a lease on the service's [`Options::max_body_buffer`]; no
+/// further pipelined request is answered (nor input read) while
+/// [`Options::max_pending_output`] bytes or more wait to be written
+/// ([`Connection::held`]); and each answer's buffer is freed once it is written.
+///
+/// Eviction ([`Connection::enrol`]): while it has not authenticated and waits for a head,
+/// the connection may be evicted for a new one at the connection cap; it then closes.
 pub struct Connection {
     codec: Conn,
     env: Arc<dyn EnvSource>,
-    out: Vec<u8>,
+    /// Unsent answers, in order; the first one is written from `written` on.
+    out: VecDeque<Vec<u8>>,
+    written: usize,
+    /// Bytes of `out` not written yet.
+    pending: usize,
+    /// Its standing in the eviction queue, until it authenticates.
+    standing: Option<Arc<Standing>>,
+    /// Whether it last asked to be in that queue.
+    queued: bool,
     /// This connection's lease on the service's body budget (while a body is read and
     /// until its request is answered).
     lease: Option<Lease>,
@@ -147,7 +161,11 @@ impl Connection {
         Self {
             codec: Conn::new(opts.limits),
             env: Arc::clone(&opts.env),
-            out: Vec::new(),
+            out: VecDeque::new(),
+            written: 0,
+            pending: 0,
+            standing: None,
+            queued: false,
             lease: None,
             ticket: None,
             peer: None,
@@ -188,6 +206,7 @@ impl Connection {
                 self.codec.refuse(&crate::service::unavailable());
             }
         }
+        self.settle();
     }
 
     /// The phase after head bytes: still the head, or the body from `now` on.
@@ -202,33 +221,94 @@ impl Connection {
     /// The peer closed its sending half. Requests already complete are still answered.
     pub fn received_eof(&mut self) {
         self.codec.handle_eof();
+        self.settle();
+    }
+
+    /// Whether a worker has something to do: a head or request is complete, the codec
+    /// has bytes of its own to write or closes, answers wait to be written, or the
+    /// connection was evicted. A connection that is not ready only waits for input (a
+    /// head still arriving, or nothing): it needs no thread (the blocking adapter's
+    /// poller reads it until it is ready).
+    pub fn ready(&self) -> bool {
+        self.closing || self.pending > 0 || self.codec.has_output() || self.evicted()
+    }
+
+    /// Whether the connection waits for a request (idle, or a head still arriving) with
+    /// nothing to write: it may be handed back to a poller.
+    pub fn awaiting_request(&self) -> bool {
+        matches!(self.phase, Phase::Idle(_) | Phase::Head(..)) && !self.ready()
+    }
+
+    /// Takes the connection's place from its slot ([`crate::Service::open_connection_from`]):
+    /// its count as unauthenticated for its address ([`Connection::set_ticket`]) and its
+    /// standing in the eviction queue, entered at once (it waits for its first head).
+    pub fn enrol(&mut self, slot: &mut ConnectionSlot) {
+        self.ticket = slot.take_ticket();
+        self.standing = slot.standing();
+        self.settle();
+    }
+
+    /// Whether the connection was evicted for a new one at the connection cap
+    /// ([`crate::CloseReason::Evicted`]): close it without a word.
+    pub fn evicted(&self) -> bool {
+        self.standing.as_ref().is_some_and(|s| s.is_evicted())
+    }
+
+    /// Its standing in the eviction queue, for an async adapter to await
+    /// [`Standing::evicted`] (`None` once authenticated, or when never enrolled).
+    pub fn standing(&self) -> Option<&Arc<Standing>> {
+        self.standing.as_ref()
+    }
+
+    /// Enters or leaves the eviction queue as the connection's state says: in it while it
+    /// waits for a head (idle or a head arriving) with nothing to answer or write, and
+    /// has not authenticated.
+    fn settle(&mut self) {
+        let Some(standing) = &self.standing else {
+            return;
+        };
+        let waiting = matches!(self.phase, Phase::Idle(_) | Phase::Head(..))
+            && !self.closing
+            && self.pending == 0
+            && !self.codec.has_output()
+            && !standing.is_evicted();
+        if waiting != self.queued {
+            standing.set_waiting(waiting);
+            self.queued = waiting;
+        }
     }
 
     /// The next thing to do. Call until it returns [`Next::Read`] or [`Next::Close`],
     /// answering each [`Next::Request`] with [`Connection::respond`] before polling again.
     pub fn poll(&mut self) -> Next {
+        if self.evicted() {
+            self.closing = true;
+        }
         if self.closing {
             return Next::Close;
         }
         loop {
             // Backpressure: a peer that pipelines requests without reading the answers
             // gets no more answers (and no more reads) past the output bound.
-            self.held = self.out.len() >= self.max_output;
+            self.held = self.pending >= self.max_output;
             if self.held {
                 return Next::Read;
             }
             let Some(out) = self.codec.poll_output() else {
+                self.settle();
                 return Next::Read;
             };
             match out {
-                Output::Transmit(bytes) => self.queue(&bytes),
+                Output::Transmit(bytes) => self.queue(bytes, Instant::now()),
                 Output::Request(mut req) => {
                     self.phase = Phase::Handling;
+                    self.settle();
                     req.set_peer(self.peer);
                     return Next::Request(req);
                 }
                 Output::Head(req) => {
                     self.phase = Phase::Handling;
+                    self.settle();
                     return Next::Head(req);
                 }
                 Output::Close => {
@@ -254,8 +334,8 @@ impl Connection {
         self.peer = peer;
     }
 
-    /// Whether requests wait behind more than [`Options::max_pending_output`] unsent
-    /// bytes: after [`Next::Read`], write the output and poll again before reading.
+    /// Whether requests wait behind [`Options::max_pending_output`] unsent bytes or more:
+    /// after [`Next::Read`], write the output and poll again before reading.
     pub fn held(&self) -> bool {
         self.held
     }
@@ -276,22 +356,40 @@ impl Connection {
                 self.codec.refuse(&resp);
             }
         }
+        self.settle();
     }
 
     /// Encodes the core's answer to the request last polled (framing and `Date` by the
     /// codec, the clock from [`Options::env`]).
-    pub fn respond(&mut self, resp: &Response) {
+    ///
+    /// The body is queued as it is, not copied: a large answer costs its own size once.
+    pub fn respond(&mut self, resp: Response) {
         let now = Instant::now();
-        if self.out.is_empty() {
-            self.write_since = Some(now);
+        let fields: usize = resp
+            .headers
+            .iter()
+            .map(|(n, v)| n.as_str().len() + v.len() + 4)
+            .sum();
+        let mut head = Vec::with_capacity(fields + 160);
+        let with_body = self
+            .codec
+            .encode_response_head(&resp, self.env.now(), &mut head);
+        let authenticated = resp.log.organization.is_some();
+        self.queue(head, now);
+        if with_body {
+            self.queue(resp.body, now);
         }
-        self.codec
-            .encode_response(resp, self.env.now(), &mut self.out);
         self.phase = Phase::Idle(now);
         self.lease = None;
-        if resp.log.organization.is_some() {
-            self.ticket = None; // the core authenticated the caller
+        if authenticated {
+            // The core authenticated the caller: no longer counted, never evicted.
+            self.ticket = None;
+            if let Some(standing) = self.standing.take() {
+                standing.set_waiting(false);
+            }
+            self.queued = false;
         }
+        self.settle();
     }
 
     /// Answers every request the codec yields, calling the core inline through `service`.
@@ -301,7 +399,7 @@ impl Connection {
             match self.poll() {
                 Next::Request(req) => {
                     let resp = service.handle(&req);
-                    self.respond(&resp);
+                    self.respond(resp);
                 }
                 Next::Head(head) => {
                     let admission = service.check_head(&head);
@@ -313,30 +411,56 @@ impl Connection {
         }
     }
 
-    fn queue(&mut self, bytes: &[u8]) {
-        if self.out.is_empty() {
-            self.write_since = Some(Instant::now());
+    /// Queues `bytes` to be written after what is already queued.
+    fn queue(&mut self, bytes: Vec<u8>, now: Instant) {
+        if bytes.is_empty() {
+            return;
         }
-        self.out.extend_from_slice(bytes);
+        if self.pending == 0 {
+            self.write_since = Some(now);
+        }
+        self.pending += bytes.len();
+        match self.out.back_mut() {
+            Some(last) if last.len() + bytes.len() <= COALESCE => last.extend_from_slice(&bytes),
+            _ => self.out.push_back(bytes),
+        }
     }
 
-    /// Bytes waiting to be written, in order.
+    /// The next bytes to write: a prefix of everything waiting, in order (write it, call
+    /// [`Connection::consume_output`], and repeat until it is empty).
     pub fn output(&self) -> &[u8] {
-        &self.out
+        self.out
+            .front()
+            .and_then(|first| first.get(self.written..))
+            .unwrap_or_default()
+    }
+
+    /// Bytes waiting to be written, in all ([`Connection::output`] is their first part).
+    pub fn pending(&self) -> usize {
+        self.pending
     }
 
     /// `n` bytes of [`Connection::output`] were written at `now`.
     pub fn consume_output(&mut self, n: usize, now: Instant) {
-        let n = n.min(self.out.len());
+        let n = n.min(self.output().len());
         if n == 0 {
             return;
         }
-        self.out.drain(..n);
-        if self.out.is_empty() {
+        self.written += n;
+        self.pending -= n;
+        if self
+            .out
+            .front()
+            .is_some_and(|first| self.written >= first.len())
+        {
+            // Written: its buffer goes back at once.
+            self.out.pop_front();
+            self.written = 0;
+        }
+        if self.pending == 0 {
             self.write_since = None;
-            if self.out.capacity() > KEEP_OUTPUT {
-                self.out = Vec::new();
-            }
+            self.out = VecDeque::new();
+            self.settle();
         } else {
             self.write_since = Some(now);
         }
@@ -345,6 +469,9 @@ impl Connection {
     /// When the connection must be cut if nothing happens before (`None` while a request is
     /// with the core).
     pub fn deadline(&self) -> Option<Instant> {
+        if self.evicted() {
+            return Some(Instant::now());
+        }
         if let Some(since) = self.write_since {
             return Some(since + self.idle_timeout);
         }
@@ -374,6 +501,9 @@ impl Connection {
 
     /// `Some(reason)` when the deadline has passed at `now`: close without another word.
     pub fn expired(&self, now: Instant) -> Option<CloseReason> {
+        if self.evicted() {
+            return Some(CloseReason::Evicted);
+        }
         let deadline = self.deadline()?;
         if now < deadline {
             return None;
@@ -387,7 +517,7 @@ impl Connection {
 
     /// Between requests with nothing to write: safe to close when draining.
     pub fn is_idle(&self) -> bool {
-        matches!(self.phase, Phase::Idle(_)) && self.out.is_empty() && !self.closing
+        matches!(self.phase, Phase::Idle(_)) && self.pending == 0 && !self.closing
     }
 
     /// Since when the connection is idle, when [`Connection::is_idle`].
@@ -401,10 +531,21 @@ impl Connection {
     /// Why the connection closes once [`Next::Close`] was polled: [`CloseReason::Codec`]
     /// after a framing error, else [`CloseReason::Done`].
     pub fn close_reason(&self) -> CloseReason {
-        if self.codec.error().is_some() {
+        if self.evicted() {
+            CloseReason::Evicted
+        } else if self.codec.error().is_some() {
             CloseReason::Codec
         } else {
             CloseReason::Done
+        }
+    }
+}
+
+impl Drop for Connection {
+    /// A connection that ends leaves the eviction queue (its slot may outlive it).
+    fn drop(&mut self) {
+        if let Some(standing) = &self.standing {
+            standing.set_waiting(false);
         }
     }
 }
@@ -413,7 +554,7 @@ impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
             .field("phase", &self.phase)
-            .field("pending", &self.out.len())
+            .field("pending", &self.pending)
             .field("closing", &self.closing)
             .field("held", &self.held)
             .field("leased", &self.lease.is_some())

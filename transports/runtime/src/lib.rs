@@ -25,7 +25,10 @@
 //! * Hostile load ([`Options`]): header, body (total and minimum rate) and idle deadlines;
 //!   caps on connections, on unauthenticated connections per address
 //!   ([`Service::open_connection_from`]), on body bytes in flight (`503` past it) and on
-//!   unsent output per connection ([`Connection::held`]).
+//!   unsent output per connection ([`Connection::held`]); at the connection cap, the
+//!   oldest unauthenticated connection waiting for a head is evicted for the new one
+//!   ([`Standing`]); [`Connection::ready`] tells whether a connection needs a thread at
+//!   all, or only waits for input.
 //! * [`CAP_RESPONSE`]: the `503` written to a connection refused over
 //!   [`Options::max_connections`].
 //!
@@ -37,17 +40,22 @@
 //! # use std::io::{Read, Write};
 //! # use dunning_runtime::{Connection, Service, CloseReason};
 //! # fn run<D: dunning_core::dispatch::Dispatch>(service: &Service<D>, mut sock: std::net::TcpStream) {
-//! let Some(mut slot) = service.open_connection() else {
+//! let peer = sock.peer_addr().unwrap().ip();
+//! let Some(mut slot) = service.open_connection_from(peer) else {
 //!     let _ = sock.write_all(dunning_runtime::CAP_RESPONSE); // over the cap
 //!     return;
 //! };
 //! let mut conn = Connection::new(service.options());
+//! conn.enrol(&mut slot); // per-address count, eviction queue
 //! let mut buf = [0u8; 16 * 1024];
 //! loop {
 //!     let close = conn.answer_all(service); // core called inline for each request
-//!     if sock.write_all(conn.output()).is_err() { break; }
-//!     conn.consume_output(conn.output().len(), std::time::Instant::now());
+//!     while !conn.output().is_empty() {
+//!         if sock.write_all(conn.output()).is_err() { return; }
+//!         conn.consume_output(conn.output().len(), std::time::Instant::now());
+//!     }
 //!     if close { break; }
+//!     if conn.held() { continue; } // more answers wait behind those just written
 //!     // (a real adapter bounds this read by `conn.deadline()`)
 //!     match sock.read(&mut buf) {
 //!         Ok(0) => conn.received_eof(),
@@ -65,6 +73,7 @@
 mod budget;
 mod connection;
 mod env;
+mod evict;
 mod observer;
 mod options;
 mod service;
@@ -72,6 +81,7 @@ mod service;
 pub use budget::Lease;
 pub use connection::{Admission, Connection, Next};
 pub use env::{EnvSource, FixedEnv, SystemClock, SystemEnv, request_id};
+pub use evict::{Evicted, Standing};
 pub use observer::{CloseReason, NoopObserver, Observer};
 pub use options::Options;
 pub use service::{ConnectionSlot, Service, Ticket};

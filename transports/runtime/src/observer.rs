@@ -24,6 +24,10 @@ pub enum CloseReason {
     /// Closed while idle because the server is draining (or, in the blocking adapter,
     /// because accepted connections wait for its worker).
     Drain,
+    /// The connection had not authenticated and was waiting for a request head when a new
+    /// connection found [`Options::max_connections`](crate::Options) reached: it gave its
+    /// place to it, the oldest such connection first.
+    Evicted,
     /// A socket error (reset, broken pipe, ...).
     Io,
     /// The adapter stopped before the connection finished (drain timeout).

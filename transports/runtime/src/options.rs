@@ -38,8 +38,12 @@ pub struct Options {
     /// it. Default 256 (behind a proxy every client shares its address: raise it, or
     /// cap at the proxy).
     pub max_unauthenticated_per_ip: usize,
-    /// Most response bytes a connection keeps unsent: past it, no further pipelined request
-    /// is answered (nor more input read) until the peer has read some. Default 1 MiB.
+    /// Most response bytes a connection keeps unsent: from there on, no further pipelined
+    /// request is answered (nor more input read) until they are written, i.e. until the
+    /// peer has read enough for the socket to take them. One answer may cross it (it is
+    /// never cut), so a connection holds at most this plus one answer. Default 64 KiB:
+    /// the socket's own buffers do the pipelining; this only batches small answers into
+    /// fewer writes.
     pub max_pending_output: usize,
     /// Most connections served at once; one more is answered [`crate::CAP_RESPONSE`] and
     /// closed. Default 10,000.
@@ -67,7 +71,7 @@ impl Default for Options {
             body_read_timeout: Duration::from_secs(30),
             min_body_rate: 1024,
             max_body_buffer: 128 * 1024 * 1024,
-            max_pending_output: 1024 * 1024,
+            max_pending_output: 64 * 1024,
             max_unauthenticated_per_ip: 256,
             max_connections: 10_000,
             max_in_flight: 256,

@@ -14,6 +14,7 @@ use http::{HeaderName, HeaderValue, StatusCode, header};
 
 use crate::budget::Budget;
 use crate::connection::Admission;
+use crate::evict::{Queue, Standing};
 use crate::observer::{CloseReason, Observer};
 use crate::options::Options;
 
@@ -36,6 +37,9 @@ pub struct Service<D> {
     budget: Arc<Budget>,
     /// Connections per peer address that have not authenticated yet.
     unauthenticated: Arc<PerIp>,
+    /// Unauthenticated connections waiting for a head, oldest first: evicted, oldest
+    /// first, when a new connection finds the connection cap reached.
+    evictable: Arc<Queue>,
     /// [`Server::may_block`], asked once: it does not change while serving.
     may_block: bool,
 }
@@ -47,6 +51,7 @@ impl<D: Dispatch> Service<D> {
             may_block: server.may_block(),
             budget: Budget::new(opts.max_body_buffer),
             unauthenticated: Arc::default(),
+            evictable: Arc::default(),
             server,
             opts,
             observer,
@@ -94,30 +99,49 @@ impl<D: Dispatch> Service<D> {
                 (n < max).then_some(n + 1)
             })
             .ok()?;
+        Some(self.slot())
+    }
+
+    /// A slot for a connection already counted.
+    fn slot(&self) -> ConnectionSlot {
         self.observer.connection_opened();
-        Some(ConnectionSlot {
+        ConnectionSlot {
             gauges: Arc::clone(&self.gauges),
             observer: Arc::clone(&self.observer),
             reason: CloseReason::Done,
             ticket: None,
-        })
+            standing: None,
+        }
     }
 
     /// [`Service::open_connection`] for a connection from `peer`, which also counts as
     /// unauthenticated until one of its requests authenticates
-    /// ([`Options::max_unauthenticated_per_ip`]; `None` over either cap: refuse it as over
-    /// the connection cap). Hand [`ConnectionSlot::take_ticket`] to the
-    /// [`crate::Connection`] ([`crate::Connection::set_ticket`]), which gives it back
-    /// once a request of it passes authentication.
+    /// ([`Options::max_unauthenticated_per_ip`]; `None` over it: refuse it as over the
+    /// connection cap). At the connection cap, the oldest connection that has not
+    /// authenticated and waits for a head is evicted and this one takes its place
+    /// (`None` when there is none). Hand the slot to the [`crate::Connection`]
+    /// ([`crate::Connection::enrol`]): it gives the per-address count back once a request
+    /// of it passes authentication, and enters the eviction queue while it waits.
     #[must_use]
     pub fn open_connection_from(&self, peer: IpAddr) -> Option<ConnectionSlot> {
         let ticket = match self.opts.max_unauthenticated_per_ip {
             0 => None,
             max => Some(self.unauthenticated.take(peer, max)?),
         };
-        let mut slot = self.open_connection()?;
+        let mut slot = match self.open_connection() {
+            Some(slot) => slot,
+            // The evicted connection's place under the cap is this one's now.
+            None if self.evictable.evict_oldest() => self.slot(),
+            None => return None,
+        };
         slot.ticket = ticket;
+        slot.standing = Some(Standing::new(&self.evictable));
         Some(slot)
+    }
+
+    /// Connections that could be evicted now (unauthenticated, waiting for a head).
+    pub fn evictable(&self) -> usize {
+        self.evictable.len()
     }
 
     /// Reports a connection refused over the cap.
@@ -330,12 +354,19 @@ pub struct ConnectionSlot {
     observer: Arc<dyn Observer>,
     reason: CloseReason,
     ticket: Option<Ticket>,
+    /// Its standing in the eviction queue (connections opened with a peer address).
+    standing: Option<Arc<Standing>>,
 }
 
 impl ConnectionSlot {
     /// The connection's count as unauthenticated, for its [`crate::Connection`].
     pub fn take_ticket(&mut self) -> Option<Ticket> {
         self.ticket.take()
+    }
+
+    /// Its standing in the eviction queue, for its [`crate::Connection`].
+    pub(crate) fn standing(&self) -> Option<Arc<Standing>> {
+        self.standing.clone()
     }
 
     /// Records why the connection ends (default [`CloseReason::Done`]).
@@ -346,7 +377,12 @@ impl ConnectionSlot {
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        self.gauges.connections.fetch_sub(1, Ordering::AcqRel);
+        // An evicted connection's place went to the one that evicted it.
+        if self.standing.as_ref().is_some_and(|s| s.close()) {
+            self.reason = CloseReason::Evicted;
+        } else {
+            self.gauges.connections.fetch_sub(1, Ordering::AcqRel);
+        }
         self.observer.connection_closed(self.reason);
     }
 }

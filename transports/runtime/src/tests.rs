@@ -79,7 +79,7 @@ fn header_deadline_then_body_deadline() {
     };
     assert_eq!(req.body(), b"abcde");
     assert_eq!(c.deadline(), None);
-    c.respond(&Response::empty(StatusCode::NO_CONTENT));
+    c.respond(Response::empty(StatusCode::NO_CONTENT));
     assert!(c.output().starts_with(b"HTTP/1.1 204 No Content\r\n"));
     assert!(!c.is_idle());
     let n = c.output().len();
@@ -165,7 +165,7 @@ fn answers_are_held_back_past_the_output_bound() {
         match c.poll() {
             Next::Request(_) => {
                 answered += 1;
-                c.respond(&big);
+                c.respond(big.clone());
             }
             Next::Read => break,
             other => panic!("{other:?}"),
@@ -215,4 +215,75 @@ fn framing_error_is_transmitted_then_closed() {
     assert!(c.output().starts_with(b"HTTP/1.1 400 "));
     assert_eq!(c.close_reason(), CloseReason::Codec);
     assert!(matches!(c.poll(), Next::Close));
+}
+
+/// A service over the test domain with `max_connections` 2.
+fn capped() -> crate::Service<dunning_tests::TestDomain> {
+    let opts = Options {
+        max_connections: 2,
+        ..opts()
+    };
+    crate::Service::new(
+        Arc::new(dunning_tests::test_server()),
+        opts,
+        Arc::new(crate::NoopObserver),
+    )
+}
+
+/// A connection opened on `service` from 127.0.0.1, enrolled.
+fn open(
+    service: &crate::Service<dunning_tests::TestDomain>,
+) -> Option<(Connection, crate::ConnectionSlot)> {
+    let mut slot = service.open_connection_from([127, 0, 0, 1].into())?;
+    let mut c = Connection::new(service.options());
+    c.enrol(&mut slot);
+    Some((c, slot))
+}
+
+#[test]
+fn at_the_cap_the_oldest_unauthenticated_head_waiter_gives_its_place() {
+    let service = capped();
+    let (mut old, old_slot) = open(&service).unwrap();
+    old.received(b"POST / HTTP/1.1\r\nHost: x\r\n", Instant::now());
+    let (young, _young_slot) = open(&service).unwrap();
+    assert_eq!(service.evictable(), 2);
+    // The third takes the oldest's place: still two counted.
+    let (_third, _third_slot) = open(&service).expect("the oldest is evicted");
+    assert!(old.evicted() && !young.evicted());
+    assert_eq!(old.expired(Instant::now()), Some(CloseReason::Evicted));
+    assert!(matches!(old.poll(), Next::Close));
+    assert!(old.output().is_empty(), "closed without a word");
+    assert_eq!(service.connections(), 2);
+    drop(old);
+    drop(old_slot); // its place is the third's: not given back
+    assert_eq!(service.connections(), 2);
+}
+
+#[test]
+fn an_authenticated_or_busy_connection_is_never_evicted() {
+    let service = capped();
+    // Authenticated: its request was answered for an organization.
+    let (mut authed, _a) = open(&service).unwrap();
+    authed.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", Instant::now());
+    let Next::Request(_) = authed.poll() else {
+        panic!("a request")
+    };
+    let mut resp = Response::empty(StatusCode::NO_CONTENT);
+    resp.log.organization = Some("org".into());
+    authed.respond(resp);
+    // Busy: its request is with the core.
+    let (mut busy, _b) = open(&service).unwrap();
+    busy.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", Instant::now());
+    let Next::Request(_) = busy.poll() else {
+        panic!("a request")
+    };
+    assert_eq!(service.evictable(), 0);
+    assert!(open(&service).is_none(), "nothing to evict: refused");
+    // Answered without authentication and idle again: it may be evicted now.
+    busy.respond(Response::empty(StatusCode::UNAUTHORIZED));
+    let n = busy.output().len();
+    busy.consume_output(n, Instant::now());
+    assert_eq!(service.evictable(), 1);
+    assert!(open(&service).is_some());
+    assert!(busy.evicted() && !authed.evicted());
 }

@@ -16,7 +16,7 @@
 //!     write everything pending (bounded by the idle timeout)
 //!     Close polled        -> lingering close, end
 //!     draining and idle   -> end
-//!     wait for: readable | the connection's deadline | the drain signal
+//!     wait for: readable | the connection's deadline | the drain signal | evicted
 //! }
 //! ```
 //!
@@ -26,9 +26,10 @@
 //! request may reach the store, so one slow SQLite query never stalls other
 //! connections' I/O; the requests that cannot run inline, saving two thread switches.
 //!
-//! Caps: over [`Options::max_connections`] (or
-//! [`Options::max_unauthenticated_per_ip`] from its address) a connection gets
-//! [`CAP_RESPONSE`] and is closed; over [`Options::max_in_flight`] requests, the core itself answers `503`
+//! Caps: over [`Options::max_unauthenticated_per_ip`] from its address, or over
+//! [`Options::max_connections`] when no connection can be evicted for it (the oldest
+//! unauthenticated one waiting for a head is, and its task wakes and ends), a connection
+//! gets [`CAP_RESPONSE`] and is closed; over [`Options::max_in_flight`] requests, the core itself answers `503`
 //! (`Load::Overloaded`). Shutdown: when `shutdown` resolves the listener is dropped, new
 //! requests are answered `503` + `Connection: close`, idle connections close, and `serve`
 //! returns once every connection ended or [`Options::drain_timeout`] passed.
@@ -147,7 +148,7 @@ async fn connection<D: Dispatch + 'static>(
 ) {
     let _ = stream.set_nodelay(true);
     let mut conn = Connection::new(service.options());
-    conn.set_ticket(slot.take_ticket());
+    conn.enrol(&mut slot);
     conn.set_peer(stream.peer_addr().ok().map(|a| a.ip()));
     let reason = drive(&service, &mut stream, &mut conn, &mut drain).await;
     slot.set_reason(reason);
@@ -178,12 +179,12 @@ async fn drive<D: Dispatch + 'static>(
                     if service.may_block_on(&req) {
                         let svc = Arc::clone(service);
                         match tokio::task::spawn_blocking(move || svc.handle(&req)).await {
-                            Ok(resp) => conn.respond(&resp),
+                            Ok(resp) => conn.respond(resp),
                             Err(_) => return CloseReason::Aborted,
                         }
                     } else {
                         // Pure computation: two thread switches would cost more than it.
-                        conn.respond(&service.handle(&req));
+                        conn.respond(service.handle(&req));
                     }
                 }
                 // A head is decided like a request is answered (authentication may block).
@@ -226,7 +227,16 @@ async fn drive<D: Dispatch + 'static>(
         let Some(deadline) = conn.deadline() else {
             return CloseReason::Aborted; // unreachable: no request is with the core here
         };
+        // Evicted at the cap while it waits for a head (unauthenticated): close at once.
+        let standing = conn.standing().cloned();
+        let evicted = async move {
+            match standing {
+                Some(s) => s.evicted().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
+            () = evicted => return CloseReason::Evicted,
             ready = stream.readable() => {
                 if ready.is_err() {
                     return CloseReason::Io;

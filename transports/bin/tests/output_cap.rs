@@ -1,0 +1,130 @@
+//! The output cap, measured on the product: clients that pipeline large answers
+//! (`dunning_events_list`, 100 per page, about 360 KB each) and never read them must not
+//! grow the server's memory past a bound, on every adapter. Each server is a process of
+//! its own, so its resident set is its own.
+
+mod common;
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::{Srv, V2026};
+
+/// Clients, and requests each pipelines.
+const CLIENTS: usize = 24;
+const REQUESTS: usize = 200;
+/// Most the resident set may grow while they wait (`[limits] max_pending_output`, one
+/// answer beyond it, and what the answers cost to build; README, "Caps").
+const MOST: u64 = 40 << 20;
+
+/// The server's resident set, in bytes.
+fn rss(srv: &Srv) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", srv.child.id())).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib * 1024
+}
+
+/// One `dunning_events_list` request of 100 events.
+fn request(token: &str) -> Vec<u8> {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{V2026}","io.modelcontextprotocol/clientCapabilities":{{}}}},"name":"dunning_events_list","arguments":{{"per_page":100}}}}}}"#
+    );
+    format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nMCP-Protocol-Version: {V2026}\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: dunning_events_list\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Sends `req` and reads its answer; returns the answer's size.
+fn exchange(s: &mut TcpStream, req: &[u8]) -> usize {
+    s.write_all(req).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed");
+        got.extend_from_slice(&buf[..n]);
+        let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap();
+        if got.len() >= end + 4 + len {
+            return len;
+        }
+    }
+}
+
+/// Writes as much of `rest` as the socket takes now; returns what is left.
+fn push<'a>(s: &mut TcpStream, rest: &'a [u8]) -> &'a [u8] {
+    match s.write(rest) {
+        Ok(n) => &rest[n..],
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => rest,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn clients_that_never_read_their_answers_cost_a_bounded_memory() {
+    for transport in ["tokio", "blocking", "mio"] {
+        let srv = Srv::start(&["--transport", transport], None);
+        let req = request(&srv.token);
+        // Warm: the store's caches, the threads, one answer's worth of everything.
+        let mut warm = TcpStream::connect(&srv.addr).unwrap();
+        warm.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let size = exchange(&mut warm, &req);
+        assert!(size > 300_000, "{transport}: an answer of {size} bytes");
+        for _ in 0..8 {
+            exchange(&mut warm, &req);
+        }
+        drop(warm);
+        let before = rss(&srv);
+        let all = req.repeat(REQUESTS);
+        let mut clients: Vec<(TcpStream, &[u8])> = (0..CLIENTS)
+            .map(|_| {
+                let s = TcpStream::connect(&srv.addr).unwrap();
+                s.set_nonblocking(true).unwrap();
+                (s, &all[..])
+            })
+            .collect();
+        // Pipeline until the server stops reading (its answers fill the socket buffers,
+        // then its own cap), and the resident set settles.
+        let start = Instant::now();
+        let mut peak = before;
+        while start.elapsed() < Duration::from_secs(6) {
+            for (s, rest) in &mut clients {
+                *rest = push(s, rest);
+            }
+            peak = peak.max(rss(&srv));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let grown = peak.saturating_sub(before);
+        eprintln!(
+            "{transport}: {} MiB before, grew {} MiB with {CLIENTS} clients that do not read",
+            before >> 20,
+            grown >> 20
+        );
+        assert!(
+            grown <= MOST,
+            "{transport}: grew {} MiB (at most {})",
+            grown >> 20,
+            MOST >> 20
+        );
+        drop(clients);
+    }
+}
