@@ -43,8 +43,9 @@ impl From<rusqlite::Error> for StoreError {
 pub enum ColumnType {
     /// Text (ids, statuses, ISO dates and timestamps, which sort lexicographically).
     Text,
-    /// Floating point (money).
-    Real,
+    /// Money: whole centavos (`INTEGER`, `bigint`), from the document's BRL number, so
+    /// ranges and sums compare exact amounts, never binary fractions.
+    Money,
     /// Integer (booleans as 0/1, counters).
     Integer,
     /// A JSON array stored as its text, searched by element (`tags`).
@@ -81,10 +82,10 @@ const fn text(name: &'static str) -> Column {
     }
 }
 
-const fn real(name: &'static str) -> Column {
+const fn money(name: &'static str) -> Column {
     Column {
         name,
-        ty: ColumnType::Real,
+        ty: ColumnType::Money,
         selective: false,
     }
 }
@@ -220,7 +221,7 @@ impl Kind {
                         text("status"),
                         key("external_code"),
                         text("ruler_id"),
-                        real("overdue_amount"),
+                        money("overdue_amount"),
                         tags("tags"),
                     ]
                 }
@@ -241,7 +242,7 @@ impl Kind {
                         key("debtor_id"),
                         text("status"),
                         text("due_date"),
-                        real("amount"),
+                        money("amount"),
                         text("payment_method"),
                         text("paid_at"),
                         text("ruler_id"),

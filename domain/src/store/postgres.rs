@@ -59,6 +59,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
         5,
         include_str!("migrations/postgres/0005_members_notify.sql"),
     ),
+    (
+        6,
+        include_str!("migrations/postgres/0006_money_centavos.sql"),
+    ),
 ];
 
 /// The schema version this binary knows.
@@ -485,7 +489,6 @@ impl ToSql for Arg {
             Self::Null => Ok(IsNull::Yes),
             Self::Text(s) => s.to_sql_checked(ty, out),
             Self::Int(n) => n.to_sql_checked(ty, out),
-            Self::Real(x) => x.to_sql_checked(ty, out),
             Self::Json(v) => v.to_sql_checked(ty, out),
             // An array of the column's type (`= ANY($n)`: one statement whatever the
             // list's length).
@@ -499,12 +502,7 @@ impl ToSql for Arg {
                         _ => None,
                     })
                     .to_sql_checked(ty, out),
-                    ColumnType::Real => each(items, |a| match a {
-                        Self::Real(x) => Some(*x),
-                        _ => None,
-                    })
-                    .to_sql_checked(ty, out),
-                    ColumnType::Integer => each(items, |a| match a {
+                    ColumnType::Integer | ColumnType::Money => each(items, |a| match a {
                         Self::Int(n) => Some(*n),
                         _ => None,
                     })

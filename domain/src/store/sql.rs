@@ -12,6 +12,8 @@
 
 use serde_json::Value;
 
+use crate::rules::money::Money;
+
 use super::{
     ColumnType, Cond, Kind, Order, Query, Remembered, StoreError, Tx, changes_membership, identity,
     like_escape, parse_doc,
@@ -23,7 +25,6 @@ pub(crate) enum Arg {
     Null,
     Text(String),
     Int(i64),
-    Real(f64),
     /// A JSON value (a tags column on PostgreSQL).
     Json(Value),
     /// An array of one column type (PostgreSQL's `= ANY`).
@@ -41,12 +42,15 @@ impl Arg {
                 Value::Bool(b) => Some(Self::Text(if *b { "1" } else { "0" }.to_owned())),
                 other => Some(Self::Text(other.to_string())),
             }),
-            ColumnType::Real => or_null(match v {
-                Value::Number(n) => n.as_f64().map(Self::Real),
-                Value::Bool(b) => Some(Self::Real(if *b { 1.0 } else { 0.0 })),
-                Value::String(s) => s.parse().ok().map(Self::Real),
-                _ => None,
-            }),
+            // The nearest centavo: a stored amount has at most two decimals already.
+            ColumnType::Money => or_null(
+                match v {
+                    Value::Number(n) => n.as_f64(),
+                    Value::String(s) => s.parse().ok(),
+                    _ => None,
+                }
+                .map(|brl| Self::Int(Money::round_brl(brl).cents())),
+            ),
             ColumnType::Integer => or_null(match v {
                 // Integers as they are, anything else truncated (SQLite's conversion).
                 Value::Number(n) => Some(Self::Int(n.as_i64().unwrap_or_else(|| {

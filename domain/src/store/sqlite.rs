@@ -44,6 +44,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("migrations/0004_oauth_grants.sql")),
     // Membership changes counted by triggers, for the watch connection (issue 13).
     (5, include_str!("migrations/0005_member_changes.sql")),
+    // Money as whole centavos (`ColumnType::Money`).
+    (6, include_str!("migrations/0006_money_centavos.sql")),
 ];
 
 /// SQLite store.
@@ -256,7 +258,6 @@ impl rusqlite::ToSql for Arg {
             Self::Null => ToSqlOutput::Borrowed(ValueRef::Null),
             Self::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             Self::Int(n) => ToSqlOutput::Borrowed(ValueRef::Integer(*n)),
-            Self::Real(x) => ToSqlOutput::Borrowed(ValueRef::Real(*x)),
             // A tags column holds its JSON text; lists are spelled out as one mark per
             // value on SQLite (`Dialect::in_list`) and never bound whole.
             Self::Json(v) => ToSqlOutput::Owned(Sql::Text(v.to_string())),
@@ -357,8 +358,7 @@ mod tests {
             for col in kind.columns() {
                 let ty = match col.ty {
                     ColumnType::Text | ColumnType::Tags => "TEXT",
-                    ColumnType::Real => "REAL",
-                    ColumnType::Integer => "INTEGER",
+                    ColumnType::Integer | ColumnType::Money => "INTEGER",
                 };
                 assert!(
                     have.iter().any(|(n, t)| n == col.name && t == ty),
@@ -378,6 +378,47 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Migration 6 turns the `REAL` amounts of a database written before it into whole
+    /// centavos, from each document, and leaves the documents and the tallies as they were.
+    #[test]
+    fn money_columns_become_whole_centavos_from_their_documents() {
+        let c = Connection::open_in_memory().expect("in-memory database");
+        c.execute_batch("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)")
+            .expect("versions");
+        for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v < 6) {
+            c.execute_batch(&format!(
+                "{sql}\nINSERT INTO schema_migrations (version) VALUES ({version});"
+            ))
+            .expect("an earlier migration");
+        }
+        let doc = r#"{"id":"c1","created_at":"2026-01-01","amount":150.1}"#;
+        c.execute(
+            "INSERT INTO charges (org, id, created_at, doc, amount) VALUES ('o', 'c1', '2026-01-01', ?1, 150.1)",
+            [doc],
+        )
+        .expect("a charge of the old schema");
+        migrate(&c).expect("migration 6");
+        let (amount, ty, stored): (i64, String, String) = c
+            .query_row(
+                "SELECT amount, typeof(amount), doc FROM charges WHERE id = 'c1'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .expect("the charge");
+        assert_eq!(
+            (amount, ty.as_str(), stored.as_str()),
+            (15010, "integer", doc)
+        );
+        let n: i64 = c
+            .query_row(
+                "SELECT n FROM tallies WHERE org = 'o' AND tbl = 'charges'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("the tally");
+        assert_eq!(n, 1, "the tally still counts the charge once");
     }
 
     /// The plan of a page: an equality on a selective column searches its index (not

@@ -545,3 +545,39 @@ fn an_empty_search_finds_nothing_and_a_tag_needs_a_tags_column() {
     .unwrap();
     assert_eq!(n, 1);
 }
+
+/// Amounts are indexed as whole centavos: a range or an equality on an amount compares
+/// exact centavos, whatever binary fraction the BRL number is (0.1 + 0.2 is 0.30 here,
+/// where a `REAL` column held 0.30000000000000004 and missed `= 0.3`).
+#[test]
+fn amounts_are_compared_as_whole_centavos() {
+    let s = &*testing::store();
+    let charge =
+        |id: &str, amount: f64| json!({"id": id, "created_at": "2026-01-01", "amount": amount});
+    write(s, WriteScope::All, |tx| {
+        tx.put(Kind::Charge, "a", &charge("sum", 0.1 + 0.2))?;
+        tx.put(Kind::Charge, "a", &charge("big", 19_999_999.99))?;
+        Ok(tx.put(Kind::Charge, "a", &charge("small", 0.29))?)
+    })
+    .unwrap();
+    let ids = |conds: Vec<Cond>| -> Vec<String> {
+        let mut q = Query::all();
+        q.conds = conds;
+        q.sort = ("amount", Order::Asc);
+        read(s, |tx| Ok(tx.find(Kind::Charge, "a", &q)?))
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(vec![Cond::Eq("amount", json!(0.3))]), ["sum"]);
+    assert_eq!(ids(vec![Cond::Ge("amount", json!(0.3))]), ["sum", "big"]);
+    assert_eq!(ids(vec![Cond::Le("amount", json!("0.29"))]), ["small"]);
+    assert_eq!(
+        ids(vec![Cond::In(
+            "amount",
+            vec![json!(0.29), json!(19_999_999.99)]
+        )]),
+        ["small", "big"]
+    );
+}

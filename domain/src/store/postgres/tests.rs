@@ -82,8 +82,7 @@ fn the_frozen_schema_has_every_declared_column() {
             let ty = match col.ty {
                 ColumnType::Text => "text",
                 ColumnType::Tags => "jsonb",
-                ColumnType::Real => "double precision",
-                ColumnType::Integer => "bigint",
+                ColumnType::Integer | ColumnType::Money => "bigint",
             };
             assert!(
                 have.iter().any(|(n, t)| n == col.name && t == ty),
@@ -514,4 +513,37 @@ fn concurrent_writers_keep_each_organizations_sequence() {
         seqs.sort_unstable();
         assert_eq!(seqs, (1..=2 * EACH).collect::<Vec<_>>(), "{org}");
     }
+}
+
+/// Migration 6 turns the `double precision` amounts of a database written before it
+/// into whole centavos (`bigint`), and leaves the documents as they were.
+#[test]
+fn money_columns_become_whole_centavos() {
+    let Some(url) = url() else { return };
+    let schema = Schema::new(&url);
+    let mut c = schema.client();
+    c.batch_execute(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+    )
+    .unwrap();
+    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v < 6) {
+        c.batch_execute(sql).unwrap();
+        c.execute(
+            "INSERT INTO schema_migrations (version) VALUES ($1)",
+            &[&version],
+        )
+        .unwrap();
+    }
+    let doc = r#"{"id":"c1","created_at":"2026-01-01","amount":150.1}"#;
+    c.execute(
+        "INSERT INTO charges (org, id, created_at, doc, amount) VALUES ('o', 'c1', '2026-01-01', $1::text::json, 150.1)",
+        &[&doc],
+    )
+    .unwrap();
+    migrate(&mut c).unwrap();
+    let row = c
+        .query_one("SELECT amount, doc::text FROM charges WHERE id = 'c1'", &[])
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 15010);
+    assert_eq!(row.get::<_, String>(1), doc);
 }

@@ -301,6 +301,7 @@ fn close_reason(r: CloseReason) -> &'static str {
         CloseReason::Drain => "drain",
         CloseReason::Io => "io",
         CloseReason::Aborted => "aborted",
+        CloseReason::Evicted => "evicted",
         _ => "other",
     }
 }
@@ -399,6 +400,17 @@ mod tests {
 
     use super::*;
     use crate::telemetry::metrics::Prometheus;
+
+    /// A connection the runtime evicted at the connection cap (an unauthenticated head
+    /// that never finished) is counted as such, not as "other".
+    #[test]
+    fn an_evicted_connection_has_its_own_close_reason() {
+        assert_eq!(close_reason(CloseReason::Evicted), "evicted");
+        assert_ne!(
+            close_reason(CloseReason::Evicted),
+            close_reason(CloseReason::Io)
+        );
+    }
 
     fn catalog() -> Catalog {
         Catalog {
