@@ -6,11 +6,10 @@
 
 use std::sync::Arc;
 
+use dunning_core::UnixTime;
 use dunning_core::oauth::{Backend, GrantKind, Person};
-use dunning_core::{Scope, UnixTime};
 use serde_json::Value;
 
-use crate::catalog::SCOPES;
 use crate::org::{self, Member, Organization};
 use crate::store::{self, Kind, Query, Store, WriteScope};
 
@@ -39,19 +38,6 @@ impl OAuthStore {
         })
         .map_err(|e| e.to_string())
     }
-}
-
-/// The scopes a role allows: its strongest scope and every one it implies, weakest
-/// first.
-pub fn role_scopes(role: &str) -> Vec<String> {
-    let Some(top) = org::role_scope(role) else {
-        return Vec::new();
-    };
-    Scope::ALL
-        .iter()
-        .filter(|s| **s <= top)
-        .map(|&s| SCOPES.name(s).to_owned())
-        .collect()
 }
 
 impl Backend for OAuthStore {
@@ -89,7 +75,7 @@ impl Backend for OAuthStore {
                     out.push(Person {
                         organization: o.id.clone(),
                         organization_name: o.name.clone(),
-                        scopes: role_scopes(&m.role),
+                        scopes: org::role_scopes(&m.role),
                         login: m.email,
                         name: m.name,
                         role: m.role,

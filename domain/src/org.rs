@@ -78,6 +78,20 @@ pub fn role_scope(role: &str) -> Option<Scope> {
     }
 }
 
+/// The scopes a role allows: its strongest scope and every one it implies, weakest
+/// first, by their wire names (nothing for an unknown role). What a development token
+/// and the authorize page grant a member, and what the tests act with.
+pub fn role_scopes(role: &str) -> Vec<String> {
+    let Some(top) = role_scope(role) else {
+        return Vec::new();
+    };
+    Scope::ALL
+        .iter()
+        .filter(|s| **s <= top)
+        .map(|&s| crate::catalog::SCOPES.name(s).to_owned())
+        .collect()
+}
+
 /// Organization settings that business rules read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

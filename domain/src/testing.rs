@@ -98,12 +98,7 @@ impl Bed {
             .find(|m| m.1 == email)
             .copied()
             .expect("a demo member");
-        let scope = crate::org::role_scope(role).expect("role scope");
-        let scopes: Vec<String> = dunning_core::Scope::ALL
-            .iter()
-            .filter(|s| **s <= scope)
-            .map(|&s| crate::catalog::SCOPES.name(s).to_owned())
-            .collect();
+        let scopes = crate::org::role_scopes(role);
         self.domain
             .principal(
                 org,

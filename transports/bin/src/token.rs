@@ -6,7 +6,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use dunning_core::{Scope, UnixTime, jwt};
+use dunning_core::{UnixTime, jwt};
 use dunning_domain::org::{self, Member};
 use dunning_domain::store;
 use serde_json::json;
@@ -63,17 +63,9 @@ pub(crate) fn mint(seed: &[u8; 32], endpoint: &Endpoint, r: &Request<'_>, now: U
     jwt::sign_ed25519(&dev_kid(seed), &claims, seed)
 }
 
-/// The scopes a role allows: its strongest scope and every one it implies.
+/// The scopes a role allows, as a token's `scope` claim (`org::role_scopes`).
 pub(crate) fn role_scopes(role: &str) -> String {
-    let Some(top) = org::role_scope(role) else {
-        return String::new();
-    };
-    Scope::ALL
-        .iter()
-        .filter(|s| **s <= top)
-        .map(|&s| dunning_domain::catalog::SCOPES.name(s))
-        .collect::<Vec<_>>()
-        .join(" ")
+    org::role_scopes(role).join(" ")
 }
 
 /// An organization (by slug or id) and, if the person is in it, the member.
