@@ -75,7 +75,7 @@ pub use env::{Env, Load, UnixTime};
 pub use era::{Era, Version};
 pub use error::{ErrorCode, ProtocolError};
 pub use jwt::{Claims, KeySet, Validation};
-pub use limit::{Limited, RateLimit, Unlimited};
+pub use limit::{Gcra, Limited, RateLimit, Unlimited};
 pub use mrtr::{InputRequired, Progress, PromptReply, Round, ToolReply};
 pub use principal::{Access, Audience, Principal, Scope, ScopeNames};
 pub use registry::ConfigError;

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use dunning_core::UnixTime;
+use dunning_core::{Gcra, UnixTime};
 
 /// What an outbound unit is spent on; each kind has its own budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,10 +31,8 @@ pub enum Budget {
 /// GCRA limiters keyed by organization, one per [`Budget`].
 #[derive(Debug)]
 pub struct Outbound {
-    /// Emission interval in ms (60 000 / per-minute rate).
-    interval_ms: u64,
-    /// Burst tolerance in ms.
-    burst_ms: u64,
+    /// The bucket's parameters, in ms.
+    rate: Gcra,
     /// Theoretical arrival times: `[messages, webhooks]`.
     tat: [Mutex<HashMap<String, u64>>; 2],
 }
@@ -42,10 +40,8 @@ pub struct Outbound {
 impl Outbound {
     /// `per_minute` units per minute for each budget, with a burst of the same size.
     pub fn new(per_minute: u32) -> Self {
-        let interval_ms = 60_000 / u64::from(per_minute.max(1));
         Self {
-            interval_ms,
-            burst_ms: interval_ms * u64::from(per_minute.max(1).saturating_sub(1)),
+            rate: Gcra::per_minute(per_minute, per_minute, 60_000),
             tat: [Mutex::new(HashMap::new()), Mutex::new(HashMap::new())],
         }
     }
@@ -79,13 +75,9 @@ impl Outbound {
         let mut map = self.tat[budget as usize]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let tat = map.get(org).copied().unwrap_or(now).max(now);
-        let new_tat = tat + self.interval_ms * u64::from(n.max(1));
-        let reserve = self.interval_ms * u64::from(keep);
-        let allow_at = (new_tat + reserve).saturating_sub(self.burst_ms + self.interval_ms);
-        if allow_at > now {
-            return Err(allow_at - now);
-        }
+        let new_tat = self
+            .rate
+            .admit(map.get(org).copied(), now, u64::from(n), u64::from(keep))?;
         if !dry_run {
             map.insert(org.to_owned(), new_tat);
         }

@@ -43,10 +43,8 @@ use crate::settings::RateLimits;
 /// One bucket's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Rate {
-    /// Emission interval, in microseconds.
-    interval_us: u64,
-    /// Requests allowed at once.
-    burst: u64,
+    /// The bucket, in microseconds.
+    gcra: dunning_core::Gcra,
     /// Requests per minute (for the policy header).
     per_minute: u32,
 }
@@ -54,21 +52,14 @@ pub(crate) struct Rate {
 impl Rate {
     pub(crate) fn new(per_minute: u32, burst: u32) -> Self {
         Self {
-            interval_us: 60_000_000 / u64::from(per_minute.max(1)),
-            burst: u64::from(burst.max(1)),
+            gcra: dunning_core::Gcra::per_minute(per_minute, burst, 60_000_000),
             per_minute,
         }
     }
 
     /// The new TAT if a request at `now` is allowed, else how long until it would be.
     fn admit(self, tat: Option<u64>, now: u64) -> Result<u64, u64> {
-        let next = tat.unwrap_or(now).max(now) + self.interval_us;
-        let limit = self.burst * self.interval_us;
-        if next - now > limit {
-            Err(next - now - limit)
-        } else {
-            Ok(next)
-        }
+        self.gcra.admit(tat, now, 1, 0)
     }
 }
 
