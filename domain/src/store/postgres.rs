@@ -54,6 +54,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
         5,
         include_str!("migrations/postgres/0005_members_notify.sql"),
     ),
+    (
+        6,
+        include_str!("migrations/postgres/0006_provider_messages.sql"),
+    ),
 ];
 
 /// The schema version this binary knows.
@@ -750,6 +754,33 @@ impl Tx for PgTx<'_, '_> {
             "DELETE FROM oauth_grants WHERE expires_ms < $1",
             &[&ms(before_ms)],
         )
+    }
+
+    fn link_message(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+        org: &str,
+        delivery_id: &str,
+    ) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO provider_messages (channel, message_id, org, delivery_id) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (channel, message_id) DO UPDATE SET org = excluded.org, delivery_id = excluded.delivery_id",
+            &[&channel, &message_id, &org, &delivery_id],
+        )?;
+        Ok(())
+    }
+
+    fn message_owner(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let rows = self.query(
+            "SELECT org, delivery_id FROM provider_messages WHERE channel = $1 AND message_id = $2",
+            &[&channel, &message_id],
+        )?;
+        Ok(rows.first().map(|r| (r.get(0), r.get(1))))
     }
 
     fn rewrite_remembered(

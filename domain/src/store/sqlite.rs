@@ -45,6 +45,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("migrations/0004_oauth_grants.sql")),
     // Membership changes counted by triggers, for the watch connection (issue 13).
     (5, include_str!("migrations/0005_member_changes.sql")),
+    // Providers' message ids to their deliveries, for status callbacks (issue 24).
+    (6, include_str!("migrations/0006_provider_messages.sql")),
 ];
 
 /// SQLite store.
@@ -552,6 +554,36 @@ impl Tx for SqlTx<'_> {
             .prepare_cached("DELETE FROM oauth_grants WHERE expires_ms < ?")?
             .execute(params![i64::try_from(before_ms).unwrap_or(i64::MAX)])?;
         Ok(n as u64)
+    }
+
+    fn link_message(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+        org: &str,
+        delivery_id: &str,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO provider_messages (channel, message_id, org, delivery_id) VALUES (?, ?, ?, ?) \
+                 ON CONFLICT (channel, message_id) DO UPDATE SET org = excluded.org, delivery_id = excluded.delivery_id",
+            )?
+            .execute(params![channel, message_id, org, delivery_id])?;
+        Ok(())
+    }
+
+    fn message_owner(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT org, delivery_id FROM provider_messages WHERE channel = ? AND message_id = ?",
+            )?
+            .query_row(params![channel, message_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
     }
 }
 
