@@ -563,3 +563,25 @@ fn sms_goes_through_the_messages_api_and_signed_status_callbacks_move_deliveries
     assert!(srv.terminate().success());
     assert!(!srv.log().contains("5511987650011"), "a number in the log");
 }
+
+/// The callbacks are open (no token), so they are bounded like the authorization
+/// server's open endpoints: a declared body of at most 64 KiB, and the per-address
+/// bucket of `[rate_limit] oauth_*` (past it `429` with `Retry-After`).
+#[test]
+fn callbacks_are_limited_per_client_address() {
+    let config = "[rate_limit]\noauth_per_minute = 60\noauth_burst = 3\n\
+                  [channels.whatsapp]\napp_secret = \"s\"\nverify_token = \"v\"\n";
+    let mut srv = Srv::start(&[], Some(config));
+    let body = wa_status("wamid.X", "delivered", None);
+    let sig = hub_signature("s", &body);
+    let statuses: Vec<u16> = (0..6).map(|_| post_wa(&srv, &body, &sig)).collect();
+    assert_eq!(&statuses[..3], &[200, 200, 200], "{statuses:?}");
+    assert!(statuses[3..].iter().all(|s| *s == 429), "{statuses:?}");
+    let r = srv.request("GET", "/channels/unsubscribe?t=v1.x.y.z", &[], b"");
+    assert_eq!(r.status, 429);
+    assert!(r.header("retry-after").is_some());
+    // A body over 64 KiB is refused from its head, before the limit is counted.
+    let big = vec![b' '; 64 * 1024 + 1];
+    assert_eq!(post_wa(&srv, &big, &sig), 413);
+    assert!(srv.terminate().success());
+}
