@@ -255,7 +255,7 @@ fn a_claimed_message_is_sent_once_and_a_killed_sender_s_is_sent_again_after_its_
         engine::tick_with(domain, &|| t0, &dying, &POLICY)
     }));
     assert!(died.is_err());
-    assert_eq!(dying.handed(), [a.clone()]);
+    assert_eq!(dying.handed(), std::slice::from_ref(&a));
     // Another sender during the claim: it leaves the message alone.
     let other = RecordingDriver::new();
     let r = fx.tick_at(later(t0, CLAIM_MS - 1_000), &other);

@@ -115,7 +115,7 @@ pub(crate) fn token_of(query: Option<&str>) -> Option<String> {
     query?
         .split('&')
         .find_map(|kv| kv.strip_prefix("t="))
-        .map(|t| super::form::decode(t))
+        .map(super::form::decode)
 }
 
 /// A small HTML page.
