@@ -1,3 +1,5 @@
+#![allow(dead_code)]
+
 //! A real SMTP server for the e-mail tests: `aiosmtpd` (PyPI) in a virtual environment
 //! under the target directory, made on first use (`python3 -m venv`, then `pip install
 //! aiosmtpd==1.4.6`; a few seconds, once per target directory), running
@@ -65,6 +67,11 @@ pub(crate) struct Sink {
 impl Sink {
     /// Starts one on a free port and waits until it listens.
     pub(crate) fn start() -> Self {
+        Self::slow(0)
+    }
+
+    /// Like [`Sink::start`], answering each message's data after `delay_ms`.
+    pub(crate) fn slow(delay_ms: u64) -> Self {
         let py = python();
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/smtp_sink.py");
         for _ in 0..3 {
@@ -76,6 +83,7 @@ impl Sink {
             let mut child = Command::new(&py)
                 .arg(&script)
                 .arg(port.to_string())
+                .arg(format!("{}", delay_ms as f64 / 1000.0))
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())

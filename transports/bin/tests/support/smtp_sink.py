@@ -1,4 +1,5 @@
-"""A real SMTP server for the e-mail tests (aiosmtpd), on 127.0.0.1:PORT.
+"""A real SMTP server for the e-mail tests (aiosmtpd), on 127.0.0.1:PORT [DELAY seconds
+before answering each message's data].
 
 Recipients decide the answer, so one server covers every case:
   bounce*@...  -> 550 5.1.1 at RCPT (a refused recipient)
@@ -24,8 +25,9 @@ def emit(obj):
 
 
 class Handler:
-    def __init__(self):
+    def __init__(self, delay):
         self.seen = {}
+        self.delay = delay
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         local = address.split("@")[0].lower()
@@ -42,6 +44,9 @@ class Handler:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
+        if self.delay:
+            # A slow relay: sends of several senders overlap.
+            await asyncio.sleep(self.delay)
         msg = BytesParser(policy=policy.default).parsebytes(envelope.original_content)
         text = msg.get_body(preferencelist=("plain",))
         html = msg.get_body(preferencelist=("html",))
@@ -59,7 +64,8 @@ class Handler:
 
 def main():
     port = int(sys.argv[1])
-    controller = Controller(Handler(), hostname="127.0.0.1", port=port)
+    delay = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+    controller = Controller(Handler(delay), hostname="127.0.0.1", port=port)
     controller.start()
     emit({"event": "ready", "port": port})
     try:
