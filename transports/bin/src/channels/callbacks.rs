@@ -26,7 +26,7 @@ use http::{HeaderValue, StatusCode};
 use serde_json::Value;
 
 use super::CALLBACKS;
-use super::settings::{Channels, secret};
+use super::settings::{Channels, WhatsAppDriver, secret};
 use super::unsubscribe::{self, Links};
 use super::{form, sms, whatsapp};
 use crate::clock::Clock;
@@ -56,6 +56,14 @@ impl Routes {
     ) -> Result<Self, String> {
         let w = &c.whatsapp;
         let s = &c.sms;
+        if w.driver == WhatsAppDriver::CloudApi
+            && w.app_secret.is_none()
+            && w.app_secret_file.is_none()
+        {
+            tracing::warn!(
+                "[channels.whatsapp] has no app_secret: its status callbacks are refused (401) and deliveries stay sent"
+            );
+        }
         Ok(Self {
             domain,
             clock,
