@@ -12,10 +12,12 @@
 //!    so a step fires at most once per charge across ticks and replicas;
 //! 3. **outbox**: deliveries whose time has come are re-checked (a stop, an opt-out or
 //!    `do_not_contact` arriving after scheduling cancels them), wait while the send
-//!    window is closed, are claimed (`queued`, with a lease of [`CLAIM_MS`] so a
-//!    crashed sender's work is picked up again), rendered with the creditor's name and
-//!    CNPJ (CDC art. 42-A), handed to the [`DeliveryDriver`] outside any transaction,
-//!    and marked `sent` or `failed` (`delivery.sent` / `delivery.failed` events).
+//!    window is closed, are claimed [`CHUNK`] at a time (`queued`, with a lease of
+//!    [`CLAIM_MS`] so a crashed sender's work is picked up again), rendered with the
+//!    creditor's name and CNPJ (CDC art. 42-A), handed to the [`DeliveryDriver`]
+//!    outside any transaction, and each driver's answer recorded at once
+//!    (`ops::deliveries::record_send`: `sent`, `failed`, `bounced`, or `queued` again
+//!    after a back-off, [`SendPolicy`]).
 //!
 //! Steps whose action is `negativate`, `protest` or `escalate` only produce a `task`
 //! delivery for a person: the engine never negativates, protests or escalates by itself.

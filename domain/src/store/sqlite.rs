@@ -45,7 +45,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("migrations/0004_oauth_grants.sql")),
     // Membership changes counted by triggers, for the watch connection (issue 13).
     (5, include_str!("migrations/0005_member_changes.sql")),
-    // Providers' message ids to their deliveries, for status callbacks (issue 24).
+    // Providers' message ids to their deliveries, for status callbacks.
     (6, include_str!("migrations/0006_provider_messages.sql")),
 ];
 
