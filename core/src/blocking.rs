@@ -56,7 +56,7 @@ impl<D: Dispatch> Server<D> {
         match self.route(req.path()) {
             None | Some(Endpoint::Health | Endpoint::WellKnown | Endpoint::Metrics) => false,
             Some(Endpoint::Ready) => self.dispatch.may_block(),
-            Some(Endpoint::Rest | Endpoint::OAuth(_)) => true,
+            Some(Endpoint::Rest | Endpoint::OAuth(_) | Endpoint::Callback) => true,
             Some(Endpoint::Mcp) => {
                 if self.token_may_block(req, Audience::Mcp, now) {
                     return true;

@@ -34,6 +34,7 @@
 pub mod auth;
 mod blocking;
 pub mod call;
+pub mod callbacks;
 pub mod catalog;
 pub mod config;
 pub mod confirm;
@@ -63,6 +64,7 @@ pub mod server;
 pub mod xheader;
 
 pub use auth::{AuthError, Authenticate};
+pub use callbacks::Callbacks;
 pub use catalog::{
     Annotations, Catalog, PromptArgument, PromptDef, ResourceDef, Route, TemplateDef, ToolDef,
 };

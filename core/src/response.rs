@@ -82,11 +82,13 @@ pub enum Endpoint {
     Metrics,
     /// The embedded authorization server's paths (only when one is configured).
     OAuth(crate::oauth::Route),
+    /// The binary's open routes ([`crate::Callbacks`]: provider callbacks, unsubscribe).
+    Callback,
 }
 
 impl Endpoint {
     /// A short, stable name (`mcp`, `rest`, `well_known`, `health`, `ready`, `metrics`,
-    /// `oauth`): a metrics label value.
+    /// `oauth`, `callback`): a metrics label value.
     pub fn label(self) -> &'static str {
         match self {
             Self::Mcp => "mcp",
@@ -96,6 +98,7 @@ impl Endpoint {
             Self::Ready => "ready",
             Self::Metrics => "metrics",
             Self::OAuth(_) => "oauth",
+            Self::Callback => "callback",
         }
     }
 }

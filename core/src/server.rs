@@ -52,6 +52,7 @@ pub struct Server<D> {
     pub(crate) limiter: Box<dyn RateLimit>,
     metrics: Option<Box<dyn Metrics>>,
     pub(crate) oauth: Option<AuthorizationServer>,
+    pub(crate) callbacks: Option<Box<dyn crate::Callbacks>>,
     server_info: Value,
 }
 
@@ -117,6 +118,7 @@ impl<D: Dispatch> Server<D> {
             limiter: Box::new(Unlimited),
             metrics: None,
             oauth: None,
+            callbacks: None,
             server_info,
         })
     }
@@ -182,6 +184,7 @@ impl<D: Dispatch> Server<D> {
             Some(Endpoint::Ready) => Self::probe(req, self.dispatch.ready()),
             Some(Endpoint::Metrics) => self.metrics(req),
             Some(Endpoint::OAuth(r)) => self.oauth(r, req, env, &mut log),
+            Some(Endpoint::Callback) => self.callback(req, env, &mut log),
         };
         if let Some(origin) = cors {
             cors::decorate(&mut resp, origin);
@@ -325,6 +328,7 @@ impl<D: Dispatch> Server<D> {
                     resp
                 }
             }
+            Some(Endpoint::Callback) => Self::callback_head(req)?,
         };
         if let Some(origin) = cors {
             cors::decorate(&mut resp, origin);
@@ -346,6 +350,7 @@ impl<D: Dispatch> Server<D> {
             PRM => Endpoint::WellKnown,
             p if mcp != "/" && p.strip_prefix(PRM) == Some(mcp) => Endpoint::WellKnown,
             p if p == "/v1" || p.starts_with("/v1/") => Endpoint::Rest,
+            p if self.is_callback(p) => Endpoint::Callback,
             p if self.oauth.is_some() => Endpoint::OAuth(oauth::Route::of(p)?),
             _ => return None,
         })

@@ -12,10 +12,12 @@
 //!    so a step fires at most once per charge across ticks and replicas;
 //! 3. **outbox**: deliveries whose time has come are re-checked (a stop, an opt-out or
 //!    `do_not_contact` arriving after scheduling cancels them), wait while the send
-//!    window is closed, are claimed (`queued`, with a lease of [`CLAIM_MS`] so a
-//!    crashed sender's work is picked up again), rendered with the creditor's name and
-//!    CNPJ (CDC art. 42-A), handed to the [`DeliveryDriver`] outside any transaction,
-//!    and marked `sent` or `failed` (`delivery.sent` / `delivery.failed` events).
+//!    window is closed, are claimed [`CHUNK`] at a time (`queued`, with a lease of
+//!    [`CLAIM_MS`] so a crashed sender's work is picked up again), rendered with the
+//!    creditor's name and CNPJ (CDC art. 42-A), handed to the [`DeliveryDriver`]
+//!    outside any transaction, and each driver's answer recorded at once
+//!    (`ops::deliveries::record_send`: `sent`, `failed`, `bounced`, or `queued` again
+//!    after a back-off, [`SendPolicy`]).
 //!
 //! Steps whose action is `negativate`, `protest` or `escalate` only produce a `task`
 //! delivery for a person: the engine never negativates, protests or escalates by itself.
@@ -63,6 +65,19 @@ pub struct Rendered {
     pub creditor_name: String,
     /// Creditor's CNPJ.
     pub creditor_cnpj: String,
+    /// The organization (a channel driver signs its unsubscribe link with it).
+    pub org_id: String,
+    /// The delivery.
+    pub delivery_id: String,
+    /// The contact point it goes to (none for tasks and webhooks).
+    pub contact_point_id: Option<String>,
+    /// The template used: a built-in template's name or a step id (none for a free
+    /// text). WhatsApp sends only templates the provider approved, by this id.
+    pub template_id: Option<String>,
+    /// The template's variables in order of first appearance, with their values: what
+    /// a provider that fills an approved template itself receives (WhatsApp), the
+    /// creditor's identification last (`creditor`).
+    pub variables: Vec<(String, String)>,
 }
 
 /// The provider accepted the message.
@@ -75,10 +90,77 @@ pub struct DriverReceipt {
 /// The provider refused or failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DriverError {
-    /// Machine code (e.g. `provider_timeout`, `invalid_address`).
+    /// Machine code (e.g. `provider_timeout`, `invalid_address`, `smtp_550`).
     pub code: String,
-    /// Detail.
+    /// Detail (never the message text or the address).
     pub message: String,
+    /// What becomes of the delivery.
+    pub kind: Failure,
+}
+
+impl DriverError {
+    /// A failure of `kind`.
+    pub fn new(kind: Failure, code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+            kind,
+        }
+    }
+}
+
+/// How a send went wrong, which decides what becomes of the delivery
+/// ([`crate::ops::deliveries::record_send`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Failure {
+    /// Refused for good: `failed`.
+    #[default]
+    Failed,
+    /// The recipient's address was refused: `bounced`, one more bounce on the contact
+    /// point; `hard` (the address does not exist) marks the contact point `invalid`.
+    Bounced {
+        /// The address does not exist.
+        hard: bool,
+    },
+    /// Not accepted this time (a temporary refusal, a connection refused, a timeout:
+    /// no answer): tried again after a bounded back-off ([`SendPolicy`]).
+    Retry,
+    /// Not attempted (the channel's outbound budget is spent, or the claim is too
+    /// short to start a send): left `queued` for `after_ms`, not counted as an attempt.
+    Deferred {
+        /// When to look at it again.
+        after_ms: u64,
+    },
+}
+
+/// Retries of temporary failures: the `n`-th retry waits `base_ms` × 2ⁿ⁻¹, at most
+/// `max_ms`; after `max_attempts` attempts the delivery fails with the last error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendPolicy {
+    /// The first back-off.
+    pub base_ms: u64,
+    /// The longest back-off.
+    pub max_ms: u64,
+    /// Attempts before giving up.
+    pub max_attempts: u32,
+}
+
+impl Default for SendPolicy {
+    fn default() -> Self {
+        Self {
+            base_ms: 60_000,
+            max_ms: 3_600_000,
+            max_attempts: 6,
+        }
+    }
+}
+
+impl SendPolicy {
+    /// The wait after attempt number `attempt` (1-based) failed for a while.
+    pub fn backoff_ms(&self, attempt: u32) -> u64 {
+        let shift = attempt.saturating_sub(1).min(30);
+        self.base_ms.saturating_mul(1u64 << shift).min(self.max_ms)
+    }
 }
 
 /// Sends messages (e-mail, SMS and WhatsApp providers, the creditor's webhook, the task
@@ -185,6 +267,8 @@ pub struct TickReport {
     pub failed: u32,
     /// Deliveries canceled before sending (stop, opt-out, do_not_contact, ...).
     pub canceled: u32,
+    /// Deliveries refused for now (temporary failure), to be tried again.
+    pub retrying: u32,
     /// Due deliveries waiting for the send window to open.
     pub waiting: u32,
     /// Steps taken by the bureau, protest, agreement and export workflows.
@@ -204,11 +288,33 @@ pub struct ChannelCounts {
     pub failed: u32,
     /// Deliveries canceled before sending.
     pub canceled: u32,
+    /// Deliveries refused for now, to be tried again.
+    pub retrying: u32,
 }
 
 impl TickReport {
     fn channel(&mut self, channel: &str) -> &mut ChannelCounts {
         self.by_channel.entry(channel.to_owned()).or_default()
+    }
+
+    /// Counts what became of one send on `channel`.
+    fn count(&mut self, channel: &str, outcome: deliveries::SendOutcome) {
+        use deliveries::SendOutcome as O;
+        match outcome {
+            O::Sent => {
+                self.sent += 1;
+                self.channel(channel).sent += 1;
+            }
+            O::Failed => {
+                self.failed += 1;
+                self.channel(channel).failed += 1;
+            }
+            O::Retrying => {
+                self.retrying += 1;
+                self.channel(channel).retrying += 1;
+            }
+            O::Deferred | O::Gone => {}
+        }
     }
 }
 
@@ -218,11 +324,26 @@ pub fn tick(
     now: UnixTime,
     driver: &dyn DeliveryDriver,
 ) -> Result<TickReport, DomainError> {
+    tick_with(domain, &|| now, driver, &SendPolicy::default())
+}
+
+/// [`tick`] reading the time from `clock` as it goes (the binary's jobs thread): the
+/// outbox claims [`CHUNK`] deliveries at a time, each group stamped with the time it is
+/// taken, and records each answer as soon as the driver gives it. So a long tick never
+/// sends on an expired claim (a delivery is sent only within the first half of its
+/// claim, [`CLAIM_MS`]), and a sender killed mid-tick leaves unrecorded only the one
+/// message it was sending, the one whose provider gave no answer yet.
+pub fn tick_with(
+    domain: &Domain,
+    clock: &dyn Fn() -> UnixTime,
+    driver: &dyn DeliveryDriver,
+    policy: &SendPolicy,
+) -> Result<TickReport, DomainError> {
     let orgs = store::read(domain.store(), |tx| Ok(tx.organizations()?))?;
     let mut report = TickReport::default();
     for org in orgs {
         report.organizations += 1;
-        tick_org(domain, &org, now, driver, &mut report)?;
+        tick_org_with(domain, &org, clock, driver, policy, &mut report)?;
     }
     Ok(report)
 }
@@ -249,18 +370,56 @@ pub fn tick_org(
     driver: &dyn DeliveryDriver,
     report: &mut TickReport,
 ) -> Result<(), DomainError> {
+    tick_org_with(domain, org, &|| now, driver, &SendPolicy::default(), report)
+}
+
+/// Deliveries claimed at once by the outbox (see [`tick_with`]).
+pub const CHUNK: usize = 32;
+
+fn tick_org_with(
+    domain: &Domain,
+    org: &str,
+    clock: &dyn Fn() -> UnixTime,
+    driver: &dyn DeliveryDriver,
+    policy: &SendPolicy,
+    report: &mut TickReport,
+) -> Result<(), DomainError> {
+    let now = clock();
     report.overdue += with_op(domain, org, now, "sweep", charges::sweep_overdue)?;
     for (phase, step) in WORKFLOWS {
         report.workflow_steps += with_op(domain, org, now, phase, step)?;
     }
     report.scheduled += with_op(domain, org, now, "plan", plan)?;
-    let claimed = with_op(domain, org, now, "claim", |op| claim(op, report))?;
-    let mut results = Vec::with_capacity(claimed.len());
-    for c in claimed {
-        let result = driver.send(&c.doc, &c.rendered);
-        results.push((c, result));
+    let mut taken = 0;
+    let mut first = true;
+    loop {
+        let at = clock();
+        let claimed = with_op(domain, org, at, "claim", |op| {
+            claim(op, CHUNK, first, report)
+        })?;
+        first = false;
+        let n = claimed.len();
+        for c in claimed {
+            let fresh = clock().as_millis() < at.as_millis().saturating_add(CLAIM_MS / 2);
+            let result = if fresh {
+                driver.send(&c.doc, &c.rendered)
+            } else {
+                Err(DriverError::new(
+                    Failure::Deferred { after_ms: 0 },
+                    "claim_expiring",
+                    "the claim is past its first half: sent on a fresh claim instead",
+                ))
+            };
+            let outcome = with_op(domain, org, clock(), "finish", |op| {
+                deliveries::record_send(op, &c.id, &c.token, &c.rendered, result, policy)
+            })?;
+            report.count(&c.rendered.channel, outcome);
+        }
+        taken += n;
+        if n < CHUNK || taken >= BATCH as usize {
+            return Ok(());
+        }
     }
-    with_op(domain, org, now, "finish", |op| finish(op, results, report))
 }
 
 /// The engine, as a worker.
@@ -523,8 +682,14 @@ fn window_of(
     Ok(deliveries::window_for(op.tx, op.org, charge, debtor)?.1)
 }
 
-/// Step 3a: re-checks, cancels or claims the due deliveries.
-fn claim(op: &mut Op<'_>, report: &mut TickReport) -> Result<Vec<Claimed>, DomainError> {
+/// Step 3a: re-checks, cancels or claims (at most `limit` of) the due deliveries;
+/// `count_waiting`: the first call of a tick counts those waiting for their window.
+fn claim(
+    op: &mut Op<'_>,
+    limit: usize,
+    count_waiting: bool,
+    report: &mut TickReport,
+) -> Result<Vec<Claimed>, DomainError> {
     let now_ts = op.timestamp();
     let q = Query {
         conds: vec![
@@ -539,10 +704,13 @@ fn claim(op: &mut Op<'_>, report: &mut TickReport) -> Result<Vec<Claimed>, Domai
     let now_local = deliveries::local_now(op.now);
     let mut out = Vec::new();
     for mut d in due {
+        if out.len() >= limit {
+            break;
+        }
         if d.status == "queued"
-            && d.claim_until
-                .as_deref()
-                .is_some_and(|u| u > now_ts.as_str())
+            && [&d.claim_until, &d.next_attempt_at]
+                .iter()
+                .any(|u| u.as_deref().is_some_and(|u| u > now_ts.as_str()))
         {
             continue;
         }
@@ -568,7 +736,7 @@ fn claim(op: &mut Op<'_>, report: &mut TickReport) -> Result<Vec<Claimed>, Domai
             }
         };
         if !window_of(op, &d, &charge, &debtor)?.allows(now_local) {
-            report.waiting += 1;
+            report.waiting += u32::from(count_waiting);
             continue;
         }
         let rendered =
@@ -592,6 +760,7 @@ fn claim(op: &mut Op<'_>, report: &mut TickReport) -> Result<Vec<Claimed>, Domai
         }
         d.claim_token = Some(token.clone());
         d.claim_until = Some(until);
+        d.next_attempt_at = None;
         d.attempt += 1;
         d.updated_at = now_ts.clone();
         save(op.tx, Kind::Delivery, op.org, &d)?;
@@ -608,58 +777,4 @@ fn claim(op: &mut Op<'_>, report: &mut TickReport) -> Result<Vec<Claimed>, Domai
         });
     }
     Ok(out)
-}
-
-/// Keeps a contact point's `last_delivery_status` and `bounce_count` (fields the
-/// contact-point module leaves to deliveries), editing its JSON in place.
-fn touch_contact_point(op: &mut Op<'_>, d: &Delivery) -> Result<(), DomainError> {
-    let Some(cp_id) = &d.contact_point_id else {
-        return Ok(());
-    };
-    let Some(mut cp) = op.tx.get(Kind::ContactPoint, op.org, cp_id)? else {
-        return Ok(());
-    };
-    if let Some(m) = cp.as_object_mut() {
-        m.insert("last_delivery_status".into(), json!(d.status));
-        if d.status == "bounced" {
-            let n = m.get("bounce_count").and_then(Value::as_u64).unwrap_or(0);
-            m.insert("bounce_count".into(), json!(n + 1));
-        }
-    }
-    op.tx.put(Kind::ContactPoint, op.org, &cp)?;
-    Ok(())
-}
-
-/// Step 3c: records what the driver answered.
-fn finish(
-    op: &mut Op<'_>,
-    results: Vec<(Claimed, Result<DriverReceipt, DriverError>)>,
-    report: &mut TickReport,
-) -> Result<(), DomainError> {
-    for (c, result) in results {
-        let Some(mut d) = load::<Delivery>(op.tx, Kind::Delivery, op.org, &c.id)? else {
-            continue;
-        };
-        if d.status != "queued" || d.claim_token.as_deref() != Some(c.token.as_str()) {
-            // Canceled meanwhile, or another sender took it over after the lease.
-            continue;
-        }
-        match result {
-            Ok(receipt) => {
-                d.provider_message_id = Some(receipt.provider_message_id);
-                d.subject = c.rendered.subject.clone();
-                d.body = Some(c.rendered.body.clone());
-                deliveries::advance(op, &mut d, "sent", None)?;
-                report.sent += 1;
-                report.channel(&d.channel).sent += 1;
-            }
-            Err(e) => {
-                deliveries::advance(op, &mut d, "failed", Some((&e.code, &e.message)))?;
-                report.failed += 1;
-                report.channel(&d.channel).failed += 1;
-            }
-        }
-        touch_contact_point(op, &d)?;
-    }
-    Ok(())
 }

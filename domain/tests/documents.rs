@@ -1,5 +1,5 @@
 //! The PDF documents: valid files (header, cross-reference table, trailer), Portuguese
-//! text in `WinAnsiEncoding`, the content a settlement letter must carry (Código Civil
+//! text in embedded Unicode fonts (any script, read back through their `ToUnicode` maps), the content a settlement letter must carry (Código Civil
 //! arts. 319–320), pagination, and deterministic bytes.
 
 use chrono::NaiveDate;
@@ -51,8 +51,30 @@ fn settlement_letter_is_a_valid_pdf() {
         "catalog, pages, fonts, info, page, content: {objects}"
     );
     assert_eq!(count(&pdf, b"/Type /Page\n"), 1, "one page");
-    assert_eq!(count(&pdf, b"/WinAnsiEncoding"), 2, "both fonts");
-    assert!(count(&pdf, b"/Helvetica") >= 1);
+    // The two DejaVu Sans faces it uses, embedded as subsets, with their text maps.
+    assert_eq!(count(&pdf, b"/Encoding /Identity-H"), 2, "both fonts");
+    assert_eq!(count(&pdf, b"/FontFile2"), 2);
+    assert_eq!(count(&pdf, b"/ToUnicode"), 2);
+    // Subset names: six capitals, `+`, the PostScript name (Type0 font, CID font,
+    // descriptor: three each).
+    let text = String::from_utf8_lossy(&pdf);
+    let mut names: Vec<&str> = text
+        .match_indices("/BaseFont /")
+        .chain(text.match_indices("/FontName /"))
+        .map(|(at, m)| text[at + m.len()..].split_whitespace().next().unwrap())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 2, "{names:?}");
+    for (name, font) in names.iter().zip(["+DejaVuSans", "+DejaVuSans-Bold"]) {
+        let (tag, rest) = name.split_at(6);
+        assert!(tag.bytes().all(|b| b.is_ascii_uppercase()), "{name}");
+        assert!(
+            rest == font || names.iter().any(|n| n.ends_with(font)),
+            "{names:?}"
+        );
+    }
+    assert_eq!(count(&pdf, b"/Helvetica"), 0, "no font left to the reader");
 }
 
 #[test]
@@ -95,20 +117,17 @@ fn rule_settlement_through_a_completed_agreement() {
 }
 
 #[test]
-fn accents_are_single_winansi_bytes() {
+fn accents_are_glyphs_of_the_embedded_fonts_and_read_back() {
     let pdf = documents::settlement_letter(&letter());
-    // No UTF-8 sequences in the file: "ç" would be C3 A7, "ã" C3 A3.
-    assert_eq!(count(&pdf, "ç".as_bytes()), 0);
-    assert_eq!(count(&pdf, "ã".as_bytes()), 0);
-    // Non-ASCII strings are written as hex strings of WinAnsi bytes: "QUITAÇÃO".
-    assert_eq!(count(&pdf, b"5155495441C7C34F"), 1);
-    for c in "ÇÃÉÍÓÚçãõéêíóú".chars() {
-        assert_eq!(
-            documents::from_winansi(documents::winansi(c)),
-            c,
-            "{c} round-trips"
-        );
+    // No UTF-8 text in the page content: "ç" would be C3 A7, "ã" C3 A3; the content
+    // holds glyph ids, the ToUnicode maps give the letters back.
+    let maps = pdf.windows(9).filter(|w| *w == b"begincmap").count();
+    assert_eq!(maps, 2);
+    let text = check::text(&pdf);
+    for part in ["CARTA DE QUITAÇÃO", "João Conceição", "São Paulo"] {
+        assert!(text.contains(part), "{part} in {text}");
     }
+    assert!(!text.contains('?'), "every glyph maps back: {text}");
 }
 
 #[test]
@@ -175,7 +194,7 @@ fn statement_paginates_and_totals() {
     let text = check::flat_text(&pdf);
     for part in [
         "EXTRATO DE DÉBITOS",
-        "Devedor(a): Padaria Pão Quente Ltda — CNPJ 11.444.777/0001-61",
+        "Devedor(a): Padaria Pão Quente Ltda CNPJ 11.444.777/0001-61",
         "Valores atualizados em 15/01/2027",
         "Total devido atualizado R$ 12.345,67",
         "Pago R$ 555,00",
@@ -206,10 +225,11 @@ fn wrapping_keeps_lines_inside_the_margins() {
         assert!(documents::text_width(l, style) <= 300.0, "{l}");
     }
     assert_eq!(lines.join(" "), text, "no word lost");
-    assert!(
-        (documents::text_width("Helvetica", Style::regular(10.0)) - 41.12).abs() < 0.01,
-        "AFM widths"
-    );
+    // The font's own advances: narrow letters are narrow, and widths scale with size.
+    let w = |t: &str, size: f32| documents::text_width(t, Style::regular(size));
+    assert!(w("iiii", 10.0) < w("MMMM", 10.0) / 2.0);
+    assert!((w("Quitação", 20.0) - 2.0 * w("Quitação", 10.0)).abs() < 0.01);
+    assert!(documents::text_width("Quitação", Style::bold(10.0)) > w("Quitação", 10.0));
 }
 
 #[test]
@@ -223,4 +243,31 @@ fn structure_check_catches_broken_files() {
     shifted.extend_from_slice(&pdf);
     assert!(check::structure(&shifted).is_err(), "offsets off by one");
     assert!(check::structure(b"hello").is_err());
+}
+
+/// A name in four scripts prints in the letter and the statement: every glyph from an
+/// embedded font and mapped back to its text. `check::text` reads glyphs in drawing
+/// order (left to right), so the Arabic name, drawn right to left, reads reversed
+/// there; reading order is what `pdftotext` gives (the binary's `pdf_scripts` test).
+#[test]
+fn a_name_in_any_script_prints_in_every_document() {
+    let name = "Ñandú Ørsted 王芳 محمد";
+    let mut l = letter();
+    l.debtor.name = name.into();
+    let mut s = statement(2);
+    s.debtor.name = name.into();
+    for pdf in [
+        documents::settlement_letter(&l),
+        documents::debtor_statement(&s),
+    ] {
+        check::structure(&pdf).unwrap();
+        let text = check::flat_text(&pdf);
+        assert!(text.contains("Ñandú Ørsted 王芳 دمحم"), "{text}");
+        assert!(!text.contains('?') && !text.contains('\u{FFFD}'), "{text}");
+        assert_eq!(
+            count(&pdf, b"+DroidSansFallback"),
+            3,
+            "the CJK face, embedded"
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //! outbox.
 
 use dunning_core::{Principal, UnixTime};
-use dunning_domain::engine::{self, DriverError, RecordingDriver, TickReport};
+use dunning_domain::engine::{self, DriverError, Failure, RecordingDriver, TickReport};
 use dunning_domain::ops::deliveries::ruler_delivery_id;
 use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::store::{self, Cond, Kind, Query};
@@ -694,10 +694,11 @@ fn driver_failures_mark_the_delivery_failed_with_the_code() {
     fx.b2c();
     let d = fx.debtor(json!({}));
     let c = fx.charge(&d, "2026-12-10");
-    fx.driver.fail_with(Some(DriverError {
-        code: "provider_timeout".into(),
-        message: "SMTP timed out".into(),
-    }));
+    fx.driver.fail_with(Some(DriverError::new(
+        Failure::Failed,
+        "provider_timeout",
+        "SMTP timed out",
+    )));
     fx.bed.now = at("2026-12-05", "09:00");
     let r = fx.tick();
     assert_eq!((r.sent, r.failed), (0, 1));

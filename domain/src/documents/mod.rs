@@ -2,9 +2,10 @@
 //! de quitação) and the debtor statement (extrato), as real PDF files.
 //!
 //! PDFs are written with `pdf-writer` (the typst project's PDF writer): PDF 1.4, A4
-//! pages, the standard Helvetica fonts (not embedded) with `WinAnsiEncoding`, so
-//! Portuguese accents come out right in any reader. Content streams are left
-//! uncompressed: the documents are small and stay greppable.
+//! pages, Unicode fonts embedded as subsets of the glyphs used ([`fonts`]: DejaVu Sans
+//! and Droid Sans Fallback, shipped under their licenses in `documents/fonts/`), so a
+//! name in any script prints, and extracts, as written. Content streams are left
+//! uncompressed: the documents are small.
 //!
 //! Deterministic: the same input gives the same bytes. No clock is read; dates come
 //! from the data (the payment date of a letter, the `as_of` of a statement), and the
@@ -12,8 +13,9 @@
 //! both documents use (headings, wrapped paragraphs, table rows, page breaks, page
 //! numbers); other documents (the agreement term) can use it too.
 //!
-//! Files: `writer` (the engine), `words` (Portuguese dates, documents and amounts in
-//! words), `letter` and `statement` (the two documents).
+//! Files: `writer` (the engine), `fonts` (shaping over the embedded fonts), `words`
+//! (Portuguese dates, documents and amounts in words), `letter` and `statement` (the two
+//! documents).
 
 use chrono::{Datelike, NaiveDate};
 use pdf_writer::{Content, Date, Finish, Name, Pdf, Rect, Ref, Str, TextStr};
@@ -21,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::rules::money::Money;
 
+pub mod fonts;
 mod letter;
 mod statement;
 mod words;
@@ -56,14 +59,6 @@ mod tests {
             amount_in_words(Money::from_cents(100_000_000)),
             "um milhão de reais"
         );
-    }
-
-    #[test]
-    fn winansi_round_trip() {
-        for c in "ÁÉÍÓÚáéíóúÂÊÔâêôÃÕãõÇçº€“”—".chars() {
-            assert_eq!(from_winansi(winansi(c)), c, "{c}");
-        }
-        assert_eq!(winansi('😀'), b'?');
     }
 
     #[test]

@@ -70,10 +70,12 @@ pub fn debtor_statement(s: &StatementDoc) -> Vec<u8> {
     w.centered("EXTRATO DE DÉBITOS", Style::bold(15.0));
     w.space(10.0);
     let body = Style::regular(10.0);
+    // The name on a line of its own: a name in a right-to-left script then reads back
+    // (copy, `pdftotext`) as one run, not mixed with the document number.
+    w.line(&format!("Devedor(a): {}", s.debtor.name), body);
     w.line(
         &format!(
-            "Devedor(a): {} — {} {}",
-            s.debtor.name,
+            "{} {}",
             s.debtor.document_kind(),
             s.debtor.document_formatted()
         ),
@@ -157,7 +159,7 @@ pub fn debtor_statement(s: &StatementDoc) -> Vec<u8> {
 /// Reading PDFs back (tests of this crate and of the documents other modules make).
 #[doc(hidden)]
 pub mod check {
-    use super::from_winansi;
+    use std::collections::HashMap;
 
     fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
         hay.get(from..)?
@@ -231,6 +233,8 @@ pub mod check {
                         b'n' => out.push(b'\n'),
                         b'r' => out.push(b'\r'),
                         b't' => out.push(b'\t'),
+                        b'b' => out.push(0x08),
+                        b'f' => out.push(0x0C),
                         b'0'..=b'7' => {
                             let mut v = u32::from(e - b'0');
                             for _ in 0..2 {
@@ -266,9 +270,64 @@ pub mod check {
         text(pdf).split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
-    /// The text shown by the content streams, one string per line, decoded from
-    /// `WinAnsiEncoding`.
+    /// The dictionary before the stream starting at `start` (the `stream` keyword).
+    fn dict_before(pdf: &[u8], start: usize) -> &[u8] {
+        let from = rfind(&pdf[..start], b"obj").unwrap_or(0);
+        &pdf[from..start]
+    }
+
+    /// The `ToUnicode` maps of the document, by the font resource they belong to (the
+    /// writer names each `Kobana-<resource>-UCS`): glyph id to text.
+    fn unicode_maps(pdf: &[u8]) -> HashMap<String, HashMap<u16, String>> {
+        let mut maps = HashMap::new();
+        let mut at = 0;
+        while let Some(start) = find(pdf, b"stream\n", at) {
+            let body = start + 7;
+            let Some(end) = find(pdf, b"endstream", body) else {
+                break;
+            };
+            at = end;
+            let s = String::from_utf8_lossy(&pdf[body..end]);
+            if !s.contains("begincmap") {
+                continue;
+            }
+            let Some(name) = s
+                .split("/CMapName /Kobana-")
+                .nth(1)
+                .and_then(|r| r.split("-UCS").next())
+            else {
+                continue;
+            };
+            let mut map = HashMap::new();
+            for line in s.lines() {
+                let parts: Vec<&str> = line
+                    .split(['<', '>'])
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .collect();
+                if parts.len() != 2 || parts[0].len() != 4 {
+                    continue;
+                }
+                let Ok(id) = u16::from_str_radix(parts[0], 16) else {
+                    continue;
+                };
+                let units: Vec<u16> = parts[1]
+                    .as_bytes()
+                    .chunks(4)
+                    .filter_map(|c| u16::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+                    .collect();
+                map.insert(id, String::from_utf16_lossy(&units));
+            }
+            maps.insert(name.to_owned(), map);
+        }
+        maps
+    }
+
+    /// The text shown by the content streams, one line per text object, each glyph
+    /// read back through its font's `ToUnicode` map (`?` for a glyph without one).
     pub fn text(pdf: &[u8]) -> String {
+        let maps = unicode_maps(pdf);
+        let empty = HashMap::new();
         let mut out = String::new();
         let mut at = 0;
         while let Some(start) = find(pdf, b"stream\n", at) {
@@ -276,7 +335,23 @@ pub mod check {
             let Some(end) = find(pdf, b"endstream", body) else {
                 break;
             };
+            at = end;
+            // Font files and ToUnicode maps are not page content.
+            let dict = dict_before(pdf, start);
             let s = &pdf[body..end];
+            if find(dict, b"/Length1", 0).is_some() || find(s, b"begincmap", 0).is_some() {
+                continue;
+            }
+            let mut font = String::new();
+            let mut last_name = String::new();
+            let mut line = String::new();
+            let show = |bytes: &[u8], font: &str, line: &mut String| {
+                let map = maps.get(font).unwrap_or(&empty);
+                for pair in bytes.chunks(2) {
+                    let id = u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]);
+                    line.push_str(map.get(&id).map_or("?", String::as_str));
+                }
+            };
             let mut i = 0;
             while i < s.len() {
                 match s[i] {
@@ -284,8 +359,7 @@ pub mod check {
                         i += 1;
                         let mut bytes = Vec::new();
                         decode_literal(s, &mut i, &mut bytes);
-                        out.extend(bytes.into_iter().map(from_winansi));
-                        out.push('\n');
+                        show(&bytes, &font, &mut line);
                     }
                     b'<' if s.get(i + 1) != Some(&b'<') => {
                         let close = find(s, b">", i).unwrap_or(s.len());
@@ -294,19 +368,43 @@ pub mod check {
                             .copied()
                             .filter(u8::is_ascii_hexdigit)
                             .collect();
-                        for pair in hex.chunks(2) {
-                            let h = std::str::from_utf8(pair).unwrap_or("0");
-                            let v = u8::from_str_radix(h, 16).unwrap_or(b'?');
-                            out.push(from_winansi(v));
-                        }
-                        out.push('\n');
+                        let bytes: Vec<u8> = hex
+                            .chunks(2)
+                            .map(|p| {
+                                u8::from_str_radix(std::str::from_utf8(p).unwrap_or("0"), 16)
+                                    .unwrap_or(0)
+                            })
+                            .collect();
+                        show(&bytes, &font, &mut line);
                         i = close + 1;
                     }
                     b'<' => i += 2,
+                    b'/' => {
+                        let from = i + 1;
+                        i = from;
+                        while i < s.len() && !b" \n\r\t/[]()<>".contains(&s[i]) {
+                            i += 1;
+                        }
+                        last_name = String::from_utf8_lossy(&s[from..i]).into_owned();
+                    }
+                    b'A'..=b'Z' | b'a'..=b'z' => {
+                        let from = i;
+                        while i < s.len() && s[i].is_ascii_alphabetic() {
+                            i += 1;
+                        }
+                        match &s[from..i] {
+                            b"Tf" => font.clone_from(&last_name),
+                            b"ET" => {
+                                out.push_str(&line);
+                                out.push('\n');
+                                line.clear();
+                            }
+                            _ => {}
+                        }
+                    }
                     _ => i += 1,
                 }
             }
-            at = end;
         }
         out
     }

@@ -1,6 +1,17 @@
-//! The small PDF layout engine every document uses: A4 pages, Helvetica with
-//! `WinAnsiEncoding`, headings, wrapped paragraphs, table rows, page breaks and numbers.
+//! The small PDF layout engine every document uses: A4 pages, the embedded Unicode
+//! fonts, headings, wrapped paragraphs, table rows, page breaks and numbers.
+//!
+//! Text is shaped as it is placed ([`fonts::shape_line`]) and each glyph gets its id in
+//! its face's subset at once (the order of first use), so the content streams are final
+//! when written; [`Writer::finish`] then embeds each face used as a subset of exactly
+//! those glyphs (`subsetter`), as a `Type0` font over a `CIDFontType2` (`Identity-H`,
+//! two bytes per glyph) with its widths and a `ToUnicode` map of every glyph's text.
 
+use std::collections::BTreeMap;
+
+use pdf_writer::types::{CidFontType, FontFlags, SystemInfo, UnicodeCmap};
+
+use super::fonts::{self, Face, Glyph};
 use super::*;
 
 pub(super) const PAGE_W: f32 = 595.0;
@@ -22,7 +33,7 @@ pub enum Align {
 pub struct Style {
     /// Font size in points.
     pub size: f32,
-    /// Helvetica-Bold instead of Helvetica.
+    /// The bold face.
     pub bold: bool,
 }
 
@@ -37,120 +48,9 @@ impl Style {
     }
 }
 
-/// Maps a character to its `WinAnsiEncoding` byte (`?` when it has none).
-pub fn winansi(c: char) -> u8 {
-    let u = c as u32;
-    match u {
-        0x20..=0x7E | 0xA0..=0xFF => u as u8,
-        _ => match c {
-            '€' => 0x80,
-            '‚' => 0x82,
-            'ƒ' => 0x83,
-            '„' => 0x84,
-            '…' => 0x85,
-            '†' => 0x86,
-            '‡' => 0x87,
-            'ˆ' => 0x88,
-            '‰' => 0x89,
-            'Š' => 0x8A,
-            '‹' => 0x8B,
-            'Œ' => 0x8C,
-            'Ž' => 0x8E,
-            '‘' => 0x91,
-            '’' => 0x92,
-            '“' => 0x93,
-            '”' => 0x94,
-            '•' => 0x95,
-            '–' => 0x96,
-            '—' => 0x97,
-            '˜' => 0x98,
-            '™' => 0x99,
-            'š' => 0x9A,
-            '›' => 0x9B,
-            'œ' => 0x9C,
-            'ž' => 0x9E,
-            'Ÿ' => 0x9F,
-            '\t' | '\n' | '\r' => b' ',
-            _ => b'?',
-        },
-    }
-}
-
-/// The character a `WinAnsiEncoding` byte stands for.
-pub fn from_winansi(b: u8) -> char {
-    const HIGH: [char; 32] = [
-        '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž',
-        '\u{8f}', '\u{90}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}',
-        'ž', 'Ÿ',
-    ];
-    match b {
-        0x80..=0x9F => HIGH[usize::from(b - 0x80)],
-        _ => char::from(b),
-    }
-}
-
-/// Encodes text for a `WinAnsiEncoding` font.
-pub fn encode(text: &str) -> Vec<u8> {
-    text.chars().map(winansi).collect()
-}
-
-// Helvetica and Helvetica-Bold advance widths (AFM, 1/1000 em) for ASCII 32..=126.
-pub(super) const HELVETICA: [u16; 95] = [
-    278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556, 556,
-    556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556, 1015, 667, 667, 722, 722, 667,
-    611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722, 667, 944, 667,
-    667, 611, 278, 278, 278, 469, 556, 333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500,
-    222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
-];
-pub(super) const HELVETICA_BOLD: [u16; 95] = [
-    278, 333, 474, 556, 556, 889, 722, 238, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556, 556,
-    556, 556, 556, 556, 556, 556, 556, 333, 333, 584, 584, 584, 611, 975, 722, 722, 722, 722, 667,
-    611, 778, 722, 278, 556, 722, 611, 833, 722, 778, 667, 778, 722, 667, 611, 722, 667, 944, 667,
-    667, 611, 333, 278, 333, 584, 556, 333, 556, 611, 556, 611, 556, 333, 611, 611, 278, 278, 556,
-    278, 889, 611, 611, 611, 611, 389, 556, 333, 611, 556, 778, 556, 556, 500, 389, 280, 389, 584,
-];
-
-/// The ASCII letter an accented Latin-1 letter is drawn like (for widths).
-pub(super) fn base_letter(c: char) -> char {
-    match c {
-        'à'..='å' => 'a',
-        'À'..='Å' => 'A',
-        'ç' => 'c',
-        'Ç' => 'C',
-        'è'..='ë' => 'e',
-        'È'..='Ë' => 'E',
-        'ì'..='ï' => 'i',
-        'Ì'..='Ï' => 'I',
-        'ñ' => 'n',
-        'Ñ' => 'N',
-        'ò'..='ö' => 'o',
-        'Ò'..='Ö' => 'O',
-        'ù'..='ü' => 'u',
-        'Ù'..='Ü' => 'U',
-        'º' | 'ª' | '°' => 'o',
-        _ => c,
-    }
-}
-
-/// Width of `text` in points.
+/// Width of `text` in points (shaped with the embedded fonts, see [`super::fonts`]).
 pub fn text_width(text: &str, style: Style) -> f32 {
-    let table = if style.bold {
-        &HELVETICA_BOLD
-    } else {
-        &HELVETICA
-    };
-    let units: u32 = text
-        .chars()
-        .map(|c| {
-            let b = base_letter(c) as u32;
-            if (32..=126).contains(&b) {
-                u32::from(table[(b - 32) as usize])
-            } else {
-                556
-            }
-        })
-        .sum();
-    units as f32 * style.size / 1000.0
+    fonts::width(text, style.bold, style.size)
 }
 
 /// Splits `text` into lines no wider than `width`.
@@ -199,6 +99,45 @@ pub struct Writer {
     watermark: Option<&'static str>,
     pages: Vec<Content>,
     y: f32,
+    faces: BTreeMap<Face, FaceUse>,
+}
+
+/// What a document uses of one face.
+#[derive(Default)]
+struct FaceUse {
+    /// Glyph ids in the font file to their ids in the subset, in order of first use.
+    remapper: subsetter::GlyphRemapper,
+    /// Each subset glyph's width (1/1000 em), as first shaped.
+    widths: BTreeMap<u16, f32>,
+    /// Each subset glyph's text, as first shaped.
+    text: BTreeMap<u16, String>,
+}
+
+/// A run of glyphs of one face: the two-byte ids, then after which glyph (index) the
+/// pen moves by how much more than the glyph's width (`TJ` adjustments, 1/1000 em).
+struct Run {
+    face: Face,
+    ids: Vec<u8>,
+    adjust: Vec<(usize, f32)>,
+}
+
+/// Shows `runs` at `size` in the open text object.
+fn emit(c: &mut Content, runs: &[Run], size: f32) {
+    for run in runs {
+        c.set_font(Name(run.face.resource()), size);
+        let mut shown = c.show_positioned();
+        let mut items = shown.items();
+        let mut from = 0;
+        for (after, adj) in &run.adjust {
+            let end = 2 * (after + 1);
+            items.show(Str(&run.ids[from..end]));
+            items.adjust(*adj);
+            from = end;
+        }
+        if from < run.ids.len() {
+            items.show(Str(&run.ids[from..]));
+        }
+    }
 }
 
 impl std::fmt::Debug for Writer {
@@ -225,9 +164,42 @@ impl Writer {
             watermark,
             pages: Vec::new(),
             y: PAGE_H - MARGIN,
+            faces: BTreeMap::new(),
         };
         w.new_page();
         w
+    }
+
+    /// The runs of `text`, registering its glyphs in their faces' subsets.
+    fn runs(&mut self, text: &str, style: Style) -> Vec<Run> {
+        let mut runs: Vec<Run> = Vec::new();
+        for Glyph {
+            face,
+            gid,
+            advance,
+            text,
+        } in fonts::shape_line(text, style.bold)
+        {
+            let used = self.faces.entry(face).or_default();
+            let id = used.remapper.remap(gid);
+            let width = *used.widths.entry(id).or_insert(advance);
+            if !text.is_empty() {
+                used.text.entry(id).or_insert(text);
+            }
+            if runs.last().is_none_or(|r| r.face != face) {
+                runs.push(Run {
+                    face,
+                    ids: Vec::new(),
+                    adjust: Vec::new(),
+                });
+            }
+            let Some(run) = runs.last_mut() else { continue };
+            run.ids.extend(id.to_be_bytes());
+            if (width - advance).abs() > 0.01 {
+                run.adjust.push((run.ids.len() / 2 - 1, width - advance));
+            }
+        }
+        runs
     }
 
     /// Starts a page: the watermark first, so the text is drawn over it.
@@ -235,7 +207,7 @@ impl Writer {
         let mut c = Content::new();
         if let Some(text) = self.watermark {
             let style = Style::bold(54.0);
-            let bytes = encode(text);
+            let runs = self.runs(text, style);
             let (sin, cos) = std::f32::consts::FRAC_PI_4.sin_cos();
             let width = text_width(text, style);
             let (cx, cy) = (PAGE_W / 2.0, PAGE_H / 2.0);
@@ -244,9 +216,8 @@ impl Writer {
             c.save_state();
             c.set_fill_gray(0.82);
             c.begin_text();
-            c.set_font(Name(b"F2"), style.size);
             c.set_text_matrix([cos, sin, -sin, cos, x, y]);
-            c.show(Str(&bytes));
+            emit(&mut c, &runs, style.size);
             c.end_text();
             c.restore_state();
         }
@@ -287,13 +258,11 @@ impl Writer {
     }
 
     fn show(&mut self, x: f32, y: f32, text: &str, style: Style) {
-        let font = if style.bold { b"F2" } else { b"F1" };
-        let bytes = encode(text);
+        let runs = self.runs(text, style);
         let c = self.page();
         c.begin_text();
-        c.set_font(Name(font), style.size);
         c.next_line(x, y);
-        c.show(Str(&bytes));
+        emit(c, &runs, style.size);
         c.end_text();
     }
 
@@ -362,15 +331,30 @@ impl Writer {
         self.y -= 3.0;
     }
 
-    /// Writes the PDF: catalog, pages with page numbers, the two fonts, metadata.
-    pub fn finish(self) -> Vec<u8> {
+    /// Writes the PDF: catalog, pages with page numbers, the fonts used (subsets),
+    /// metadata.
+    pub fn finish(mut self) -> Vec<u8> {
         let n = self.pages.len();
+        // The footers first: their glyphs belong to the subsets too.
+        let footer_style = Style::regular(8.0);
+        let footers: Vec<(f32, Vec<Run>)> = (0..n)
+            .map(|i| {
+                let footer = format!("{} — página {} de {n}", self.title, i + 1);
+                let x = PAGE_W - MARGIN - text_width(&footer, footer_style);
+                (x, self.runs(&footer, footer_style))
+            })
+            .collect();
         let catalog = Ref::new(1);
         let tree = Ref::new(2);
-        let regular = Ref::new(3);
-        let bold = Ref::new(4);
-        let info = Ref::new(5);
-        let first = 6;
+        let info = Ref::new(3);
+        // Five objects per face used: Type0 font, CID font, descriptor, file, ToUnicode.
+        let faces: Vec<(Face, i32)> = self
+            .faces
+            .keys()
+            .enumerate()
+            .map(|(i, f)| (*f, 4 + 5 * i as i32))
+            .collect();
+        let first = 4 + 5 * faces.len() as i32;
         let mut pdf = Pdf::new();
         pdf.set_version(1, 4);
         pdf.catalog(catalog).pages(tree);
@@ -380,14 +364,11 @@ impl Writer {
             .count(n as i32);
         let mut digest = Sha256::new();
         digest.update(self.title.as_bytes());
-        for (i, mut content) in self.pages.into_iter().enumerate() {
-            let footer = format!("{} — página {} de {n}", self.title, i + 1);
-            let style = Style::regular(8.0);
-            let bytes = encode(&footer);
+        let pages = std::mem::take(&mut self.pages);
+        for (i, (mut content, (x, runs))) in pages.into_iter().zip(footers).enumerate() {
             content.begin_text();
-            content.set_font(Name(b"F1"), style.size);
-            content.next_line(PAGE_W - MARGIN - text_width(&footer, style), MARGIN - 20.0);
-            content.show(Str(&bytes));
+            content.next_line(x, MARGIN - 20.0);
+            emit(&mut content, &runs, footer_style.size);
             content.end_text();
             let stream = content.finish();
             digest.update(stream.as_slice());
@@ -398,20 +379,20 @@ impl Writer {
             page.parent(tree);
             page.contents(content_id);
             let mut resources = page.resources();
-            resources
-                .fonts()
-                .pair(Name(b"F1"), regular)
-                .pair(Name(b"F2"), bold);
+            let mut fonts = resources.fonts();
+            for (face, at) in &faces {
+                fonts.pair(Name(face.resource()), Ref::new(*at));
+            }
+            fonts.finish();
             resources.finish();
             page.finish();
             pdf.stream(content_id, stream.as_slice());
         }
-        pdf.type1_font(regular)
-            .base_font(Name(b"Helvetica"))
-            .encoding_predefined(Name(b"WinAnsiEncoding"));
-        pdf.type1_font(bold)
-            .base_font(Name(b"Helvetica-Bold"))
-            .encoding_predefined(Name(b"WinAnsiEncoding"));
+        for (face, at) in &faces {
+            if let Some(used) = self.faces.get(face) {
+                embed(&mut pdf, *face, *at, used);
+            }
+        }
         let date = Date::new(u16::try_from(self.date.year()).unwrap_or(2000))
             .month(self.date.month() as u8)
             .day(self.date.day() as u8)
@@ -430,4 +411,78 @@ impl Writer {
         pdf.set_file_id((id.clone(), id));
         pdf.finish()
     }
+}
+
+/// Writes `face`'s five objects from `first`: the `Type0` font, its `CIDFontType2`,
+/// the descriptor, the subset font file and the `ToUnicode` map.
+fn embed(pdf: &mut Pdf, face: Face, first: i32, used: &FaceUse) {
+    let (type0, cid, descriptor, file, cmap) = (
+        Ref::new(first),
+        Ref::new(first + 1),
+        Ref::new(first + 2),
+        Ref::new(first + 3),
+        Ref::new(first + 4),
+    );
+    // A subset's name starts with a tag of six capitals naming the subset.
+    let mut h = Sha256::new();
+    h.update(face.postscript().as_bytes());
+    for g in used.remapper.remapped_gids() {
+        h.update(g.to_be_bytes());
+    }
+    let tag: String = h.finalize()[..6]
+        .iter()
+        .map(|b| char::from(b'A' + b % 26))
+        .collect();
+    let base = format!("{tag}+{}", face.postscript());
+    let data = subsetter::subset(face.data(), 0, &used.remapper)
+        .unwrap_or_else(|e| unreachable!("the embedded fonts subset: {e}"));
+    let system = || SystemInfo {
+        registry: Str(b"Adobe"),
+        ordering: Str(b"Identity"),
+        supplement: 0,
+    };
+    pdf.type0_font(type0)
+        .base_font(Name(base.as_bytes()))
+        .encoding_predefined(Name(b"Identity-H"))
+        .descendant_font(cid)
+        .to_unicode(cmap);
+    let mut c = pdf.cid_font(cid);
+    c.subtype(CidFontType::Type2)
+        .base_font(Name(base.as_bytes()))
+        .system_info(system())
+        .font_descriptor(descriptor)
+        .default_width(0.0)
+        .cid_to_gid_map_predefined(Name(b"Identity"));
+    let mut widths = c.widths();
+    for (id, w) in &used.widths {
+        widths.consecutive(*id, [*w]);
+    }
+    widths.finish();
+    c.finish();
+    let (ascent, descent, cap, [x0, y0, x1, y1]) = face.metrics();
+    let flags = if face == Face::Cjk {
+        FontFlags::SYMBOLIC
+    } else {
+        FontFlags::NON_SYMBOLIC
+    };
+    pdf.font_descriptor(descriptor)
+        .name(Name(base.as_bytes()))
+        .flags(flags)
+        .bbox(Rect::new(x0, y0, x1, y1))
+        .italic_angle(0.0)
+        .ascent(ascent)
+        .descent(descent)
+        .cap_height(cap)
+        .stem_v(if face == Face::Bold { 140.0 } else { 80.0 })
+        .font_file2(file);
+    pdf.stream(file, &data).pair(
+        Name(b"Length1"),
+        i32::try_from(data.len()).unwrap_or(i32::MAX),
+    );
+    let name = format!("Kobana-{}-UCS", String::from_utf8_lossy(face.resource()));
+    let mut map = UnicodeCmap::new(Name(name.as_bytes()), system());
+    for (id, text) in &used.text {
+        map.pair_with_multiple(*id, text.chars());
+    }
+    pdf.cmap(cmap, &map.finish());
 }

@@ -464,6 +464,22 @@ pub trait Tx {
     fn grant_rewrite(&mut self, kind: &str, id: &str, doc: &Value) -> Result<bool, StoreError>;
     /// Forgets the records that expired before `before_ms`.
     fn grant_sweep(&mut self, before_ms: u64) -> Result<u64, StoreError>;
+    /// Records that the provider's `message_id` on `channel` is delivery `delivery_id`
+    /// of `org` (a provider's status callback names only its own id); a second send
+    /// with the same id points it at the newer delivery.
+    fn link_message(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+        org: &str,
+        delivery_id: &str,
+    ) -> Result<(), StoreError>;
+    /// The organization and delivery of a provider's message id.
+    fn message_owner(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+    ) -> Result<Option<(String, String)>, StoreError>;
 }
 
 /// `s` matched literally inside a `LIKE` pattern (escape character `\`).

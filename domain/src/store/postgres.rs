@@ -61,7 +61,11 @@ const MIGRATIONS: &[(i32, &str)] = &[
     ),
     (
         6,
-        include_str!("migrations/postgres/0006_money_centavos.sql"),
+        include_str!("migrations/postgres/0006_provider_messages.sql"),
+    ),
+    (
+        7,
+        include_str!("migrations/postgres/0007_money_centavos.sql"),
     ),
 ];
 

@@ -133,4 +133,21 @@ impl Tx for Scoped<'_, '_> {
         self.scope.grants()?;
         self.tx.grant_sweep(before_ms)
     }
+    fn link_message(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+        org: &str,
+        delivery_id: &str,
+    ) -> Result<(), StoreError> {
+        self.scope.org(org)?;
+        self.tx.link_message(channel, message_id, org, delivery_id)
+    }
+    fn message_owner(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        self.tx.message_owner(channel, message_id)
+    }
 }

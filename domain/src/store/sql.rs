@@ -582,4 +582,40 @@ impl<C: Driver> Tx for SqlTx<C> {
         let sql = Self::fixed("DELETE FROM oauth_grants WHERE expires_ms < {1}");
         self.conn.execute(&sql, &[ms(before_ms)])
     }
+
+    fn link_message(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+        org: &str,
+        delivery_id: &str,
+    ) -> Result<(), StoreError> {
+        let sql = Self::fixed(
+            "INSERT INTO provider_messages (channel, message_id, org, delivery_id) VALUES ({1}, {2}, {3}, {4}) \
+             ON CONFLICT (channel, message_id) DO UPDATE SET org = excluded.org, delivery_id = excluded.delivery_id",
+        );
+        let args = [channel, message_id, org, delivery_id].map(|a| Arg::Text(a.to_owned()));
+        self.conn.execute(&sql, &args)?;
+        Ok(())
+    }
+
+    fn message_owner(
+        &mut self,
+        channel: &str,
+        message_id: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let sql = Self::fixed(
+            "SELECT org, delivery_id FROM provider_messages WHERE channel = {1} AND message_id = {2}",
+        );
+        let args = [
+            Arg::Text(channel.to_owned()),
+            Arg::Text(message_id.to_owned()),
+        ];
+        let Some(row) = self.conn.rows(&sql, &args)?.into_iter().next() else {
+            return Ok(None);
+        };
+        let mut cells = row.into_iter();
+        let mut next = || cells.next().unwrap_or(Cell::Null).text();
+        Ok(Some((next()?, next()?)))
+    }
 }

@@ -44,8 +44,10 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("migrations/0004_oauth_grants.sql")),
     // Membership changes counted by triggers, for the watch connection (issue 13).
     (5, include_str!("migrations/0005_member_changes.sql")),
+    // Providers' message ids to their deliveries, for status callbacks.
+    (6, include_str!("migrations/0006_provider_messages.sql")),
     // Money as whole centavos (`ColumnType::Money`).
-    (6, include_str!("migrations/0006_money_centavos.sql")),
+    (7, include_str!("migrations/0007_money_centavos.sql")),
 ];
 
 /// SQLite store.
@@ -380,14 +382,14 @@ mod tests {
         }
     }
 
-    /// Migration 6 turns the `REAL` amounts of a database written before it into whole
+    /// Migration 7 turns the `REAL` amounts of a database written before it into whole
     /// centavos, from each document, and leaves the documents and the tallies as they were.
     #[test]
     fn money_columns_become_whole_centavos_from_their_documents() {
         let c = Connection::open_in_memory().expect("in-memory database");
         c.execute_batch("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)")
             .expect("versions");
-        for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v < 6) {
+        for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v < 7) {
             c.execute_batch(&format!(
                 "{sql}\nINSERT INTO schema_migrations (version) VALUES ({version});"
             ))
@@ -399,7 +401,7 @@ mod tests {
             [doc],
         )
         .expect("a charge of the old schema");
-        migrate(&c).expect("migration 6");
+        migrate(&c).expect("migration 7");
         let (amount, ty, stored): (i64, String, String) = c
             .query_row(
                 "SELECT amount, typeof(amount), doc FROM charges WHERE id = 'c1'",

@@ -31,11 +31,10 @@ use std::time::{Duration, Instant};
 
 use dunning_core::{RequestLog, Server};
 use dunning_domain::Domain;
-use dunning_domain::engine::{self, DeliveryDriver, DriverError, DriverReceipt, Rendered};
+use dunning_domain::engine::{self, DeliveryDriver, SendPolicy};
 use dunning_domain::ops::exports;
 use dunning_domain::webhooks::WebhookDriver;
 use dunning_runtime::{CloseReason, Observer};
-use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::settings;
@@ -60,12 +59,13 @@ pub(crate) struct JobsThread {
 
 impl JobsThread {
     /// Starts the thread on `server`'s domain; the webhook outbox posts through
-    /// `webhooks`.
+    /// `webhooks`, the ruler engine's outbox sends through `channels` under its policy.
     pub(crate) fn spawn(
         server: Arc<Server<Domain>>,
         s: &settings::Jobs,
         clock: Clock,
         webhooks: Arc<dyn WebhookDriver>,
+        channels: (Arc<dyn DeliveryDriver>, SendPolicy),
     ) -> Self {
         let sweep_every = Duration::from_secs(s.sweep_interval_secs.max(1));
         let tick_every = Duration::from_secs(s.engine_interval_secs.max(1));
@@ -80,7 +80,7 @@ impl JobsThread {
                     let now = Instant::now();
                     if now >= next_tick {
                         next_tick = now + tick_every;
-                        engine_tick(domain, clock);
+                        engine_tick(domain, clock, &*channels.0, &channels.1);
                         build_exports(domain, clock);
                         webhooks_tick(domain, clock, &*webhooks);
                         record_backlog(domain, clock);
@@ -167,18 +167,20 @@ impl Observer for Waking {
     }
 }
 
-/// The ruler engine tick, logged when it did something.
-fn engine_tick(domain: &Domain, clock: Clock) {
-    let report = engine::tick(domain, clock.now(), &LogDriver);
+/// The ruler engine tick, logged when it did something. The engine reads the clock as
+/// it sends (claims are stamped with the time they are taken).
+fn engine_tick(domain: &Domain, clock: Clock, driver: &dyn DeliveryDriver, policy: &SendPolicy) {
+    let report = engine::tick_with(domain, &|| clock.now(), driver, policy);
     record_engine(report.as_ref().ok());
     match report {
-        Ok(r) if r.overdue + r.scheduled + r.sent + r.failed + r.canceled > 0 => {
+        Ok(r) if r.overdue + r.scheduled + r.sent + r.failed + r.canceled + r.retrying > 0 => {
             tracing::info!(
                 overdue = r.overdue,
                 scheduled = r.scheduled,
                 sent = r.sent,
                 failed = r.failed,
                 canceled = r.canceled,
+                retrying = r.retrying,
                 "ruler engine tick"
             );
         }
@@ -236,6 +238,7 @@ fn record_engine(report: Option<&engine::TickReport>) {
             ("sent", c.sent),
             ("failed", c.failed),
             ("canceled", c.canceled),
+            ("retrying", c.retrying),
         ] {
             if n > 0 {
                 metrics::counter!(m::DELIVERIES, "channel" => channel, "outcome" => outcome)
@@ -271,26 +274,5 @@ fn record_backlog(domain: &Domain, clock: Clock) {
             }
         }
         Err(e) => tracing::warn!(error = %e, "counting the backlog failed"),
-    }
-}
-
-/// The delivery driver of the binary: nothing leaves the machine. The delivery keeps
-/// its rendered text in the store; the log gets one line per message (ids only, no
-/// content: messages carry debtors' personal data).
-#[derive(Debug, Default)]
-struct LogDriver;
-
-impl DeliveryDriver for LogDriver {
-    fn send(&self, delivery: &Value, _rendered: &Rendered) -> Result<DriverReceipt, DriverError> {
-        let field = |k: &str| delivery.get(k).and_then(Value::as_str).unwrap_or_default();
-        tracing::info!(
-            delivery_id = field("id"),
-            charge_id = field("charge_id"),
-            channel = field("channel"),
-            "delivery recorded"
-        );
-        Ok(DriverReceipt {
-            provider_message_id: format!("local-{}", field("id")),
-        })
     }
 }

@@ -12,13 +12,15 @@
 //! organization and token), [`telemetry`] (request log line and `/metrics`),
 //! [`settings`] (TOML file and flags), [`datadir`] (database and keys on disk), [`clock`]
 //! (the one wall clock every command reads), [`webhook_http`] (the webhook driver that
-//! posts for real).
+//! posts for real), [`channels`] (messages to debtors: e-mail, WhatsApp, SMS, and
+//! their providers' callbacks).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod arenas;
 mod auth;
+mod channels;
 mod cli;
 mod client_metadata;
 mod clock;

@@ -192,6 +192,23 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         ..Config::default()
     };
     let state_keys = state_keys(settings, init.state_key)?;
+    // Messages to debtors: the drivers `[channels]` asks for (the jobs thread sends
+    // through them) and the routes their providers and debtors call back on.
+    let links = crate::channels::unsubscribe::Links::new(&public_url, &state_keys);
+    let channel_drivers = Arc::new(crate::channels::Drivers::new(
+        &settings.channels,
+        &links,
+        &public_url,
+    )?);
+    let mut callback_domain = Domain::new(store.clone());
+    callback_domain.lend_entropy(worker_entropy(now));
+    let callbacks = crate::channels::callbacks::Routes::new(
+        &settings.channels,
+        callback_domain,
+        clock,
+        links,
+        &public_url,
+    )?;
 
     // The webhook driver `[webhooks]` asks for, passed to whoever posts: the domain
     // (`dunning_webhooks_test`) and the jobs thread (the outbox).
@@ -214,7 +231,8 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         &store,
     );
     let mut server = Server::new(config, state_keys, domain, authenticator)
-        .map_err(|e| format!("catalog: {e}"))?;
+        .map_err(|e| format!("catalog: {e}"))?
+        .with_callbacks(callbacks);
     if settings.metrics_on_public {
         server = server.with_metrics(prometheus.clone());
     }
@@ -298,7 +316,13 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         Some(l) => Some(listener::spawn(l, prometheus.clone(), stop.clone())?),
         None => None,
     };
-    let jobs = JobsThread::spawn(server.clone(), &settings.jobs, clock, webhooks);
+    let jobs = JobsThread::spawn(
+        server.clone(),
+        &settings.jobs,
+        clock,
+        webhooks,
+        (channel_drivers, crate::channels::policy(&settings.channels)),
+    );
     let refresher = match &settings.auth.jwks {
         Some(JwksSource::Url(url)) => Some(spawn_refresher(
             keys.clone(),

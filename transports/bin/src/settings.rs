@@ -82,6 +82,9 @@
 //! allow_private_addresses = false   # http: refuse loopback/private receivers
 //! connect_timeout_secs = 3         # 1 to timeout_secs
 //! timeout_secs = 10                 # the whole attempt; 1 to 60 (half a delivery's claim)
+//!
+//! [channels.email]             # messages to debtors: every key in `crate::channels::settings`
+//! driver = "record"            # record (default: nothing leaves the machine) | smtp
 //! ```
 
 use std::net::SocketAddr;
@@ -117,6 +120,7 @@ pub(crate) struct File {
     confirmation: Confirmation,
     jobs: Jobs,
     webhooks: Webhooks,
+    channels: crate::channels::settings::Channels,
 }
 
 /// `[telemetry]`.
@@ -505,6 +509,8 @@ pub(crate) struct Settings {
     pub(crate) jobs: Jobs,
     /// Webhook delivery.
     pub(crate) webhooks: Webhooks,
+    /// Messages to debtors.
+    pub(crate) channels: crate::channels::settings::Channels,
 }
 
 impl Settings {
@@ -595,6 +601,7 @@ impl Settings {
                 "[webhooks]: timeout_secs from 1 to {most}, connect_timeout_secs from 1 to timeout_secs"
             ));
         }
+        file.channels.check()?;
         if let Some(u) = &file.telemetry.otlp_endpoint {
             if !(u.starts_with("http://") || u.starts_with("https://")) {
                 return Err(format!(
@@ -653,6 +660,7 @@ impl Settings {
             confirmation: file.confirmation,
             jobs: file.jobs,
             webhooks: file.webhooks,
+            channels: file.channels,
         })
     }
 }

@@ -34,15 +34,21 @@ use crate::tool::{ToolSpec, tool};
 
 mod conduct;
 mod demo;
+mod outbox;
 mod send;
+mod status;
 mod templates;
 mod tools;
+mod unsubscribe;
 
 pub use conduct::*;
 pub use demo::*;
+pub use outbox::*;
 pub use send::*;
+pub use status::*;
 pub use templates::*;
 pub use tools::*;
+pub use unsubscribe::*;
 
 /// Delivery statuses.
 pub const STATUSES: &[&str] = &[
@@ -125,6 +131,9 @@ pub struct Delivery {
     pub provider_message_id: Option<String>,
     /// Send attempts so far (a resend starts from the original's count).
     pub attempt: u32,
+    /// When a message the provider refused for now (or that found its channel's budget
+    /// spent) is tried again; it stays `queued` until then.
+    pub next_attempt_at: Option<String>,
     /// The delivery this one re-sends.
     pub resent_from_id: Option<String>,
     /// Who asked for it (person), or the engine.

@@ -162,13 +162,21 @@ pub fn render_template(
         rulers::render_text(&template.body, &vars).trim_end(),
         creditor.line()
     );
+    let mut variables: Vec<(String, String)> = Vec::new();
+    for name in rulers::template_variables(&template.body).unwrap_or_default() {
+        if !variables.iter().any(|(n, _)| *n == name) {
+            let value = vars(&name);
+            variables.push((name, value));
+        }
+    }
+    variables.push(("creditor".into(), creditor.line()));
     Rendered {
-        channel: String::new(),
-        to: None,
         subject,
         body,
         creditor_name: creditor.name.clone(),
         creditor_cnpj: creditor.cnpj.clone(),
+        variables,
+        ..Rendered::default()
     }
 }
 
@@ -259,6 +267,12 @@ pub fn render_delivery(
     let mut r = render_template(&t, charge, debtor, &c, now);
     r.channel = d.channel.clone();
     r.to.clone_from(&d.to);
+    r.org_id = org.to_owned();
+    r.delivery_id.clone_from(&d.id);
+    r.contact_point_id.clone_from(&d.contact_point_id);
+    // The template a provider must have approved: the step's (by its id) or the
+    // built-in one named; a free text has none.
+    r.template_id = d.step_id.clone().or_else(|| d.template_id.clone());
     if r.subject.is_none() && d.channel == "email" {
         r.subject = Some(format!("Aviso de cobrança — {}", c.name));
     }

@@ -515,7 +515,7 @@ fn concurrent_writers_keep_each_organizations_sequence() {
     }
 }
 
-/// Migration 6 turns the `double precision` amounts of a database written before it
+/// Migration 7 turns the `double precision` amounts of a database written before it
 /// into whole centavos (`bigint`), and leaves the documents as they were.
 #[test]
 fn money_columns_become_whole_centavos() {
@@ -526,7 +526,7 @@ fn money_columns_become_whole_centavos() {
         "CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
     )
     .unwrap();
-    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v < 6) {
+    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v < 7) {
         c.batch_execute(sql).unwrap();
         c.execute(
             "INSERT INTO schema_migrations (version) VALUES ($1)",
