@@ -6,12 +6,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Dispatch, Output, Principal, ToolError, ToolErrorCode};
 use dunning_domain::error::DomainError;
 use dunning_domain::op::Op;
 use dunning_domain::ops::charges::{self, Charge};
 use dunning_domain::store::{self, Cond, Kind, Query};
-use dunning_domain::testing::Bed;
+use dunning_domain::testing::{Bed, preflight};
 use serde_json::{Value, json};
 
 fn maria(bed: &mut Bed, who: &Principal) -> String {
@@ -72,30 +72,6 @@ fn sweep(bed: &Bed, who: &Principal) -> u32 {
         Ok(Output::Json { body, .. }) => body.as_u64().unwrap() as u32,
         other => panic!("{other:?}"),
     }
-}
-
-fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<String, ToolError> {
-    let def = bed
-        .domain
-        .catalog()
-        .tools
-        .into_iter()
-        .find(|t| t.name == tool)
-        .unwrap();
-    let args = args.as_object().cloned().unwrap();
-    let entropy = [9u8; 32];
-    let call = ToolCall {
-        tool: &def,
-        args: &args,
-        ctx: Ctx {
-            principal: who,
-            now: bed.now,
-            request_id: "preflight",
-            entropy: &entropy,
-        },
-        confirmation_key: None,
-    };
-    bed.domain.preflight(&call)
 }
 
 fn file(out: Output) -> dunning_core::File {
