@@ -148,7 +148,7 @@ pub(crate) fn tool_cases(c: &mut Check<'_>, info: &ToolInfo, due: &str) {
         }
         return;
     }
-    let all_demo = base(&c.demo).expect("demo has every kind");
+    let all_demo = base(c.demo).expect("demo has every kind");
     let mut cases = vec![("all demo".to_owned(), all_demo.clone())];
     // Only the required ids (a failing optional reference must not hide the target's check).
     let optional = info.ids.iter().any(|a| !a.required);
@@ -187,7 +187,7 @@ pub(crate) fn tool_cases(c: &mut Check<'_>, info: &ToolInfo, due: &str) {
     }
     // carla's own ids everywhere but one field (a foreign reference behind an own target).
     if info.ids.len() > 1 || info.ids.iter().any(|a| a.array) {
-        let own = base(&c.carla).unwrap_or_else(|| {
+        let own = base(c.carla).unwrap_or_else(|| {
             panic!(
                 "{}: acme lacks an entity for the mixed cases: {:?}",
                 info.name, c.carla.picks
@@ -215,7 +215,7 @@ pub(crate) fn tool_cases(c: &mut Check<'_>, info: &ToolInfo, due: &str) {
         }
     }
     for (label, args) in cases {
-        let foreign = foreign_ids(&Value::Object(args.clone()), &c.secret_ids);
+        let foreign = foreign_ids(&Value::Object(args.clone()), c.secret_ids);
         assert!(
             !foreign.is_empty(),
             "{}: {label} carries no demo id",
@@ -247,7 +247,7 @@ pub(crate) fn template_cases(c: &mut Check<'_>, template: &str) {
             .map(|(v, k)| Some((v.clone(), org.pick(k)?)))
             .collect()
     };
-    let all_demo = pick_all(&c.demo).expect("demo has every kind");
+    let all_demo = pick_all(c.demo).expect("demo has every kind");
     let mut assigns = vec![("all demo".to_owned(), all_demo.clone())];
     for (var, kind) in &vars {
         for r in c.demo.reps(kind) {
@@ -262,7 +262,7 @@ pub(crate) fn template_cases(c: &mut Check<'_>, template: &str) {
         }
     }
     if vars.len() > 1 {
-        let own = pick_all(&c.carla).expect("acme has every nested kind");
+        let own = pick_all(c.carla).expect("acme has every nested kind");
         for (var, kind) in &vars {
             let mut a = own.clone();
             a.insert(var.clone(), c.demo.pick(kind).expect("demo pick"));
@@ -279,7 +279,7 @@ pub(crate) fn template_cases(c: &mut Check<'_>, template: &str) {
         let case = Case {
             what: template.to_owned(),
             label,
-            foreign: foreign_ids(&Value::Object(args.clone()), &c.secret_ids),
+            foreign: foreign_ids(&Value::Object(args.clone()), c.secret_ids),
             args,
         };
         c.template(template, &case);
@@ -346,7 +346,7 @@ pub(crate) fn prompt_cases(c: &mut Check<'_>) {
         let case = Case {
             what: format!("prompt {name}"),
             label: "demo ids".into(),
-            foreign: foreign_ids(&Value::Object(given.clone()), &c.secret_ids),
+            foreign: foreign_ids(&Value::Object(given.clone()), c.secret_ids),
             args: given,
         };
         let (unknown, fs, us) = case.unknown();
