@@ -76,6 +76,7 @@ mod twin;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 use common::trials::{Shared, ensure, panic_message};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -96,12 +97,17 @@ const V2025: &str = "2025-06-18";
 struct Record {
     /// The catalogue served: each tool and whether it is destructive.
     tools: BTreeMap<String, bool>,
+    /// Every case run, by tool: its label and, when it failed, why.
     cases: BTreeMap<String, Vec<(String, Option<String>)>>,
+    /// Tools compared between era 2026 and REST.
     covered: BTreeSet<String>,
+    /// Tools checked in era 2025.
     covered_legacy: BTreeSet<String>,
+    /// Destructive tools refused with `CONFIRMATION_REQUIRED` in era 2025.
     refused: BTreeSet<String>,
     /// Why the sequence stopped before its end.
     stopped: Option<String>,
+    /// Whether the three stores ended identical, and where not.
     stores: Result<(), String>,
 }
 
@@ -161,11 +167,13 @@ fn tool_trial(r: &Record, tool: &str) -> Result<(), Failed> {
     ensure(problems.is_empty(), || format!("{tool}:{problems}"))
 }
 
+/// The trials (listed from the domain's catalogue, no server needed), over the sequence
+/// run once by the first of them.
 fn main() {
     let args = Arguments::from_args();
     let record = Shared::new(run_sequence);
     let trial = |name: String, f: fn(&Record, &str) -> Result<(), Failed>, arg: String| {
-        let record = std::sync::Arc::clone(&record);
+        let record = Arc::clone(&record);
         Trial::test(name, move || f(record.get()?, &arg))
     };
     let catalogue: BTreeSet<String> = dunning_domain::all_tools()
@@ -191,7 +199,7 @@ fn main() {
         String::new(),
     ));
     trials.push(Trial::test("coverage", {
-        let record = std::sync::Arc::clone(&record);
+        let record = Arc::clone(&record);
         move || {
             let served: BTreeSet<String> = record.get()?.tools.keys().cloned().collect();
             ensure(served == catalogue, || {
