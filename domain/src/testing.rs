@@ -184,3 +184,35 @@ impl Default for Bed {
         Self::new()
     }
 }
+
+/// The `id` of an answer (a created or read entity), panicking when it has none.
+pub fn id(v: &Value) -> String {
+    v["id"].as_str().expect("an id").to_owned()
+}
+
+/// The confirmation message of a destructive call of `tool` as `who`: the dry run the
+/// protocol runs before asking the user (rolled back: nothing changes, and the bed's
+/// request counter is not used). `Err` is the error the call would answer instead.
+pub fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<String, ToolError> {
+    let def = bed
+        .domain
+        .tool_def(tool)
+        .unwrap_or_else(|| panic!("no tool {tool}"))
+        .clone();
+    let args: Map<String, Value> = match args {
+        Value::Object(m) => m,
+        other => panic!("{tool}: arguments must be an object, not {other}"),
+    };
+    let call = ToolCall {
+        tool: &def,
+        args: &args,
+        ctx: Ctx {
+            principal: who,
+            now: bed.now,
+            request_id: "preflight",
+            entropy: &[9u8; 32],
+        },
+        confirmation_key: None,
+    };
+    bed.domain.preflight(&call)
+}

@@ -4,19 +4,15 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Output, Principal, ToolError, ToolErrorCode};
 use dunning_domain::documents::check;
 use dunning_domain::op::Op;
 use dunning_domain::ops::{agreements, bureau, charges, protests};
 use dunning_domain::org::{Organization, Settings};
 use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::store::{self, Cond, Kind};
-use dunning_domain::testing::Bed;
+use dunning_domain::testing::{Bed, id, preflight};
 use serde_json::{Map, Value, json};
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
-}
 
 static SEQ: AtomicU64 = AtomicU64::new(1);
 
@@ -60,29 +56,6 @@ fn settings(bed: &Bed, who: &Principal, f: impl FnOnce(&mut Settings)) {
         store::save(tx, Kind::Organization, &org, &o)
     })
     .unwrap();
-}
-
-fn confirm_message(
-    bed: &Bed,
-    who: &Principal,
-    tool: &str,
-    args: Value,
-) -> Result<String, ToolError> {
-    let def = bed.domain.tool_def(tool).expect("tool").clone();
-    let args = args.as_object().cloned().unwrap_or_default();
-    let entropy = [0x5au8; 32];
-    let call = ToolCall {
-        tool: &def,
-        args: &args,
-        ctx: Ctx {
-            principal: who,
-            now: bed.now,
-            request_id: "preflight",
-            entropy: &entropy,
-        },
-        confirmation_key: None,
-    };
-    bed.domain.preflight(&call)
 }
 
 fn count(bed: &Bed, who: &Principal, kind: Kind, conds: &[Cond]) -> u64 {
@@ -412,7 +385,7 @@ fn rule_agreement_acceptance_generates_installments_and_renegotiates() {
 fn cancel_an_accepted_agreement_returns_the_originals_to_dunning() {
     let mut fx = Fx::new();
     let (aid, a) = fx.accepted();
-    let msg = confirm_message(
+    let msg = preflight(
         &fx.bed,
         &fx.ana,
         "dunning_agreements_cancel",

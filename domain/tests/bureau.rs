@@ -4,18 +4,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dunning_core::{Ctx, Dispatch, Principal, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Principal, ToolError, ToolErrorCode};
 use dunning_domain::op::Op;
 use dunning_domain::ops::{agreements, bureau, charges, protests};
 use dunning_domain::org::{Organization, Settings};
 use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::store::{self, Cond, Kind};
-use dunning_domain::testing::Bed;
+use dunning_domain::testing::{Bed, id, preflight};
 use serde_json::{Map, Value, json};
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
-}
 
 static SEQ: AtomicU64 = AtomicU64::new(1);
 
@@ -59,30 +55,6 @@ fn settings(bed: &Bed, who: &Principal, f: impl FnOnce(&mut Settings)) {
         store::save(tx, Kind::Organization, &org, &o)
     })
     .unwrap();
-}
-
-/// The confirmation message of a destructive call (the dry run the protocol runs first).
-fn confirm_message(
-    bed: &Bed,
-    who: &Principal,
-    tool: &str,
-    args: Value,
-) -> Result<String, ToolError> {
-    let def = bed.domain.tool_def(tool).expect("tool").clone();
-    let args = args.as_object().cloned().unwrap_or_default();
-    let entropy = [0x5au8; 32];
-    let call = ToolCall {
-        tool: &def,
-        args: &args,
-        ctx: Ctx {
-            principal: who,
-            now: bed.now,
-            request_id: "preflight",
-            entropy: &entropy,
-        },
-        confirmation_key: None,
-    };
-    bed.domain.preflight(&call)
 }
 
 fn count(bed: &Bed, who: &Principal, kind: Kind, conds: &[Cond]) -> u64 {
@@ -544,7 +516,7 @@ fn remove_cancels_early_records_and_requests_removal_of_included_ones() {
         "dunning_charges_negativate",
         json!({"id": c, "bureau": "serasa"}),
     ));
-    let msg = confirm_message(
+    let msg = preflight(
         &fx.bed,
         &fx.ana,
         "dunning_credit_bureau_remove",
@@ -574,7 +546,7 @@ fn remove_cancels_early_records_and_requests_removal_of_included_ones() {
     );
 
     let (_, _, inc) = fx.included();
-    let msg = confirm_message(
+    let msg = preflight(
         &fx.bed,
         &fx.ana,
         "dunning_credit_bureau_remove",
@@ -635,8 +607,7 @@ fn negativate_confirmation_names_debtor_bureau_amount_and_changes_nothing() {
     let mut fx = Fx::new();
     let (_, c) = fx.overdue();
     let args = json!({"id": c, "bureau": "serasa"});
-    let msg =
-        confirm_message(&fx.bed, &fx.ana, "dunning_charges_negativate", args.clone()).unwrap();
+    let msg = preflight(&fx.bed, &fx.ana, "dunning_charges_negativate", args.clone()).unwrap();
     assert!(msg.starts_with("Negativate Devedor 1"), "{msg}");
     assert!(msg.contains("Serasa Experian"), "{msg}");
     assert!(msg.contains("R$ 1.000,00"), "{msg}");
@@ -646,7 +617,7 @@ fn negativate_confirmation_names_debtor_bureau_amount_and_changes_nothing() {
     assert_eq!(count(&fx.bed, &fx.ana, Kind::CreditBureauRecord, &[]), 0);
     assert_eq!(count(&fx.bed, &fx.ana, Kind::Delivery, &[]), 0);
     // Preconditions are checked before the user is asked.
-    let e = confirm_message(
+    let e = preflight(
         &fx.bed,
         &fx.ana,
         "dunning_charges_negativate",

@@ -1,10 +1,10 @@
 //! Contact points (#9–#12): happy paths, per-channel validation, one primary per channel,
 //! opt-out, isolation, idempotency and the delete confirmation.
 
-use dunning_core::{Ctx, Dispatch, Principal, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Dispatch, Principal, ToolErrorCode};
 use dunning_domain::ops::contact_points::{ContactPoint, normalize, reachable};
 use dunning_domain::store::{self, Cond, Kind};
-use dunning_domain::testing::Bed;
+use dunning_domain::testing::{Bed, preflight};
 use serde_json::{Value, json};
 
 fn debtor(bed: &mut Bed, who: &Principal) -> String {
@@ -37,30 +37,6 @@ fn events(bed: &Bed, who: &Principal, code: &str) -> u64 {
         )?)
     })
     .unwrap()
-}
-
-fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<String, ToolError> {
-    let def = bed
-        .domain
-        .catalog()
-        .tools
-        .into_iter()
-        .find(|t| t.name == tool)
-        .unwrap();
-    let args = args.as_object().cloned().unwrap();
-    let entropy = [9u8; 32];
-    let call = ToolCall {
-        tool: &def,
-        args: &args,
-        ctx: Ctx {
-            principal: who,
-            now: bed.now,
-            request_id: "preflight",
-            entropy: &entropy,
-        },
-        confirmation_key: None,
-    };
-    bed.domain.preflight(&call)
 }
 
 #[test]

@@ -2,19 +2,15 @@
 //! the conduct rules, validation naming the field, the delivery machine, the outbound
 //! limit, isolation and idempotency.
 
-use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Output, Principal, ToolError, ToolErrorCode};
 use dunning_domain::engine::{self, RecordingDriver};
 use dunning_domain::error::DomainError;
 use dunning_domain::op::Op;
 use dunning_domain::ops::deliveries::{self, can_transition};
 use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::store::{self, Kind};
-use dunning_domain::testing::Bed;
-use serde_json::{Map, Value, json};
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
-}
+use dunning_domain::testing::{Bed, id, preflight};
+use serde_json::{Value, json};
 
 struct Fx {
     bed: Bed,
@@ -106,29 +102,6 @@ fn field(e: &ToolError) -> &str {
 fn conflict(e: &ToolError, needle: &str) {
     assert_eq!(e.code, ToolErrorCode::Conflict, "{e:?}");
     assert!(e.message.contains(needle), "{needle} in {}", e.message);
-}
-
-fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<String, ToolError> {
-    let def = bed
-        .domain
-        .catalog()
-        .tools
-        .into_iter()
-        .find(|t| t.name == tool)
-        .unwrap();
-    let args: Map<String, Value> = args.as_object().cloned().unwrap();
-    let call = ToolCall {
-        tool: &def,
-        args: &args,
-        ctx: Ctx {
-            principal: who,
-            now: bed.now,
-            request_id: "req-preflight",
-            entropy: &[9u8; 32],
-        },
-        confirmation_key: None,
-    };
-    bed.domain.preflight(&call)
 }
 
 #[test]

@@ -7,7 +7,7 @@ use dunning_domain::engine::{self, DriverError, Failure, RecordingDriver, TickRe
 use dunning_domain::ops::deliveries::ruler_delivery_id;
 use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::store::{self, Cond, Kind, Query};
-use dunning_domain::testing::Bed;
+use dunning_domain::testing::{Bed, id};
 use serde_json::{Value, json};
 
 /// Local (UTC−03:00) wall-clock time.
@@ -15,10 +15,6 @@ fn at(date: &str, hm: &str) -> UnixTime {
     let dt = chrono::NaiveDateTime::parse_from_str(&format!("{date} {hm}"), "%Y-%m-%d %H:%M")
         .expect("date time");
     UnixTime::from_secs(u64::try_from(dt.and_utc().timestamp() + 3 * 3600).expect("after epoch"))
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
 }
 
 struct Fx {

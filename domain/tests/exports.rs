@@ -3,13 +3,9 @@
 use dunning_core::{Output, Principal, ToolErrorCode};
 use dunning_domain::ops::exports;
 use dunning_domain::store::{self, Kind};
-use dunning_domain::testing::Bed;
+use dunning_domain::testing::{Bed, id};
 use dunning_domain::webhooks;
 use serde_json::{Value, json};
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
-}
 
 fn process(bed: &Bed, who: &Principal) -> u32 {
     webhooks::with_system_op(

@@ -7,7 +7,7 @@ use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolEr
 use dunning_domain::error::DomainError;
 use dunning_domain::op::Op;
 use dunning_domain::ops::charges;
-use dunning_domain::testing::Bed;
+use dunning_domain::testing::{Bed, preflight};
 use dunning_domain::webhooks::{self, RecordingDriver};
 use serde_json::{Value, json};
 
@@ -62,10 +62,6 @@ fn with_call<R>(
         confirmation_key: nonce,
     };
     f(&call)
-}
-
-fn preflight(bed: &Bed, who: &Principal, tool: &str, args: &Value) -> Result<String, ToolError> {
-    with_call(bed, who, tool, args, None, |c| bed.domain.preflight(c))
 }
 
 // ---- item 7: control characters ----
@@ -125,7 +121,7 @@ fn control_characters_are_refused_before_a_confirmation_is_asked() {
         &bed,
         &ana,
         "dunning_charges_decide",
-        &json!({"id": id, "decision": "suspend", "reason": "bell\u{7}"}),
+        json!({"id": id, "decision": "suspend", "reason": "bell\u{7}"}),
     )
     .unwrap_err();
     assert_eq!(e.code, ToolErrorCode::Validation, "{e:?}");
@@ -204,7 +200,7 @@ fn a_reused_idempotency_key_is_refused_before_asking() {
         &bed,
         &ana,
         "dunning_charges_cancel",
-        &json!({"id": b, "idempotency_key": "k-1"}),
+        json!({"id": b, "idempotency_key": "k-1"}),
     )
     .unwrap_err();
     assert_eq!(e.code, ToolErrorCode::IdempotencyConflict, "{e:?}");
@@ -214,7 +210,7 @@ fn a_reused_idempotency_key_is_refused_before_asking() {
             &bed,
             &ana,
             "dunning_charges_cancel",
-            &json!({"id": b, "idempotency_key": "k-2"}),
+            json!({"id": b, "idempotency_key": "k-2"}),
         )
         .is_ok()
     );

@@ -4,18 +4,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dunning_core::{Ctx, Dispatch, Principal, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Principal, ToolError, ToolErrorCode};
 use dunning_domain::op::Op;
 use dunning_domain::ops::{agreements, bureau, charges, protests};
 use dunning_domain::org::{Organization, Settings};
 use dunning_domain::rules::document::cnpj_from_base;
 use dunning_domain::store::{self, Cond, Kind};
-use dunning_domain::testing::Bed;
+use dunning_domain::testing::{Bed, id, preflight};
 use serde_json::{Map, Value, json};
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
-}
 
 static SEQ: AtomicU64 = AtomicU64::new(1);
 
@@ -59,29 +55,6 @@ fn settings(bed: &Bed, who: &Principal, f: impl FnOnce(&mut Settings)) {
         store::save(tx, Kind::Organization, &org, &o)
     })
     .unwrap();
-}
-
-fn confirm_message(
-    bed: &Bed,
-    who: &Principal,
-    tool: &str,
-    args: Value,
-) -> Result<String, ToolError> {
-    let def = bed.domain.tool_def(tool).expect("tool").clone();
-    let args = args.as_object().cloned().unwrap_or_default();
-    let entropy = [0x5au8; 32];
-    let call = ToolCall {
-        tool: &def,
-        args: &args,
-        ctx: Ctx {
-            principal: who,
-            now: bed.now,
-            request_id: "preflight",
-            entropy: &entropy,
-        },
-        confirmation_key: None,
-    };
-    bed.domain.preflight(&call)
 }
 
 fn events(bed: &Bed, who: &Principal, code: &str) -> u64 {
@@ -395,7 +368,7 @@ fn rule_protest_cancel_after_protested_needs_consent() {
     assert_eq!(e.code, ToolErrorCode::Conflict);
     assert!(e.message.contains("is protested"), "{}", e.message);
     let args = json!({"id": p, "mode": "cancel", "consent_letter": true, "reason": "acordo"});
-    let msg = confirm_message(&fx.bed, &fx.ana, "dunning_protests_cancel", args.clone()).unwrap();
+    let msg = preflight(&fx.bed, &fx.ana, "dunning_protests_cancel", args.clone()).unwrap();
     assert!(msg.contains("Cancel the protested title"), "{msg}");
     assert!(msg.contains("R$ 2.500,00"), "{msg}");
     assert!(msg.contains("Empresa 1 Ltda"), "{msg}");
@@ -420,7 +393,7 @@ fn withdraw_before_protest_and_transitions_name_the_state() {
     assert!(e.message.contains("is requested"), "{}", e.message);
     assert!(e.message.contains("mode=withdraw"), "{}", e.message);
     fx.tick();
-    let msg = confirm_message(
+    let msg = preflight(
         &fx.bed,
         &fx.ana,
         "dunning_protests_cancel",
@@ -494,7 +467,7 @@ fn validation_errors_name_the_field() {
 fn protest_confirmation_names_charge_amount_debtor_and_title() {
     let mut fx = Fx::new();
     let (_, c) = fx.overdue();
-    let msg = confirm_message(
+    let msg = preflight(
         &fx.bed,
         &fx.ana,
         "dunning_charges_protest",

@@ -1,14 +1,10 @@
 //! Rulers and steps (#41–#51): happy paths, validation naming the field, the ruler
 //! machine, the default ruler, steps ordering, preview, isolation and idempotency.
 
-use dunning_core::{Ctx, Dispatch, Principal, ToolCall, ToolError, ToolErrorCode};
+use dunning_core::{Principal, ToolError, ToolErrorCode};
 use dunning_domain::rules::money::Money;
-use dunning_domain::testing::Bed;
-use serde_json::{Map, Value, json};
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
-}
+use dunning_domain::testing::{Bed, id, preflight};
+use serde_json::{Value, json};
 
 fn b2c() -> Value {
     json!({
@@ -29,31 +25,6 @@ fn b2c() -> Value {
 
 fn create(bed: &mut Bed, who: &Principal, args: Value) -> Value {
     bed.ok(who, "dunning_rulers_create", args)
-}
-
-/// Runs the confirmation preflight of a destructive tool: its message, or the error
-/// that refuses it before the user is asked.
-fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<String, ToolError> {
-    let def = bed
-        .domain
-        .catalog()
-        .tools
-        .into_iter()
-        .find(|t| t.name == tool)
-        .unwrap();
-    let args: Map<String, Value> = args.as_object().cloned().unwrap();
-    let call = ToolCall {
-        tool: &def,
-        args: &args,
-        ctx: Ctx {
-            principal: who,
-            now: bed.now,
-            request_id: "req-preflight",
-            entropy: &[7u8; 32],
-        },
-        confirmation_key: None,
-    };
-    bed.domain.preflight(&call)
 }
 
 #[test]

@@ -10,10 +10,13 @@
 //!   `tests/conformance/` (documented in its README) and its checks.
 //! - [`runner`]: runs a case through any [`runner::Transport`]; the conformance test
 //!   binary plugs in the in-memory harness.
+//! - [`client`]: the HTTP/1.1 client of the suites that reach a server over a real
+//!   loopback socket (the binary's tests), one request per connection.
 //!
 //! [`Dispatch`]: dunning_core::dispatch::Dispatch
 
 pub mod auth;
+pub mod client;
 pub mod expect;
 pub mod fixture;
 pub mod limit;

@@ -16,9 +16,7 @@ pub(crate) fn hook(bed: &mut Bed, who: &Principal, url: &str, events: Value) -> 
     )
 }
 
-pub(crate) fn id(v: &Value) -> String {
-    v["id"].as_str().expect("an id").to_owned()
-}
+pub(crate) use dunning_domain::testing::id;
 
 /// Makes one `export.processed` event in `who`'s organization (and its fan-out).
 pub(crate) fn export_processed(bed: &mut Bed, who: &Principal) -> String {

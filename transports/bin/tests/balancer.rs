@@ -12,13 +12,13 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Resp, Srv, V2026, http, scratch};
+use dunning_tests::client::send_raw;
 
 /// The product's answer to a body over the limit, byte for byte.
 const TOO_LARGE: &str = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large (limit 2097152 bytes)"}}"#;
@@ -143,8 +143,6 @@ impl Drop for Nginx {
 /// Sends `head` and a body of `len` bytes in chunks of 64 KiB (`Transfer-Encoding:
 /// chunked`), ignoring a write refused once the peer answered; reads the answer.
 fn chunked(addr: &str, head: &str, len: usize) -> Resp {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut bytes = head.as_bytes().to_vec();
     let mut left = len;
     while left > 0 {
@@ -155,41 +153,7 @@ fn chunked(addr: &str, head: &str, len: usize) -> Resp {
         left -= n;
     }
     bytes.extend_from_slice(b"0\r\n\r\n");
-    let _ = s.write_all(&bytes);
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    parse(&raw)
-}
-
-fn parse(raw: &[u8]) -> Resp {
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(raw)));
-    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("status line");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let mut body = raw[end + 4..].to_vec();
-    if let Some(n) = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-    {
-        body.truncate(n);
-    }
-    Resp {
-        status,
-        headers,
-        body,
-    }
+    send_raw(addr, &bytes)
 }
 
 /// What the product promises for a body over the limit, wherever it comes from.

@@ -1,10 +1,10 @@
 //! Helpers of the end-to-end tests: the built binary on a free loopback port with a
-//! private data dir, and a tiny HTTP/1.1 client over real sockets.
+//! private data dir, reached with the shared HTTP/1.1 client over real sockets
+//! (`dunning_tests::client`).
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 pub mod confirm;
 pub mod oauth;
 pub mod pg;
+pub mod trials;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_kobana-dunning");
@@ -487,134 +488,9 @@ impl Drop for Srv {
     }
 }
 
-/// One HTTP response.
-#[derive(Debug)]
-pub struct Resp {
-    /// Status code.
-    pub status: u16,
-    /// Header fields (names lowercased).
-    pub headers: Vec<(String, String)>,
-    /// Body.
-    pub body: Vec<u8>,
-}
-
-impl Resp {
-    /// The first value of header `name`.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The body as JSON.
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "{e}: {} {}",
-                self.status,
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
-    /// The body as text.
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    /// The `structuredContent` of a tool result.
-    pub fn structured(&self) -> Value {
-        self.json()["result"]["structuredContent"].clone()
-    }
-}
-
-/// One request on a fresh connection (`Connection: close`), read to the end.
-pub fn http(addr: &str, method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if !body.is_empty() || method == "POST" {
-        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    req.push_str("\r\n");
-    let mut bytes = req.into_bytes();
-    bytes.extend_from_slice(body);
-    // The server may answer (and close) before reading everything, e.g. a 400 for an
-    // oversized header section: a failed write is fine, the answer is what matters.
-    let _ = s.write_all(&bytes);
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    parse(&raw)
-}
-
-/// Like [`http`], but a refused connection, a reset or an incomplete response (no head,
-/// or a body shorter than its `Content-Length`) is `None` instead of a panic: what a
-/// client sees of a server killed mid-request.
-pub fn try_http(
-    addr: &str,
-    method: &str,
-    target: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> Option<Resp> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    let mut req = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    let mut bytes = req.into_bytes();
-    bytes.extend_from_slice(body);
-    s.write_all(&bytes).ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    if !raw[..end].starts_with(b"HTTP/1.1 ") {
-        return None;
-    }
-    let resp = parse(&raw);
-    let declared = resp
-        .header("content-length")
-        .and_then(|v| v.parse::<usize>().ok())?;
-    (resp.body.len() == declared).then_some(resp)
-}
-
-fn parse(raw: &[u8]) -> Resp {
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(raw)));
-    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("status line");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let mut body = raw[end + 4..].to_vec();
-    if let Some(n) = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-    {
-        body.truncate(n);
-    }
-    Resp {
-        status,
-        headers,
-        body,
-    }
-}
+// The HTTP/1.1 client is the workspace's one (`dunning_tests::client`): `http` for one
+// request on a fresh connection, `try_http` for what a client sees of a dying server.
+pub use dunning_tests::client::{Resp, http, try_http};
 
 /// Percent-encodes a path segment or query component (unreserved characters pass).
 pub fn pct(s: &str) -> String {
