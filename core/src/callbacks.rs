@@ -18,7 +18,7 @@ use crate::dispatch::Dispatch;
 use crate::env::Env;
 use crate::request::Request;
 use crate::response::{RequestLog, Response};
-use crate::server::{Server, close_if_body};
+use crate::server::{Server, close_if_body, open_body_refusal};
 
 /// Largest callback body (bytes): a provider's status batch is a few KiB.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -45,7 +45,7 @@ impl<D: Dispatch> Server<D> {
 
     /// Step 1 of the module docs, from the head alone.
     pub(crate) fn callback_head(req: &Request<'_>) -> Option<Response> {
-        body_refusal(req)
+        open_body_refusal(req, MAX_BODY)
     }
 
     /// The answer on a callback route: steps 1 to 3 of the module docs.
@@ -53,7 +53,7 @@ impl<D: Dispatch> Server<D> {
         let Some(callbacks) = &self.callbacks else {
             return close_if_body(req, Response::empty(StatusCode::NOT_FOUND));
         };
-        if let Some(r) = body_refusal(req) {
+        if let Some(r) = open_body_refusal(req, MAX_BODY) {
             return close_if_body(req, r);
         }
         if let Some(peer) = env.peer
@@ -83,23 +83,5 @@ impl<D: Dispatch> Server<D> {
         log.method = Some(format!("{} {}", req.method, req.path()));
         log.reason = r.log.reason.take();
         r
-    }
-}
-
-/// A `POST` whose declared length is missing (`411`) or over [`MAX_BODY`] (`413`).
-fn body_refusal(req: &Request<'_>) -> Option<Response> {
-    if req.method != "POST" {
-        return None;
-    }
-    let declared = req
-        .single_header("content-length")
-        .ok()
-        .flatten()
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    match declared {
-        None => Some(Response::empty(StatusCode::LENGTH_REQUIRED)),
-        Some(n) if n > MAX_BODY as u64 => Some(Response::empty(StatusCode::PAYLOAD_TOO_LARGE)),
-        Some(_) => None,
     }
 }

@@ -209,7 +209,7 @@ impl<D: Dispatch> Server<D> {
             set_header(&mut r, ALLOW, route.allow());
             return close_if_body(req, r);
         }
-        if let Some(refusal) = oauth_body_refusal(req) {
+        if let Some(refusal) = open_body_refusal(req, oauth::MAX_BODY) {
             return close_if_body(req, refusal);
         }
         // Counted once, on the complete request (never in `check_head`), like step 6.
@@ -321,7 +321,7 @@ impl<D: Dispatch> Server<D> {
                 if self.oauth.is_none() {
                     Response::empty(StatusCode::NOT_FOUND)
                 } else if r.serves(req.method) {
-                    oauth_body_refusal(req)?
+                    open_body_refusal(req, oauth::MAX_BODY)?
                 } else {
                     let mut resp = Response::empty(StatusCode::METHOD_NOT_ALLOWED);
                     set_header(&mut resp, ALLOW, r.allow());
@@ -717,11 +717,11 @@ impl<D: Dispatch> Server<D> {
     }
 }
 
-/// The authorization server's endpoints take requests from anyone (no token yet), so
-/// their bodies are bounded before any byte is read: a `POST` must declare its length
-/// (`411` otherwise, chunked included) and at most [`oauth::MAX_BODY`] bytes (`413`).
-/// A token-less request never buys more than that.
-fn oauth_body_refusal(req: &Request<'_>) -> Option<Response> {
+/// The endpoints that take requests from anyone (no token yet: the authorization
+/// server's, the providers' callbacks) bound their bodies before any byte is read: a
+/// `POST` must declare its length (`411` otherwise, chunked included) and at most `max`
+/// bytes (`413`). A token-less request never buys more than that.
+pub(crate) fn open_body_refusal(req: &Request<'_>, max: usize) -> Option<Response> {
     if req.method != "POST" {
         return None;
     }
@@ -733,9 +733,7 @@ fn oauth_body_refusal(req: &Request<'_>) -> Option<Response> {
         .and_then(|v| v.trim().parse::<u64>().ok());
     match declared {
         None => Some(Response::empty(StatusCode::LENGTH_REQUIRED)),
-        Some(n) if n > oauth::MAX_BODY as u64 => {
-            Some(Response::empty(StatusCode::PAYLOAD_TOO_LARGE))
-        }
+        Some(n) if n > max as u64 => Some(Response::empty(StatusCode::PAYLOAD_TOO_LARGE)),
         Some(_) => None,
     }
 }

@@ -21,7 +21,7 @@ use crate::error::DomainError;
 use crate::org::Settings;
 use crate::rules::calendar;
 use crate::rules::money::Money;
-use crate::store::{Kind, Order, Query, Tx, save};
+use crate::store::{Kind, Order, Query, StoreError, Tx, save};
 
 /// One operation in progress.
 pub struct Op<'a> {
@@ -156,24 +156,7 @@ impl<'a> Op<'a> {
     ) -> Result<Value, DomainError> {
         let id = self.new_id();
         let at = self.timestamp();
-        // Writes of one organization are serialized (`WriteScope::Org`, `store/scope.rs`),
-        // so max + 1 is unique and increasing within it.
-        let last = self.tx.find(
-            Kind::Event,
-            self.org,
-            &Query {
-                conds: Vec::new(),
-                sort: ("sequence", Order::Desc),
-                limit: Some(1),
-                offset: 0,
-            },
-        )?;
-        let sequence = last
-            .first()
-            .and_then(|e| e.get("sequence"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            + 1;
+        let sequence = next_sequence(self.tx, self.org)?;
         let event = json!({
             "id": id,
             "sequence": sequence,
@@ -361,4 +344,26 @@ pub fn created(body: impl Serialize) -> Output {
 /// A `200 OK` JSON output.
 pub fn ok(body: impl Serialize) -> Output {
     Output::ok(serde_json::to_value(body).unwrap_or(Value::Null))
+}
+
+/// The sequence number of `org`'s next event: the last one's plus one. Writes of one
+/// organization are serialized (`WriteScope::Org`, `store/scope.rs`), so it is unique and
+/// increasing within the organization.
+pub(crate) fn next_sequence(tx: &mut dyn Tx, org: &str) -> Result<u64, StoreError> {
+    let last = tx.find(
+        Kind::Event,
+        org,
+        &Query {
+            conds: Vec::new(),
+            sort: ("sequence", Order::Desc),
+            limit: Some(1),
+            offset: 0,
+        },
+    )?;
+    Ok(last
+        .first()
+        .and_then(|e| e.get("sequence"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        + 1)
 }

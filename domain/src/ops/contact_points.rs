@@ -463,13 +463,26 @@ fn update_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if cp.is_primary && !before.is_primary {
         demote_others(op, &cp)?;
     }
+    let cp = save_changed(op, &before, cp)?;
+    Ok(ok(cp))
+}
+
+/// Saves `cp`, changed from `before`, and records it: `contact_point.updated` with the
+/// changes, and `contact_point.opted_out` too when this change opted it out (the LGPD
+/// opt-out is an event of its own, whoever made it: the tool or an unsubscribe link).
+pub(crate) fn save_changed(
+    op: &mut Op<'_>,
+    before: &ContactPoint,
+    mut cp: ContactPoint,
+) -> Result<ContactPoint, DomainError> {
     cp.updated_at = op.timestamp();
     save(op.tx, Kind::ContactPoint, op.org, &cp)?;
-    let changes = debtors::diff(&before, &cp);
+    let changes = debtors::diff(before, &cp);
+    let id = cp.id.clone();
     op.event(
         "contact_point.updated",
         "contact_point",
-        cp_id,
+        &id,
         &cp,
         changes.clone(),
     )?;
@@ -477,12 +490,12 @@ fn update_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
         op.event(
             "contact_point.opted_out",
             "contact_point",
-            cp_id,
+            &id,
             &cp,
             changes,
         )?;
     }
-    Ok(ok(cp))
+    Ok(cp)
 }
 
 fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {

@@ -373,9 +373,15 @@ impl DataDir {
 
     /// Publishes the endpoint a running server accepts tokens for (whole, then renamed).
     pub(crate) fn write_endpoint(&self, e: &Endpoint) -> Result<(), String> {
-        let path = self.path.join(ENDPOINT_FILE);
-        let text = serde_json::to_string_pretty(e).map_err(|e| e.to_string())? + "\n";
-        let tmp = self.write_temporary(ENDPOINT_FILE, text.as_bytes())?;
+        self.publish(ENDPOINT_FILE, e)
+    }
+
+    /// Writes `value` as pretty JSON to `name`: whole to a temporary file, then renamed
+    /// over it, the directory synced, so a reader sees the old file or the new one.
+    fn publish(&self, name: &str, value: &impl Serialize) -> Result<(), String> {
+        let path = self.path.join(name);
+        let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())? + "\n";
+        let tmp = self.write_temporary(name, text.as_bytes())?;
         fs::rename(&tmp, &path).map_err(|e| {
             let _ = fs::remove_file(&tmp);
             format!("{}: {e}", path.display())
@@ -393,15 +399,7 @@ impl DataDir {
     /// Records the store the server serves (`store.json`, whole, then renamed), so that
     /// `token` and `demo` find it.
     pub(crate) fn write_store_record(&self, r: &StoreRecord) -> Result<(), String> {
-        let path = self.path.join(STORE_FILE);
-        let text = serde_json::to_string_pretty(r).map_err(|e| e.to_string())? + "\n";
-        let tmp = self.write_temporary(STORE_FILE, text.as_bytes())?;
-        fs::rename(&tmp, &path).map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            format!("{}: {e}", path.display())
-        })?;
-        self.sync_dir();
-        Ok(())
+        self.publish(STORE_FILE, r)
     }
 }
 

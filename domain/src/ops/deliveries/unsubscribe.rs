@@ -53,23 +53,7 @@ pub fn unsubscribe(
         cp.consent = "opted_out".into();
         cp.opted_out_at = Some(op.timestamp());
         cp.opt_out_reason = Some("unsubscribe link in an e-mail".into());
-        cp.updated_at = op.timestamp();
-        save(op.tx, Kind::ContactPoint, op.org, &cp)?;
-        let changes = crate::ops::debtors::diff(&before, &cp);
-        op.event(
-            "contact_point.updated",
-            "contact_point",
-            cp_id,
-            &cp,
-            changes.clone(),
-        )?;
-        op.event(
-            "contact_point.opted_out",
-            "contact_point",
-            cp_id,
-            &cp,
-            changes,
-        )?;
+        crate::ops::contact_points::save_changed(op, &before, cp)?;
         cancel_pending(
             op,
             Cond::Eq("contact_point_id", json!(cp_id)),

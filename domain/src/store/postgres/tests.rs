@@ -1,5 +1,5 @@
 use super::*;
-use crate::store::{Kind, Order, Query, read, write};
+use crate::store::{Kind, Query, read, write};
 use crate::testing::{PG_VAR, pg_url};
 use serde_json::Value;
 use serde_json::json;
@@ -479,22 +479,7 @@ fn concurrent_writers_keep_each_organizations_sequence() {
         workers.push(std::thread::spawn(move || {
             for i in 0..EACH {
                 write(&*store, WriteScope::Org(org), |tx| {
-                    let last = tx.find(
-                        Kind::Event,
-                        org,
-                        &Query {
-                            conds: Vec::new(),
-                            sort: ("sequence", Order::Desc),
-                            limit: Some(1),
-                            offset: 0,
-                        },
-                    )?;
-                    let next = last
-                        .first()
-                        .and_then(|e| e.get("sequence"))
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0)
-                        + 1;
+                    let next = crate::op::next_sequence(tx, org)?;
                     Ok(tx.put(Kind::Event, org, &event(&format!("{n}-{i}"), next))?)
                 })
                 .unwrap();

@@ -23,6 +23,7 @@
 
 use std::time::Duration;
 
+use dunning_core::oauth::page::escape;
 use dunning_domain::engine::{DriverError, DriverReceipt, Failure, Rendered};
 use lettre::message::header::{Header, HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart};
@@ -237,20 +238,4 @@ fn classify(e: &lettre::transport::smtp::Error) -> DriverError {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or_default()
-}
-
-/// `s` as HTML text.
-pub(crate) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
