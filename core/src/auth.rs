@@ -1,4 +1,4 @@
-//! The authentication hook (spec §10, step 5 of §15).
+//! The authentication hook (step 5 of the processing order).
 //!
 //! The core extracts the bearer token and asks an [`Authenticate`] implementation for a
 //! [`Principal`]. Verification is pure given keys and `now`; caching verified tokens is

@@ -1,4 +1,4 @@
-//! `tools/call`, including the confirmation of destructive tools (spec §7, §13).
+//! `tools/call`, including the confirmation of destructive tools.
 //!
 //! Order for one call: name → scope (`403` step-up) → arguments object → permission
 //! (`FORBIDDEN`) → schema (`VALIDATION_ERROR`) → for destructive tools, confirmation →
@@ -268,7 +268,7 @@ impl<D: Dispatch> Server<D> {
         }
     }
 
-    /// Confirmation mechanics of §13 for one destructive call.
+    /// Confirmation mechanics (docs/decisions.md, Confirmation) for one destructive call.
     fn confirmed(
         &self,
         rpc: &Rpc<'_>,
@@ -412,7 +412,7 @@ impl<D: Dispatch> Server<D> {
         }))
     }
 
-    /// A successful tool result: pretty JSON text plus `structuredContent` (§7).
+    /// A successful tool result: pretty JSON text plus `structuredContent`.
     pub(crate) fn tool_result(&self, rpc: &Rpc<'_>, value: Value, is_error: bool) -> Reply {
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         let mut result = json!({ "content": [{ "type": "text", "text": text }] });
@@ -453,7 +453,7 @@ fn can_elicit_form(elicitation: Option<&Value>) -> bool {
     }
 }
 
-/// Reads the confirmation answer; unknown keys are ignored (digest §5.3 rule 6).
+/// Reads the confirmation answer; unknown keys are ignored.
 fn answer(responses: Option<&Value>) -> Result<Option<Answer>, &'static str> {
     let responses = match responses {
         None | Some(Value::Null) => return Ok(None),

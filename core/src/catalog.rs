@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use crate::principal::{Access, ScopeNames};
 
-/// Behaviour hints of a tool (spec §7). `openWorldHint` is always false here.
+/// Behaviour hints of a tool. `openWorldHint` is always false here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Annotations {
     /// The tool only reads.
@@ -33,7 +33,7 @@ impl Annotations {
     }
 }
 
-/// The `/v1` REST twin of a tool: same handler, other surface (spec §8).
+/// The `/v1` REST twin of a tool: same handler, other surface.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
     /// HTTP method (`GET`, `POST`, `PATCH`, `DELETE`).
@@ -64,7 +64,7 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
-    /// Whether unknown arguments are refused (reads are strict, writes loose; §7).
+    /// Whether unknown arguments are refused (reads are strict, writes loose).
     pub fn strict(&self) -> bool {
         self.annotations.read_only
     }

@@ -23,7 +23,7 @@ pub struct Config {
     pub server_title: String,
     /// `serverInfo.version`.
     pub server_version: String,
-    /// What the client hands the model before any tool (§6).
+    /// What the client hands the model before any tool.
     pub instructions: String,
     /// Lifetime of a confirmation `requestState`, in milliseconds (default 5 minutes).
     pub confirmation_ttl_ms: u64,

@@ -1,4 +1,4 @@
-//! Sealed `requestState` for confirming destructive tools (spec §13, digest §5.4).
+//! Sealed `requestState` for confirming destructive tools.
 //!
 //! The state is attacker-controlled input when it comes back, so it is sealed:
 //! `v1.<key id>.<payload>.<mac>`, payload and MAC in unpadded base64url, the MAC an

@@ -1,5 +1,5 @@
 //! CORS for browser clients (issue 14): which origins may read answers is the Origin
-//! rule of product §4 ([`crate::origin::allowed`]), unchanged; this module only says so
+//! `Origin` rule ([`crate::origin::allowed`]), unchanged; this module only says so
 //! to the browser. A preflight from an allowed origin gets `204` with the methods and
 //! the request headers it may send; every answer to an allowed origin names it in
 //! `Access-Control-Allow-Origin` and exposes the headers a client needs

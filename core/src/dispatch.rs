@@ -2,7 +2,7 @@
 //!
 //! MCP `tools/call` and the `/v1` REST routes both end in [`Dispatch::call_tool`]: one
 //! implementation per operation, two surfaces. Tool errors ([`ToolError`]) have one shape
-//! and one code table for both surfaces (spec §11); [`ToolErrorCode::rest_status`] is the
+//! and one code table for both surfaces; [`ToolErrorCode::rest_status`] is the
 //! only mapping to HTTP.
 
 use std::collections::BTreeMap;
@@ -37,7 +37,7 @@ pub struct ToolCall<'a> {
     /// Caller, time, entropy.
     pub ctx: Ctx<'a>,
     /// For a confirmed destructive call: the confirmation nonce, to be used as the
-    /// idempotency key so a replayed confirmation never executes twice (§13).
+    /// idempotency key so a replayed confirmation never executes twice.
     pub confirmation_key: Option<&'a str>,
 }
 
@@ -64,7 +64,7 @@ pub enum Output {
     },
     /// REST `204`; as a tool result, `{"status": 204}`.
     NoContent,
-    /// A binary document; as a tool result, its descriptor (§9).
+    /// A binary document; as a tool result, its descriptor.
     File(File),
 }
 
@@ -82,7 +82,7 @@ impl Output {
         }
     }
 
-    /// The value a tool returns for this output (§7, §9).
+    /// The value a tool returns for this output.
     pub fn tool_value(&self) -> Value {
         match self {
             Self::Json { body, .. } => body.clone(),
@@ -97,7 +97,7 @@ impl Output {
     }
 }
 
-/// Tool error codes (spec §11): one table for REST and MCP.
+/// Tool error codes: one table for REST and MCP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ToolErrorCode {
@@ -338,7 +338,7 @@ pub trait Dispatch: Send + Sync {
 
     /// The user declined (or cancelled) the confirmation of `call`, whose
     /// `confirmation_key` is the sealed state's nonce: remember it, so the same
-    /// `requestState` re-sent with `accept` never executes (§13). The core is pure and
+    /// `requestState` re-sent with `accept` never executes. The core is pure and
     /// cannot remember anything; a dispatcher that executes destructive tools must.
     /// `Err` replaces the `CONFIRMATION_DECLINED` answer (e.g. the nonce was already
     /// accepted and executed). The default remembers nothing.

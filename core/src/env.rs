@@ -33,7 +33,7 @@ impl UnixTime {
     }
 }
 
-/// How loaded the adapter is when it hands the request over (spec §12, step 6 of §15).
+/// How loaded the adapter is when it hands the request over (step 6 of the processing order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Load {
     /// Serve normally.

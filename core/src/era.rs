@@ -1,4 +1,4 @@
-//! Protocol versions and eras, and how a request's era is decided (spec §2, §15 step 9).
+//! Protocol versions and eras, and how a request's era is decided (step 9 of the processing order).
 //!
 //! The body decides; headers cross-check. In order:
 //! 1. `params._meta` carries `io.modelcontextprotocol/protocolVersion` → era 2026 path:

@@ -1,4 +1,4 @@
-//! The core's one error enum and THE mapping from it to the wire (spec §11).
+//! The core's one error enum and THE mapping from it to the wire.
 //!
 //! Every refusal the core can produce is a [`ProtocolError`]; [`ProtocolError::wire`] is
 //! the only place that decides its HTTP status and JSON-RPC code. A table test pins
@@ -57,10 +57,10 @@ pub enum ProtocolError {
     /// Not a JSON-RPC 2.0 request or notification.
     #[error("Invalid request: {0}")]
     InvalidRequest(&'static str),
-    /// A JSON array (batch) body; refused in every era (§1).
+    /// A JSON array (batch) body; refused in every era.
     #[error("Invalid request: batches are not supported")]
     Batch,
-    /// Body over the limit (§1); the body text is fixed by the spec.
+    /// Body over the limit; the body text is fixed by the spec.
     #[error("Request body too large (limit {limit} bytes)")]
     BodyTooLarge {
         /// The configured limit in bytes.
@@ -69,7 +69,7 @@ pub enum ProtocolError {
     /// Unknown method (or a method of the other era).
     #[error("Method not found: {0}")]
     MethodNotFound(String),
-    /// Era-2026 envelope problems (§3): always HTTP 400.
+    /// Era-2026 envelope problems: always HTTP 400.
     #[error("Invalid params: {0}")]
     Envelope(String),
     /// Invalid params inside a well-formed request: HTTP 200.

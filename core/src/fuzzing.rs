@@ -65,14 +65,14 @@ pub const LIMITED_TOKEN: &str = "tok-limited";
 pub const STATE_SECRET: &[u8] = b"fuzzing-request-state-key-32-bytes!";
 
 /// Statuses the MCP endpoint, the probes and the well-known document may answer with
-/// (spec §1, §11, §15). `500` is in the set because §11 documents it; the test domain
+/// (the error table of `crate::error` and `crate::dispatch`). `500` is in the set because the tool error table has it; the test domain
 /// never asks for it, so seeing one is a core bug.
 pub const MCP_STATUSES: [u16; 13] = [
     200, 202, 204, 400, 401, 403, 404, 405, 413, 415, 429, 500, 503,
 ];
 
 /// Statuses of `/v1` REST routes: [`MCP_STATUSES`], the REST tool-error statuses of
-/// spec §11 (`409`, `422`, `428`) and the `201` the domain may choose for a creation.
+/// tool error table (`409`, `422`, `428`) and the `201` the domain may choose for a creation.
 pub const REST_STATUSES: [u16; 17] = [
     200, 201, 202, 204, 400, 401, 403, 404, 405, 409, 413, 415, 422, 428, 429, 500, 503,
 ];

@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 framing: one message per body, no batches (spec §1).
+//! JSON-RPC 2.0 framing: one message per body, no batches.
 
 use serde_json::{Map, Value, json};
 

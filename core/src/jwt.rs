@@ -1,4 +1,4 @@
-//! JWT access-token verification (RFC 9068, spec §10): pure, with the key set and `now`
+//! JWT access-token verification (RFC 9068): pure, with the key set and `now`
 //! as inputs.
 //!
 //! [`verify`] checks, in this order, and stops at the first failure:
@@ -53,7 +53,7 @@ use crate::principal::Audience;
 /// Longest token considered at all (bytes). Real access tokens are well under 2 KB.
 pub const MAX_TOKEN_LEN: usize = 8 * 1024;
 
-/// Clock skew tolerated on `exp`, `nbf` and `iat` (spec §10).
+/// Clock skew tolerated on `exp`, `nbf` and `iat`.
 pub const LEEWAY_SECS: u64 = 60;
 
 /// Longest token lifetime accepted by default: `exp` at most 24 h past `iat` (issue 10).

@@ -24,7 +24,7 @@
 //!
 //! ## Layers
 //!
-//! [`server`] runs spec §15 as one straight line; [`era`] decides the protocol version;
+//! [`server`] runs the processing order (docs/decisions.md) as one straight line; [`era`] decides the protocol version;
 //! [`mirror`] checks the mirrored `Mcp-*` headers; [`methods`] and [`call`] answer the
 //! methods; [`confirm`] seals confirmation state; [`rest`] maps `/v1` routes onto the
 //! same tool handlers; [`error`] holds the one mapping from errors to the wire.

@@ -1,4 +1,4 @@
-//! The rate-limit hook (spec §12, step 6 of §15).
+//! The rate-limit hook (step 6 of the processing order).
 //!
 //! The decision is the implementation's (its state — buckets per token and per
 //! organization — lives outside the core); the core only turns a refusal into the `429`.

@@ -1,4 +1,4 @@
-//! The RFC 8288 `Link` header of a REST list page (domain.md §2.1): `first`, `prev`,
+//! The RFC 8288 `Link` header of a REST list page: `first`, `prev`,
 //! `next` and `last`, built from the page's own `meta` and the request's query, so a
 //! client walks the pages without knowing the paging arguments.
 //!

@@ -1,4 +1,4 @@
-//! The methods table of spec §5, both eras, except `tools/call` (see [`crate::call`]).
+//! The methods of both eras, except `tools/call` (see [`crate::call`]).
 
 use std::collections::BTreeMap;
 
@@ -15,7 +15,7 @@ use crate::mrtr::{self, PromptReply, Round};
 use crate::response::RequestLog;
 use crate::server::{Reply, Rpc, Server};
 
-/// Most completion values returned (spec §14).
+/// Most completion values returned.
 const MAX_COMPLETIONS: usize = 100;
 
 fn invalid(message: impl Into<String>) -> ProtocolError {
@@ -90,7 +90,7 @@ impl<D: Dispatch> Server<D> {
         })
     }
 
-    /// Lists are served in one page; a cursor we never issued is invalid (digest §6.1).
+    /// Lists are served in one page; a cursor we never issued is invalid.
     fn no_cursor(&self, rpc: &Rpc<'_>) -> Result<(), ProtocolError> {
         match rpc.params().and_then(|p| p.get("cursor")) {
             None | Some(Value::Null) => Ok(()),

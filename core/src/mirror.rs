@@ -1,4 +1,4 @@
-//! Mirrored headers of era-2026 requests (spec §3, digest §3): `Mcp-Method`, `Mcp-Name`,
+//! Mirrored headers of era-2026 requests: `Mcp-Method`, `Mcp-Name`,
 //! `Mcp-Param-*`, and the `=?base64?…?=` sentinel.
 //!
 //! Names compare case-insensitively, values case-sensitively, after trimming optional
@@ -34,7 +34,7 @@ pub fn decode(value: &str) -> Result<Cow<'_, str>, &'static str> {
         .map_err(|_| "base64 does not decode to UTF-8")
 }
 
-/// How a client must send `value` (digest §3.3): plain when it is visible ASCII with
+/// How a client must send `value`: plain when it is visible ASCII with
 /// interior spaces only and does not look like a sentinel, else the sentinel.
 pub fn encode(value: &str) -> Cow<'_, str> {
     let plain_char = |b: u8| (0x20..=0x7e).contains(&b);

@@ -1,4 +1,4 @@
-//! Generic multi-round-trip requests (MRTR, spec digest §5) for domain tools and prompts.
+//! Generic multi-round-trip requests (MRTR) for domain tools and prompts.
 //!
 //! The core's own confirmation of destructive tools ([`crate::call`]) is one MRTR flow.
 //! This module lets a domain run its own: [`Dispatch::call_tool_mrtr`] and
@@ -40,7 +40,7 @@
 //! one case where the core answers `text/event-stream` (the notifications, then the
 //! result, in one body): only when the request carried a progress token and accepts it.
 //! The product's domain reports no progress, so the product keeps answering
-//! `application/json` only (product spec §1); the conformance fixture server
+//! `application/json` only; the conformance fixture server
 //! (`tests/peers`) uses it for the suite's `tools-call-with-progress`.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! `Origin` validation (spec §4): DNS-rebinding defence.
+//! `Origin` validation: DNS-rebinding defence.
 //!
 //! Allowed: the origin of the public URL, configured extras, and, when listening on
 //! loopback, `http(s)://localhost`, `127.0.0.1` and `[::1]` on any port. Scheme and host

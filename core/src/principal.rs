@@ -4,8 +4,7 @@ use std::collections::BTreeSet;
 
 use crate::env::UnixTime;
 
-/// OAuth scope level of this resource server. Hierarchical: admin ⊃ write ⊃ read (spec
-/// §10); the wire names are the dispatcher's ([`ScopeNames`]).
+/// OAuth scope level of this resource server. Hierarchical: admin ⊃ write ⊃ read; the wire names are the dispatcher's ([`ScopeNames`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Scope {
     /// Reads, previews, simulations, documents.

@@ -74,7 +74,7 @@ impl Tool {
 
     /// The scope the caller lacks for this tool, by its wire name. Checked before the
     /// arguments are read, on both surfaces: it is a protocol error (`403` with an
-    /// `insufficient_scope` challenge), not a tool error (§15).
+    /// `insufficient_scope` challenge), not a tool error.
     pub(crate) fn missing_scope(
         &self,
         principal: &Principal,

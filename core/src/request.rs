@@ -9,7 +9,7 @@ pub struct Header<'a> {
     pub value: &'a [u8],
 }
 
-/// An HTTP request whose framing the codec has already checked (spec §15 step 1).
+/// An HTTP request whose framing the codec has already checked (step 1 of the processing order).
 #[derive(Clone, Copy, Debug)]
 pub struct Request<'a> {
     /// Request method, e.g. `POST`.

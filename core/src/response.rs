@@ -63,7 +63,7 @@ impl RequestLog {
     }
 }
 
-/// Where a path leads (§15 step 2). One byte in [`RequestLog`], which every
+/// Where a path leads (step 2 of the processing order). One byte in [`RequestLog`], which every
 /// [`Response`] carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -1,5 +1,5 @@
 //! The `/v1` REST surface: each route is the REST twin of a tool and ends in the same
-//! [`Dispatch::call_tool`] (spec §8). Path variables, query and body are flattened into
+//! [`Dispatch::call_tool`]. Path variables, query and body are flattened into
 //! one argument object, validated by the tool's schema, exactly as `tools/call` does.
 
 use std::collections::BTreeMap;
@@ -65,7 +65,7 @@ fn typed(schema: Option<&Value>, raw: String) -> Value {
 }
 
 impl<D: Dispatch> Server<D> {
-    /// Finds the `/v1` route of `req` (§15 step 2 for the REST surface): the tool and the
+    /// Finds the `/v1` route of `req` (step 2 of the processing order for the REST surface): the tool and the
     /// path variables, or the `404`/`405` answer. Depends on the head alone.
     fn rest_route(
         &self,
@@ -106,7 +106,7 @@ impl<D: Dispatch> Server<D> {
         Ok((tool, vars))
     }
 
-    /// What [`Server::check_head`] decides for a `/v1` head: the route, then §15 steps
+    /// What [`Server::check_head`] decides for a `/v1` head: the route, then the processing order's steps
     /// 4–6 (Origin, authentication, load).
     pub(crate) fn rest_head(
         &self,

@@ -1,4 +1,4 @@
-//! [`Server`]: the one entry point, and the processing order of spec §15 as one
+//! [`Server`]: the one entry point, and the processing order (docs/decisions.md) as one
 //! straight line.
 //!
 //! ```text
@@ -56,7 +56,7 @@ pub struct Server<D> {
     server_info: Value,
 }
 
-/// One MCP request past the checks of §15 steps 1–10: what methods work with.
+/// One MCP request past the checks of steps 1–10 of the processing order: what methods work with.
 pub(crate) struct Rpc<'a> {
     pub(crate) env: &'a Env,
     pub(crate) msg: &'a Message,
@@ -123,7 +123,7 @@ impl<D: Dispatch> Server<D> {
         })
     }
 
-    /// Uses `limiter` for step 6 of §15.
+    /// Uses `limiter` for step 6 of the processing order.
     pub fn with_limiter(mut self, limiter: impl RateLimit + 'static) -> Self {
         self.limiter = Box::new(limiter);
         self
@@ -235,7 +235,7 @@ impl<D: Dispatch> Server<D> {
         r
     }
 
-    /// The request's `Origin` when it may read the answer (CORS, product §4): one
+    /// The request's `Origin` when it may read the answer (CORS): one
     /// `Origin` header that the Origin rule allows, on the MCP endpoint, the REST API,
     /// the well-known documents or the authorization server. Anything else gets no CORS
     /// header (and the MCP endpoint still refuses a foreign `Origin` with `403`).
@@ -282,7 +282,7 @@ impl<D: Dispatch> Server<D> {
     }
 
     /// Decides from a request head alone, before any byte of its body is read, the
-    /// refusals of §15 steps 2–6 that do not depend on the body, in that order: path
+    /// refusals of steps 2–6 of the processing order that do not depend on the body, in that order: path
     /// (404), method (405), `Origin` (403), authentication (401), load (503). `None`: the
     /// head passes; read the body, then [`Server::handle`] the complete request (which
     /// runs every step again, the rate limit included).
@@ -356,7 +356,7 @@ impl<D: Dispatch> Server<D> {
         })
     }
 
-    /// The MCP endpoint: §15 steps 3–11.
+    /// The MCP endpoint: steps 3–11 of the processing order.
     fn mcp(&self, req: &Request<'_>, env: &Env, log: &mut RequestLog) -> Response {
         let header_version = mirror::text(req, "mcp-protocol-version").ok().flatten();
         // Until an era is determined, echo the request's version when we speak it.
@@ -391,7 +391,7 @@ impl<D: Dispatch> Server<D> {
         };
         log.method = Some(msg.method.clone());
         let id = msg.id.as_ref();
-        // `initialize` and envelope-less notifications never use the header (§2), so a
+        // `initialize` and envelope-less notifications never use the header, so a
         // malformed one (obs-text, repeated) cannot refuse them; everywhere else it is a
         // mirror error.
         let ignores_header = |msg: &Message| {
@@ -500,7 +500,7 @@ impl<D: Dispatch> Server<D> {
         }
     }
 
-    /// §15 steps 3–7 for both surfaces: method, Origin, authentication, limits,
+    /// steps 3–7 of the processing order for both surfaces: method, Origin, authentication, limits,
     /// Content-Type. `post_only`: the MCP endpoint serves POST alone.
     pub(crate) fn gate(
         &self,
@@ -526,7 +526,7 @@ impl<D: Dispatch> Server<D> {
     /// The steps of [`Server::gate`] that the head alone decides, in order: method (405),
     /// Origin (403), authentication (401), load (503). [`Server::check_head`] runs these
     /// and no more: the rate limiter (429) counts a request once, when it is complete, and
-    /// Content-Type (415) comes after it in §15.
+    /// Content-Type (415) comes after it in the processing order.
     pub(crate) fn admit(
         &self,
         req: &Request<'_>,
@@ -569,7 +569,7 @@ impl<D: Dispatch> Server<D> {
         }
     }
 
-    /// Adds the era-2026 fields to a result (§3): `resultType`, `serverInfo`, and the
+    /// Adds the era-2026 fields to a result: `resultType`, `serverInfo`, and the
     /// caching hints on discovery, listings and reads.
     fn decorate(&self, method: &str, result: &mut Value) {
         let Value::Object(obj) = result else { return };
@@ -773,7 +773,7 @@ pub(crate) fn close_if_body(req: &Request<'_>, r: Response) -> Response {
     }
 }
 
-/// Refusals of §15 steps 3–6 that [`Server::check_head`] can give from the head alone.
+/// Refusals of steps 3–6 of the processing order that [`Server::check_head`] can give from the head alone.
 pub(crate) fn decided_by_head(e: &ProtocolError) -> bool {
     matches!(
         e,
@@ -784,7 +784,7 @@ pub(crate) fn decided_by_head(e: &ProtocolError) -> bool {
     )
 }
 
-/// Methods whose complete results carry `ttlMs` and `cacheScope` (digest §4.3).
+/// Methods whose complete results carry `ttlMs` and `cacheScope`.
 fn cacheable(method: &str) -> bool {
     matches!(
         method,
@@ -797,7 +797,7 @@ fn cacheable(method: &str) -> bool {
     )
 }
 
-/// `application/json`, optionally with `charset=utf-8` (§4); anything else is `415`.
+/// `application/json`, optionally with `charset=utf-8`; anything else is `415`.
 fn check_content_type(req: &Request<'_>) -> Result<(), ProtocolError> {
     let value = req
         .single_header("content-type")

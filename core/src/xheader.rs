@@ -1,7 +1,7 @@
 //! `x-mcp-header` annotations: validated once at registration, read at every `tools/call`.
 //!
 //! A property annotated `"x-mcp-header": "Region"` must be mirrored by the client as
-//! `Mcp-Param-Region` (digest §3.2). The five constraints are checked when the tool is
+//! `Mcp-Param-Region`. The five constraints are checked when the tool is
 //! registered, so an invalid annotation is a startup error naming the tool rather than a
 //! tool that silently vanishes from every conforming client's list.
 

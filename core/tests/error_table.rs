@@ -1,4 +1,4 @@
-//! Spec §11 pinned: every `ProtocolError` variant to (HTTP status, JSON-RPC code) in both
+//! The error table pinned: every `ProtocolError` variant to (HTTP status, JSON-RPC code) in both
 //! eras, every tool error code to its REST status, and a handful of the same rows seen
 //! end to end through `Server::handle`.
 
@@ -87,12 +87,12 @@ type Wire = (u16, i32);
 /// Variant name, its wire form in era 2026, its wire form in era 2025.
 type Row = (&'static str, Wire, Wire);
 
-/// (variant, era 2026 (status, code), era 2025 (status, code)), as spec §11 says.
+/// (variant, era 2026 (status, code), era 2025 (status, code)), as the contract's error table says.
 ///
-/// Where §11 has "-" for era 2025 (envelope, mirrored headers: era-2026 only) the
+/// Where the table has "-" for era 2025 (envelope, mirrored headers: era-2026 only) the
 /// mapping does not depend on the era, and the row pins that. `MissingCapability` is
 /// never produced in era 2025 (the tool answers `isError` `CONFIRMATION_REQUIRED`).
-/// `PathNotFound` and `MethodNotAllowed` are bodyless (`404`, `405`; §11 "may have an
+/// `PathNotFound` and `MethodNotAllowed` are bodyless (`404`, `405`; the table's "may have an
 /// empty body"); their codes only reach the log.
 const TABLE: &[Row] = &[
     ("Parse", (400, -32700), (400, -32700)),
@@ -170,7 +170,7 @@ fn only_path_and_method_refusals_are_bodyless() {
 
 #[test]
 fn tool_error_codes_map_to_rest_statuses() {
-    // Spec §11 tool-error table, plus INTERNAL_ERROR (a bug: 500, never an isError).
+    // The tool-error table, plus INTERNAL_ERROR (a bug: 500, never an isError).
     let table = [
         (ToolErrorCode::Validation, "VALIDATION_ERROR", 422),
         (ToolErrorCode::NotFound, "NOT_FOUND", 404),

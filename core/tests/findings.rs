@@ -6,7 +6,7 @@ mod common;
 use common::{body, legacy, post, send};
 use serde_json::json;
 
-/// Spec §2: `initialize` "negotiates from `params.protocolVersion` alone" and "carries no
+/// The protocol-version rule: `initialize` "negotiates from `params.protocolVersion` alone" and "carries no
 /// header requirement"; a notification without the envelope gets `202` whatever the
 /// header says. The core reads `MCP-Protocol-Version` through `mirror::text` before era
 /// detection and refuses a value with obs-text (legal HTTP, RFC 9110 §5.5) or a repeated

@@ -6,17 +6,17 @@
 //! | `test_charges_list` | read, strict | listing filters, unknown-argument refusal, schema violations |
 //! | `test_charges_get` | read, strict, `outputSchema` | `NOT_FOUND` tool error, org isolation |
 //! | `test_notes_create` | write, loose | extra fields reach the domain, which names them |
-//! | `test_charges_cancel` | destructive, `id` → `Mcp-Param-Target-Id` | confirmation (§13), preflight |
+//! | `test_charges_cancel` | destructive, `id` → `Mcp-Param-Target-Id` | confirmation, preflight |
 //! | `test_jobs_schedule` | write, integer `Priority` and boolean `Urgent` headers | typed mirrored headers |
 //! | `test_zones_route` | read, nested `target.zone` → `Mcp-Param-Zone` | annotation through a `properties` chain |
-//! | `test_echo` | read, top-level string `label` → `Mcp-Param-Label` | value encoding (digest §3.3) |
-//! | `test_charges_receipt` | read, a file | `NOT_SETTLED`; the file descriptor of §9 |
+//! | `test_echo` | read, top-level string `label` → `Mcp-Param-Label` | value encoding |
+//! | `test_charges_receipt` | read, a file | `NOT_SETTLED`; a file descriptor |
 //! | `test_reminders_send` | write, outbound | `RATE_LIMITED` from the second call on |
 //! | `test_cache_purge` | write, answers `204` | `{"status":204}` |
 //! | `test_webhooks_list` | read, needs `dunning.admin` | `insufficient_scope` step-up |
 //! | `test_exports_create` | write, needs permission `exports.create` | `FORBIDDEN` tool error |
 //!
-//! Confirmed calls and calls with an `idempotency_key` run at most once per key (§13).
+//! Confirmed calls and calls with an `idempotency_key` run at most once per key.
 //!
 //! Resources: `test://static/info` (JSON), `test://static/broken` (fails: `-32603`); templates `test://charges/{id}` (JSON) and
 //! `test://charges/{id}/receipt` (PDF, only when paid). Prompt `test_triage` (required

@@ -19,7 +19,7 @@
 //! test domain never fails, so a `500` is a core bug); `Cache-Control` is set; a JSON body
 //! parses; an error status (`4xx`/`5xx`) with a body has one of the two error shapes of
 //! `/v1` (docs/decisions.md, "Tools and REST"): the JSON-RPC error object of HTTP-level
-//! refusals, or the §11 tool error (`{"error":{"code","message","request_id",..}}`) whose
+//! refusals, or the tool error (`{"error":{"code","message","request_id",..}}`) whose
 //! code maps to exactly this status.
 
 use serde_json::Value;
@@ -81,7 +81,7 @@ pub fn error_shape(status: u16, body: &Value) -> Result<(), String> {
             }
             Ok(())
         }
-        // §11 tool error: the code's REST status is this status.
+        // A tool error: the code's REST status is this status.
         Some(Value::String(code)) => {
             let Some(c) = TOOL_CODES.iter().find(|c| c.as_str() == code) else {
                 return Err(format!("unknown tool error code {code:?}"));

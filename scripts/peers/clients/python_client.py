@@ -214,7 +214,7 @@ async def domain_checks(client, label, mode):
         await read_pdf(client, label, f"kobana://dunning/agreements/{agreement['id']}/term", term)
 
     # The letter of an unpaid charge exists as a URI but is not available: NOT_SETTLED
-    # (-32602 in the 2026-07-28 era, -32002 in the 2025 one, spec §14).
+    # (-32602 in the 2026-07-28 era, -32002 in the 2025 one).
     unpaid = None
     for status in ("pending", "overdue"):
         result = await client.call_tool("dunning_charges_list", {"status": status, "per_page": 1})

@@ -158,7 +158,7 @@ async function domainChecks(client, label, modern) {
     }
 
     // The letter of an unpaid charge exists as a URI but is not available: NOT_SETTLED
-    // (-32602 in the 2026-07-28 era, -32002 in the 2025 one, spec §14). The SDK turns
+    // (-32602 in the 2026-07-28 era, -32002 in the 2025 one). The SDK turns
     // any -32002 whose data has `uri` into its ResourceNotFoundError, which re-codes it
     // -32602 with data `{uri}` only: in the 2025 era the reason does not reach the caller.
     let unpaid;

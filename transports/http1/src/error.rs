@@ -81,7 +81,7 @@ impl CodecError {
             }
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedVersion => StatusCode::HTTP_VERSION_NOT_SUPPORTED,
-            // Spec §15: an oversized header section is a plain 400.
+            // Processing order, step 1: an oversized header section is a plain 400.
             Self::HeaderSectionTooLarge
             | Self::TrailerSectionTooLarge
             | Self::BareLf

@@ -122,7 +122,7 @@
 //! | limit | default | counts | over it |
 //! |---|---|---|---|
 //! | `max_request_line` | 8192 | request-line bytes, CRLF excluded | `414` |
-//! | `max_header_bytes` | 65536 | all field lines after the request line, with their CRLFs and the final empty line | `400` (product spec §15) |
+//! | `max_header_bytes` | 65536 | all field lines after the request line, with their CRLFs and the final empty line | `400` |
 //! | `max_headers` | 100 | field lines | `431` |
 //! | `max_body` | 2097152 | de-framed body bytes; exactly the limit is accepted | `413` with a JSON-RPC body |
 //! | `max_chunk_ext` | 1024 | bytes of one chunk extension | `400` |

@@ -9,7 +9,7 @@ pub struct Limits {
     /// Longest request line, in bytes, CRLF excluded (over it: `414`). Default 8192.
     pub max_request_line: usize,
     /// Largest header section (field lines with their CRLFs plus the final empty line), in
-    /// bytes (over it: `400`, per product spec §15). Also bounds the trailer section.
+    /// bytes (over it: `400`, step 1 of the processing order). Also bounds the trailer section.
     /// Default 65536.
     pub max_header_bytes: usize,
     /// Most header field lines (over it: `431`). Also bounds trailer lines. Default 100.

@@ -237,7 +237,7 @@ impl<D: Dispatch> Service<D> {
     /// at none and leases as it arrives); then [`Server::check_head`] — path, method,
     /// `Origin`, authentication, then load: `Load::Draining` while draining,
     /// `Load::Overloaded` when the lease could not be had — so a token-less head gets its
-    /// `401` even when the budget is spent, as §15 orders. Admitted: the body is read under
+    /// `401` even when the budget is spent, as the processing order has it (docs/decisions.md). Admitted: the body is read under
     /// the lease. Refused: the answer is reported to the observer like any request's.
     /// Blocks as long as authentication does (see [`Service::may_block`]).
     pub fn check_head(&self, head: &OwnedRequest) -> Admission {
