@@ -270,6 +270,18 @@ pub mod check {
         text(pdf).split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
+    /// Every stream of the document: where its `stream` keyword starts, and its bytes.
+    fn streams(pdf: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let start = find(pdf, b"stream\n", at)?;
+            let body = start + 7;
+            let end = find(pdf, b"endstream", body)?;
+            at = end;
+            Some((start, &pdf[body..end]))
+        })
+    }
+
     /// The dictionary before the stream starting at `start` (the `stream` keyword).
     fn dict_before(pdf: &[u8], start: usize) -> &[u8] {
         let from = rfind(&pdf[..start], b"obj").unwrap_or(0);
@@ -280,14 +292,8 @@ pub mod check {
     /// writer names each `Kobana-<resource>-UCS`): glyph id to text.
     fn unicode_maps(pdf: &[u8]) -> HashMap<String, HashMap<u16, String>> {
         let mut maps = HashMap::new();
-        let mut at = 0;
-        while let Some(start) = find(pdf, b"stream\n", at) {
-            let body = start + 7;
-            let Some(end) = find(pdf, b"endstream", body) else {
-                break;
-            };
-            at = end;
-            let s = String::from_utf8_lossy(&pdf[body..end]);
+        for (_, body) in streams(pdf) {
+            let s = String::from_utf8_lossy(body);
             if !s.contains("begincmap") {
                 continue;
             }
@@ -329,16 +335,9 @@ pub mod check {
         let maps = unicode_maps(pdf);
         let empty = HashMap::new();
         let mut out = String::new();
-        let mut at = 0;
-        while let Some(start) = find(pdf, b"stream\n", at) {
-            let body = start + 7;
-            let Some(end) = find(pdf, b"endstream", body) else {
-                break;
-            };
-            at = end;
+        for (start, s) in streams(pdf) {
             // Font files and ToUnicode maps are not page content.
             let dict = dict_before(pdf, start);
-            let s = &pdf[body..end];
             if find(dict, b"/Length1", 0).is_some() || find(s, b"begincmap", 0).is_some() {
                 continue;
             }

@@ -702,3 +702,34 @@ pub fn save<T: Serialize>(
     tx.put(kind, org, &v)?;
     Ok(())
 }
+
+/// The frozen-schema check both stores' tests make: `have` (a table's columns as the
+/// database reports them, with its type names) holds every column `kind` declares with
+/// its type, and nothing else but the four every table has. Changing an entity without a
+/// new migration fails here instead of giving new databases a schema old ones never get.
+#[cfg(test)]
+pub(crate) fn assert_columns_declared(
+    kind: Kind,
+    have: &[(String, String)],
+    db: &str,
+    type_name: fn(ColumnType) -> &'static str,
+) {
+    assert!(!have.is_empty(), "{db}: table {} exists", kind.table());
+    for col in kind.columns() {
+        let ty = type_name(col.ty);
+        assert!(
+            have.iter().any(|(n, t)| n == col.name && t == ty),
+            "{db}: {}.{} {ty} is declared but no migration creates it",
+            kind.table(),
+            col.name
+        );
+    }
+    for (name, _) in have {
+        let fixed = ["org", "id", "created_at", "doc"].contains(&name.as_str());
+        assert!(
+            fixed || kind.columns().iter().any(|c| c.name == name),
+            "{db}: {}.{name} is in the schema but not declared",
+            kind.table()
+        );
+    }
+}

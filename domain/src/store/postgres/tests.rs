@@ -77,28 +77,11 @@ fn the_frozen_schema_has_every_declared_column() {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        assert!(!have.is_empty(), "table {} exists", kind.table());
-        for col in kind.columns() {
-            let ty = match col.ty {
-                ColumnType::Text => "text",
-                ColumnType::Tags => "jsonb",
-                ColumnType::Integer | ColumnType::Money => "bigint",
-            };
-            assert!(
-                have.iter().any(|(n, t)| n == col.name && t == ty),
-                "{}.{} {ty} is declared but no PostgreSQL migration creates it",
-                kind.table(),
-                col.name
-            );
-        }
-        for (name, _) in &have {
-            let fixed = ["org", "id", "created_at", "doc"].contains(&name.as_str());
-            assert!(
-                fixed || kind.columns().iter().any(|c| c.name == name),
-                "{}.{name} is in the PostgreSQL schema but not declared",
-                kind.table()
-            );
-        }
+        crate::store::assert_columns_declared(kind, &have, "PostgreSQL", |ty| match ty {
+            ColumnType::Text => "text",
+            ColumnType::Tags => "jsonb",
+            ColumnType::Integer | ColumnType::Money => "bigint",
+        });
     }
     // Text compares bytewise, as on SQLite.
     let collations: Vec<String> = c
