@@ -13,6 +13,7 @@ use dunning_core::Output;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::args::{ListArgs, fields};
 use crate::error::DomainError;
 use crate::op::{Op, Page, list};
 use crate::rules::calendar;
@@ -62,6 +63,18 @@ pub enum Filter {
         /// The column.
         column: &'static str,
     },
+}
+
+impl Filter {
+    /// The arguments the filter reads.
+    pub fn args(&self) -> Vec<&'static str> {
+        match *self {
+            Self::Eq(a, _) | Self::Bool(a, _) | Self::In(a, _) | Self::Tag(a, _) => vec![a],
+            Self::Search(a, _) => vec![a],
+            Self::DateRange { from, to, .. } | Self::TimeRange { from, to, .. } => vec![from, to],
+            Self::MoneyRange { min, max, .. } => vec![min, max],
+        }
+    }
 }
 
 /// A list tool, declared: what it lists, how its arguments filter, how it sorts (pairs
@@ -116,11 +129,12 @@ impl Listing {
         mut extra: Vec<Cond>,
     ) -> Result<Rows<T>, DomainError> {
         extra.extend(self.conds(op)?);
-        let page = op.page();
+        let list: ListArgs = op.args()?;
+        let page = list.page();
         let total = op.tx.count(self.kind, op.org, &extra)?;
         let q = Query {
             conds: extra,
-            sort: op.sort(self.sorts),
+            sort: list.sort(self.sorts),
             limit: Some(page.per_page),
             offset: page.offset(),
         };
@@ -131,36 +145,38 @@ impl Listing {
     /// The conditions the arguments ask for; a range whose ends are the wrong way
     /// round is a `VALIDATION_ERROR` on its upper argument.
     pub fn conds(&self, op: &Op<'_>) -> Result<Vec<Cond>, DomainError> {
+        let text = |k: &str| op.args.get(k).and_then(Value::as_str);
         let mut conds = Vec::new();
         for filter in self.filters {
             match *filter {
                 Filter::Eq(arg, column) => {
-                    if let Some(v) = op.opt_str(arg) {
+                    if let Some(v) = text(arg) {
                         conds.push(Cond::Eq(column, json!(v)));
                     }
                 }
                 Filter::Bool(arg, column) => {
-                    if let Some(v) = op.opt_bool(arg) {
+                    if let Some(v) = op.args.get(arg).and_then(Value::as_bool) {
                         conds.push(Cond::Eq(column, json!(v)));
                     }
                 }
                 Filter::In(arg, column) => {
-                    if let Some(v) = op.csv(arg) {
-                        conds.push(Cond::In(column, v));
+                    if let Some(v) = text(arg) {
+                        let items = v.split(',').map(str::trim).filter(|x| !x.is_empty());
+                        conds.push(Cond::In(column, items.map(Value::from).collect()));
                     }
                 }
                 Filter::Tag(arg, column) => {
-                    if let Some(v) = op.opt_str(arg) {
+                    if let Some(v) = text(arg) {
                         conds.push(Cond::Tag(column, v.to_owned()));
                     }
                 }
                 Filter::Search(arg, columns) => {
-                    if let Some(v) = op.opt_str(arg) {
+                    if let Some(v) = text(arg) {
                         conds.push(Cond::Search(columns.to_vec(), v.to_owned()));
                     }
                 }
                 Filter::DateRange { from, to, column } => {
-                    let ends = (op.opt_date(from)?, op.opt_date(to)?);
+                    let ends = (date_arg(op, from)?, date_arg(op, to)?);
                     let ends = ordered(ends, to, || format!("must not be before {from}"))?;
                     let day = |d: chrono::NaiveDate| d.format("%Y-%m-%d").to_string();
                     range(&mut conds, column, ends, day, |d| format!("{}T99", day(d)));
@@ -213,17 +229,30 @@ fn range<T, L: serde::Serialize, U: serde::Serialize>(
 
 /// An amount argument: a JSON number with at most 2 decimals.
 pub fn money_arg(op: &Op<'_>, k: &str) -> Result<Option<Money>, DomainError> {
+    one(op, k, |v| fields::money(v))
+}
+
+/// A date argument `YYYY-MM-DD`.
+fn date_arg(op: &Op<'_>, k: &str) -> Result<Option<chrono::NaiveDate>, DomainError> {
+    one(op, k, |v| fields::date(v))
+}
+
+/// The argument `k` read by `field` (a reader of [`crate::args::fields`]), its error on `k`.
+fn one<T>(
+    op: &Op<'_>,
+    k: &str,
+    field: fn(&Value) -> Result<Option<T>, serde_json::Error>,
+) -> Result<Option<T>, DomainError> {
     match op.args.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) if v.is_number() => op.opt_money(k),
-        Some(_) => Err(DomainError::field(k, "must be a number")),
+        None => Ok(None),
+        Some(v) => field(v).map_err(|e| DomainError::field(k, e.to_string())),
     }
 }
 
 /// A date or timestamp argument as a local RFC 3339 bound (`end`: a date means its last
 /// second).
 pub fn time_bound(op: &Op<'_>, k: &str, end: bool) -> Result<Option<String>, DomainError> {
-    let Some(raw) = op.opt_str(k) else {
+    let Some(raw) = op.args.get(k).and_then(Value::as_str) else {
         return Ok(None);
     };
     if let Some(d) = calendar::parse_date(raw) {

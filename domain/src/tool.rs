@@ -8,8 +8,10 @@
 //! `sort_order`.
 
 use dunning_core::{Access, Annotations, Route, Scope, ToolDef};
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::args::{self, ListArgs, Shape};
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::schema;
@@ -38,6 +40,9 @@ pub struct ToolSpec {
     /// Work after the handler's transaction committed (network calls that must not hold
     /// the store's writer); its output replaces the handler's, also for replays.
     pub after: Option<After>,
+    /// What the handler reads: the shapes of its argument structs and its list's
+    /// filters ([`ToolBuilder::args`]), held equal to the schema by a test.
+    pub reads: Vec<Shape>,
 }
 
 impl ToolSpec {
@@ -69,6 +74,7 @@ pub struct ToolBuilder {
     required: Vec<&'static str>,
     output: Option<Value>,
     describe: Option<Describe>,
+    reads: Vec<Shape>,
 }
 
 /// Starts a tool: name, title, REST method and path.
@@ -92,6 +98,7 @@ pub fn tool(
         required: Vec::new(),
         output: None,
         describe: None,
+        reads: Vec::new(),
     }
 }
 
@@ -142,8 +149,26 @@ impl ToolBuilder {
         self.arg(name, schema)
     }
 
-    /// The list arguments: `page`, `per_page`, `sort_by` (among `sort_fields`), `sort_order`.
-    pub fn list(self, sort_fields: &[&str]) -> Self {
+    /// The argument struct `T` the handler reads (with [`crate::op::Op::args`]): one
+    /// source of the arguments besides the schema, which a test holds equal to it.
+    pub fn args<T: DeserializeOwned>(mut self) -> Self {
+        self.reads.push(args::shape::<T>());
+        self
+    }
+
+    /// The filters a [`crate::list::Listing`] reads, as optional arguments.
+    pub fn filters(mut self, filters: &[crate::list::Filter]) -> Self {
+        self.reads.push(Shape {
+            fields: filters.iter().flat_map(|f| f.args()).collect(),
+            required: Vec::new(),
+        });
+        self
+    }
+
+    /// The list arguments: `page`, `per_page`, `sort_by` (among `sort_fields`), `sort_order`
+    /// (read as [`ListArgs`]).
+    pub fn list(mut self, sort_fields: &[&str]) -> Self {
+        self.reads.push(args::shape::<ListArgs>());
         self.arg("page", schema::integer("Page number, from 1", 1, 1_000_000))
             .arg(
                 "per_page",
@@ -212,6 +237,7 @@ impl ToolBuilder {
             run,
             describe: self.describe,
             after: None,
+            reads: self.reads,
         }
     }
 }

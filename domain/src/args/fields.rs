@@ -1,0 +1,63 @@
+//! Field readers for `#[serde(default, deserialize_with = "…")]` on argument structs: the
+//! argument kinds whose rules are the product's (amounts, dates, comma-separated lists,
+//! whole numbers, a patch's "sent as null"), each worded as its error has always been.
+//! Each starts by asking for an option, so [`super::shape`] counts its field optional.
+
+use chrono::NaiveDate;
+use serde::de::{Deserialize, Deserializer, Error};
+use serde_json::Value;
+
+use crate::rules::calendar;
+use crate::rules::money::Money;
+
+/// An amount in BRL: a JSON number with at most 2 decimals (centavos); null is absent.
+pub fn money<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Money>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .and_then(Money::from_brl)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom("must be an amount in BRL with at most 2 decimals")),
+        Some(_) => Err(D::Error::custom("must be a number")),
+    }
+}
+
+/// A date `YYYY-MM-DD`; null is absent.
+pub fn date<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NaiveDate>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(s) => calendar::parse_date(&s)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom("must be a date YYYY-MM-DD")),
+    }
+}
+
+/// A comma-separated list: the trimmed, non-empty items.
+pub fn csv<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.map(|s| {
+        s.split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }))
+}
+
+/// A whole number; any other value (a fraction, a string) is absent, as the lists have
+/// always read `page` and `per_page`.
+pub fn int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    Ok(Option::<Value>::deserialize(d)?.and_then(|v| v.as_i64()))
+}
+
+/// A patch's field: absent is `None`, null is `Some(None)` (the field is cleared).
+pub fn patch<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Any JSON value that is sent, null included (`Some(Value::Null)`); absent is `None`.
+pub fn raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Option::<Value>::deserialize(d).map(|v| Some(v.unwrap_or(Value::Null)))
+}
