@@ -157,11 +157,17 @@ impl ToolBuilder {
     }
 
     /// The filters a [`crate::list::Listing`] reads, as optional arguments.
-    pub fn filters(mut self, filters: &[crate::list::Filter]) -> Self {
-        self.reads.push(Shape {
+    pub fn filters(self, filters: &[crate::list::Filter]) -> Self {
+        self.reads(Shape {
             fields: filters.iter().flat_map(|f| f.args()).collect(),
             required: Vec::new(),
-        });
+        })
+    }
+
+    /// Arguments read by a reader of their own (a ruler step's fields, parsed the same
+    /// inside a ruler's `steps`).
+    pub fn reads(mut self, shape: Shape) -> Self {
+        self.reads.push(shape);
         self
     }
 

@@ -13,6 +13,7 @@ use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::args::{ById, IdReason, fields};
 use crate::error::DomainError;
 use crate::op::{Op, created, ok};
 use crate::rules::document;
@@ -97,20 +98,42 @@ const SORTS: &[(&str, &str, Order)] = &[
     ("overdue_amount", "overdue_amount", Order::Desc),
 ];
 
-const WRITABLE: &[&str] = &[
-    "external_code",
-    "cnpj_cpf",
-    "name",
-    "nickname",
-    "contact_person",
-    "birthday",
-    "address",
-    "tags",
-    "custom_data",
-    "ruler_id",
-    "do_not_contact",
-    "credit_restriction_blocked",
-];
+
+/// The writable fields of a debtor, as `dunning_debtors_create` and `_update` read them
+/// (a patch: absent keeps, null clears the optional texts).
+#[derive(Debug, Deserialize)]
+struct DebtorArgs {
+    cnpj_cpf: Option<String>,
+    name: Option<String>,
+    #[serde(default, deserialize_with = "fields::patch")]
+    external_code: Option<Option<String>>,
+    #[serde(default, deserialize_with = "fields::patch")]
+    nickname: Option<Option<String>>,
+    #[serde(default, deserialize_with = "fields::patch")]
+    contact_person: Option<Option<String>>,
+    birthday: Option<String>,
+    address: Option<Map<String, Value>>,
+    tags: Option<Vec<String>>,
+    custom_data: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "fields::patch")]
+    ruler_id: Option<Option<String>>,
+    do_not_contact: Option<bool>,
+    credit_restriction_blocked: Option<bool>,
+}
+
+/// What a new debtor cannot do without (the rest is [`DebtorArgs`]).
+#[derive(Debug, Deserialize)]
+struct NewDebtor {
+    cnpj_cpf: String,
+    name: String,
+}
+
+/// `dunning_debtors_list`'s own filters (the rest are [`LISTING`]'s).
+#[derive(Debug, Deserialize)]
+struct ListFilters {
+    cnpj_cpf: Option<String>,
+    has_overdue: Option<bool>,
+}
 
 fn address_schema() -> Value {
     s::object(
@@ -182,6 +205,8 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("cnpj_cpf", s::string("Exact CPF or CNPJ (punctuation ignored)"))
             .arg("has_overdue", s::boolean("Only debtors with (true) or without (false) overdue charges"))
             .list(&["name", "created_at", "overdue_amount"])
+            .args::<ListFilters>()
+            .filters(LISTING.filters)
             .output(s::list_output(s::entity_output(&["id", "name", "cnpj_cpf", "status"])))
             .run(list_debtors),
         tool(name::DEBTORS_GET, "Get a debtor", "GET", "/v1/debtors/{id}")
@@ -189,6 +214,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Read, Some("debtors.view"))
             .req("id", s::id("Debtor id"))
+            .args::<ById>()
             .output(s::entity_output(&["id", "name", "cnpj_cpf", "status"]))
             .run(get_debtor),
         debtor_fields(
@@ -197,6 +223,8 @@ pub fn tools() -> Vec<ToolSpec> {
                 .access(Scope::Write, Some("debtors.manage")),
             true,
         )
+        .args::<NewDebtor>()
+        .args::<DebtorArgs>()
         .output(s::entity_output(&["id", "name", "cnpj_cpf", "status"]))
         .run(create_debtor),
         debtor_fields(
@@ -207,6 +235,8 @@ pub fn tools() -> Vec<ToolSpec> {
                 .req("id", s::id("Debtor id")),
             false,
         )
+        .args::<ById>()
+        .args::<DebtorArgs>()
         .output(s::entity_output(&["id", "name", "cnpj_cpf", "status"]))
         .run(update_debtor),
         tool(name::DEBTORS_ARCHIVE, "Archive a debtor", "POST", "/v1/debtors/{id}/archive")
@@ -216,6 +246,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Write, Some("debtors.manage"))
             .req("id", s::id("Debtor id"))
             .arg("reason", s::text("Why the debtor is archived", 1, 500))
+            .args::<IdReason>()
             .output(s::entity_output(&["id", "status"]))
             .confirm(describe_archive)
             .run(archive_debtor),
@@ -244,12 +275,13 @@ const LISTING: Listing = Listing {
 };
 
 fn list_debtors(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let args: ListFilters = op.args()?;
     let mut conds = Vec::new();
-    if let Some(d) = op.opt_str("cnpj_cpf") {
+    if let Some(d) = args.cnpj_cpf {
         let clean: String = d.chars().filter(char::is_ascii_alphanumeric).collect();
         conds.push(Cond::Eq("cnpj_cpf", json!(clean.to_ascii_uppercase())));
     }
-    match op.opt_bool("has_overdue") {
+    match args.has_overdue {
         Some(true) => conds.push(Cond::Ge("overdue_amount", json!(0.01))),
         Some(false) => conds.push(Cond::Le("overdue_amount", json!(0))),
         None => {}
@@ -258,18 +290,18 @@ fn list_debtors(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 fn get_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    Ok(ok(load_debtor(op, id)?))
+    let ById { id } = op.args()?;
+    Ok(ok(load_debtor(op, &id)?))
 }
 
 fn parse_document(raw: &str) -> Result<document::Document, DomainError> {
     document::parse(raw).map_err(|why| DomainError::field("cnpj_cpf", why))
 }
 
-fn check_ruler(op: &mut Op<'_>) -> Result<(), DomainError> {
-    match op.opt_str("ruler_id") {
-        Some(r) => crate::ops::rulers::load_ruler(op.tx, op.org, r).map(drop),
-        None => Ok(()),
+fn check_ruler(op: &mut Op<'_>, args: &DebtorArgs) -> Result<(), DomainError> {
+    match &args.ruler_id {
+        Some(Some(r)) => crate::ops::rulers::load_ruler(op.tx, op.org, r).map(drop),
+        _ => Ok(()),
     }
 }
 
@@ -289,38 +321,34 @@ fn ensure_unique_document(
 }
 
 /// Applies the writable fields present in the arguments to `d`.
-fn apply(op: &Op<'_>, d: &mut Debtor) -> Result<(), DomainError> {
-    let a = op.args;
-    let text = |k: &str| a.get(k).and_then(Value::as_str).map(str::to_owned);
-    if let Some(raw) = text("cnpj_cpf") {
+fn apply(a: DebtorArgs, d: &mut Debtor) -> Result<(), DomainError> {
+    if let Some(raw) = a.cnpj_cpf {
         let doc = parse_document(&raw)?;
         d.person_type = doc.person_type().to_owned();
         d.cnpj_cpf = doc.as_str().to_owned();
     }
-    if let Some(n) = text("name") {
+    if let Some(n) = a.name {
         d.name = n;
     }
-    for (k, slot) in [
-        ("external_code", &mut d.external_code),
-        ("nickname", &mut d.nickname),
-        ("contact_person", &mut d.contact_person),
-        ("ruler_id", &mut d.ruler_id),
+    for (new, slot) in [
+        (a.external_code, &mut d.external_code),
+        (a.nickname, &mut d.nickname),
+        (a.contact_person, &mut d.contact_person),
+        (a.ruler_id, &mut d.ruler_id),
     ] {
-        if a.contains_key(k) {
-            *slot = text(k);
+        if let Some(v) = new {
+            *slot = v;
         }
     }
-    if let Some(b) = text("birthday") {
+    if let Some(b) = a.birthday {
         crate::rules::calendar::parse_date(&b)
             .ok_or_else(|| DomainError::field("birthday", "must be a date YYYY-MM-DD"))?;
         d.birthday = Some(b);
     }
-    if let Some(addr) = a.get("address") {
+    if let Some(new) = a.address {
         let mut merged = serde_json::to_value(&d.address).unwrap_or_default();
-        if let (Some(m), Some(new)) = (merged.as_object_mut(), addr.as_object()) {
-            for (k, v) in new {
-                m.insert(k.clone(), v.clone());
-            }
+        if let Some(m) = merged.as_object_mut() {
+            m.extend(new);
         }
         d.address = serde_json::from_value(merged)
             .map_err(|e| DomainError::field("address", e.to_string()))?;
@@ -330,28 +358,26 @@ fn apply(op: &Op<'_>, d: &mut Debtor) -> Result<(), DomainError> {
             return Err(DomainError::field("address.zipcode", "must be 8 digits"));
         }
     }
-    if let Some(t) = a.get("tags").and_then(Value::as_array) {
-        d.tags = t
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect();
+    if let Some(t) = a.tags {
+        d.tags = t;
     }
-    if let Some(c) = a.get("custom_data").and_then(Value::as_object) {
-        d.custom_data = c.clone();
+    if let Some(c) = a.custom_data {
+        d.custom_data = c;
     }
-    if let Some(b) = a.get("do_not_contact").and_then(Value::as_bool) {
+    if let Some(b) = a.do_not_contact {
         d.do_not_contact = b;
     }
-    if let Some(b) = a.get("credit_restriction_blocked").and_then(Value::as_bool) {
+    if let Some(b) = a.credit_restriction_blocked {
         d.credit_restriction_blocked = b;
     }
     Ok(())
 }
 
 fn create_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(WRITABLE)?;
-    check_ruler(op)?;
+    let mut args: DebtorArgs = op.args_strict()?;
+    let NewDebtor { cnpj_cpf, name } = op.args()?;
+    (args.cnpj_cpf, args.name) = (Some(cnpj_cpf), Some(name));
+    check_ruler(op, &args)?;
     let now = op.timestamp();
     let mut d = Debtor {
         id: op.new_id(),
@@ -378,7 +404,7 @@ fn create_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
         created_at: now.clone(),
         updated_at: now,
     };
-    apply(op, &mut d)?;
+    apply(args, &mut d)?;
     ensure_unique_document(op, &d.cnpj_cpf, None)?;
     save(op.tx, Kind::Debtor, op.org, &d)?;
     op.event("debtor.created", "debtor", &d.id, &d, Value::Null)?;
@@ -386,17 +412,17 @@ fn create_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 fn update_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut known = WRITABLE.to_vec();
-    known.push("id");
-    op.only(&known)?;
-    let id = op.str("id")?;
+    op.refuse_unknown::<DebtorArgs>(&["id"])?;
+    let ById { id } = op.args()?;
+    let args: DebtorArgs = op.args()?;
+    let id = id.as_str();
     let before = load_debtor(op, id)?;
     if before.status == "archived" {
         return Err(DomainError::transition("debtor", id, "archived", "updated"));
     }
-    check_ruler(op)?;
+    check_ruler(op, &args)?;
     let mut d = before.clone();
-    apply(op, &mut d)?;
+    apply(args, &mut d)?;
     if d.cnpj_cpf != before.cnpj_cpf {
         ensure_unique_document(op, &d.cnpj_cpf, Some(id))?;
     }
@@ -411,8 +437,8 @@ fn update_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 fn describe_archive(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
-    let d = load_debtor(op, id)?;
+    let ById { id } = op.args()?;
+    let d = load_debtor(op, &id)?;
     Ok(format!(
         "Archive debtor {} ({})? No ruler will contact them again.",
         d.name, d.cnpj_cpf
@@ -420,8 +446,8 @@ fn describe_archive(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 fn archive_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "reason"])?;
-    let id = op.str("id")?;
+    let IdReason { id, reason } = op.args_strict()?;
+    let id = id.as_str();
     let mut d = load_debtor(op, id)?;
     if d.status == "archived" {
         return Ok(ok(d));
@@ -435,7 +461,7 @@ fn archive_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let before = d.clone();
     d.status = "archived".into();
     d.archived_at = Some(op.timestamp());
-    d.archive_reason = op.opt_str("reason").map(str::to_owned);
+    d.archive_reason = reason;
     d.updated_at = op.timestamp();
     save(op.tx, Kind::Debtor, op.org, &d)?;
     op.event("debtor.archived", "debtor", id, &d, diff(&before, &d))?;

@@ -1,7 +1,61 @@
 //! The handlers of the ruler and step tools.
 
 use super::*;
+use crate::args::{ById, IdReason, fields};
 use crate::list::{Filter, Listing, Rows};
+
+/// `dunning_rulers_create`.
+#[derive(Debug, Deserialize)]
+pub(super) struct NewRuler {
+    name: String,
+    description: Option<String>,
+    is_default: Option<bool>,
+    #[serde(default, deserialize_with = "fields::raw")]
+    filters: Option<Value>,
+    #[serde(default, deserialize_with = "fields::raw")]
+    send_window: Option<Value>,
+    steps: Option<Value>,
+}
+
+/// `dunning_rulers_update` (a patch: a null description clears it).
+#[derive(Debug, Deserialize)]
+pub(super) struct RulerPatch {
+    id: String,
+    name: Option<String>,
+    #[serde(default, deserialize_with = "fields::patch")]
+    description: Option<Option<String>>,
+    is_default: Option<bool>,
+    #[serde(default, deserialize_with = "fields::raw")]
+    filters: Option<Value>,
+    #[serde(default, deserialize_with = "fields::raw")]
+    send_window: Option<Value>,
+}
+
+/// `steps` sent to `dunning_rulers_update`: refused with a pointer to the step tools,
+/// before any other check (not an argument of the tool).
+#[derive(Debug, Deserialize)]
+struct StepsSent {
+    #[serde(default, deserialize_with = "fields::raw")]
+    steps: Option<Value>,
+}
+
+/// `{id, step_id}`: one step of a ruler.
+#[derive(Debug, Deserialize)]
+pub(super) struct StepRef {
+    id: String,
+    step_id: String,
+}
+
+/// `dunning_rulers_preview`: a charge, or a hypothetical one's due date and amount.
+#[derive(Debug, Deserialize)]
+pub(super) struct PreviewArgs {
+    id: String,
+    charge_id: Option<String>,
+    #[serde(default, deserialize_with = "fields::date")]
+    due_date: Option<NaiveDate>,
+    #[serde(default, deserialize_with = "fields::money")]
+    amount: Option<Money>,
+}
 
 pub(super) const SORTS: &[(&str, &str, Order)] = &[
     ("name", "name", Order::Asc),
@@ -22,7 +76,7 @@ pub(super) fn full_view(op: &mut Op<'_>, ruler: &Ruler) -> Result<Value, DomainE
 }
 
 /// `dunning_rulers_list`.
-const LISTING: Listing = Listing {
+pub(super) const LISTING: Listing = Listing {
     kind: Kind::Ruler,
     filters: &[Filter::In("status", "status")],
     sorts: SORTS,
@@ -44,8 +98,8 @@ pub(super) fn list_rulers(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn get_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    let r = load_ruler(op.tx, op.org, id)?;
+    let ById { id } = op.args()?;
+    let r = load_ruler(op.tx, op.org, &id)?;
     Ok(ok(full_view(op, &r)?))
 }
 
@@ -65,26 +119,19 @@ pub(super) fn take_default(op: &mut Op<'_>, keep: &str) -> Result<(), DomainErro
 }
 
 pub(super) fn create_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&[
-        "name",
-        "description",
-        "is_default",
-        "filters",
-        "send_window",
-        "steps",
-    ])?;
+    let args: NewRuler = op.args_strict()?;
     let now = op.timestamp();
     let mut out = Vec::new();
-    let name = op.str("name")?.trim().to_owned();
+    let name = args.name.trim().to_owned();
     if name.is_empty() {
         out.push(issue("name", "must not be blank"));
     }
     let mut r = Ruler {
         id: op.new_id(),
         name,
-        description: op.opt_str("description").map(str::to_owned),
+        description: args.description,
         status: "draft".into(),
-        is_default: op.opt_bool("is_default").unwrap_or(false),
+        is_default: args.is_default.unwrap_or(false),
         filters: Filters::default(),
         send_window: SendWindow::default(),
         stop_on_payment: true,
@@ -95,14 +142,14 @@ pub(super) fn create_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
         created_at: now.clone(),
         updated_at: now.clone(),
     };
-    if let Some(f) = op.args.get("filters") {
+    if let Some(f) = &args.filters {
         apply_filters(f, &mut r.filters, &mut out);
     }
-    if let Some(w) = op.args.get("send_window") {
+    if let Some(w) = &args.send_window {
         apply_window(w, &mut r.send_window, &mut out);
     }
     let mut steps = Vec::new();
-    match op.args.get("steps") {
+    match &args.steps {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             if items.len() > 50 {
@@ -157,41 +204,34 @@ pub(super) fn refuse_archived(r: &Ruler, what: &str) -> Result<(), DomainError> 
 }
 
 pub(super) fn update_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    if op.args.contains_key("steps") {
+    if op.args::<StepsSent>()?.steps.is_some() {
         return Err(DomainError::field(
             "steps",
             "steps change one by one with dunning_steps_create, dunning_steps_update and dunning_steps_delete",
         ));
     }
-    op.only(&[
-        "id",
-        "name",
-        "description",
-        "is_default",
-        "filters",
-        "send_window",
-    ])?;
-    let id = op.str("id")?;
+    let args: RulerPatch = op.args_strict()?;
+    let id = args.id.as_str();
     let before = load_ruler(op.tx, op.org, id)?;
     refuse_archived(&before, "cannot be changed")?;
     let mut r = before.clone();
     let mut out = Vec::new();
-    if let Some(n) = op.opt_str("name") {
+    if let Some(n) = &args.name {
         if n.trim().is_empty() {
             out.push(issue("name", "must not be blank"));
         }
         r.name = n.trim().to_owned();
     }
-    if op.args.contains_key("description") {
-        r.description = op.opt_str("description").map(str::to_owned);
+    if let Some(d) = args.description.clone() {
+        r.description = d;
     }
-    if let Some(b) = op.opt_bool("is_default") {
+    if let Some(b) = args.is_default {
         r.is_default = b;
     }
-    if let Some(f) = op.args.get("filters") {
+    if let Some(f) = &args.filters {
         apply_filters(f, &mut r.filters, &mut out);
     }
-    if let Some(w) = op.args.get("send_window") {
+    if let Some(w) = &args.send_window {
         apply_window(w, &mut r.send_window, &mut out);
     }
     fail(out)?;
@@ -208,11 +248,13 @@ pub(super) fn update_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
     Ok(ok(full_view(op, &r)?))
 }
 
+/// Moves `r` to `to` (a pause records `reason`).
 pub(super) fn transition(
     op: &mut Op<'_>,
     r: &mut Ruler,
     to: &str,
     code: &str,
+    reason: Option<String>,
 ) -> Result<(), DomainError> {
     let before = r.clone();
     r.status = to.to_owned();
@@ -224,7 +266,7 @@ pub(super) fn transition(
         }
         "paused" => {
             r.paused_at = Some(now.clone());
-            r.pause_reason = op.opt_str("reason").map(str::to_owned);
+            r.pause_reason = reason;
         }
         "archived" => r.archived_at = Some(now.clone()),
         _ => {}
@@ -237,8 +279,8 @@ pub(super) fn transition(
 }
 
 pub(super) fn activate_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id"])?;
-    let id = op.str("id")?;
+    let ById { id } = op.args_strict()?;
+    let id = id.as_str();
     let mut r = load_ruler(op.tx, op.org, id)?;
     match r.status.as_str() {
         "active" => {}
@@ -250,7 +292,7 @@ pub(super) fn activate_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
                     r.name
                 )));
             }
-            transition(op, &mut r, "active", "ruler.activated")?;
+            transition(op, &mut r, "active", "ruler.activated", None)?;
         }
         from => return Err(DomainError::transition("ruler", id, from, "active")),
     }
@@ -258,21 +300,20 @@ pub(super) fn activate_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn pause_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "reason"])?;
-    let id = op.str("id")?;
+    let IdReason { id, reason } = op.args_strict()?;
+    let id = id.as_str();
     let mut r = load_ruler(op.tx, op.org, id)?;
     match r.status.as_str() {
         "paused" => {}
-        "active" => transition(op, &mut r, "paused", "ruler.paused")?,
+        "active" => transition(op, &mut r, "paused", "ruler.paused", reason)?,
         from => return Err(DomainError::transition("ruler", id, from, "paused")),
     }
     Ok(ok(full_view(op, &r)?))
 }
 
 pub(super) fn archive_checks(op: &mut Op<'_>) -> Result<Ruler, DomainError> {
-    op.only(&["id"])?;
-    let id = op.str("id")?;
-    let r = load_ruler(op.tx, op.org, id)?;
+    let ById { id } = op.args_strict()?;
+    let r = load_ruler(op.tx, op.org, &id)?;
     if r.is_default && r.status != "archived" {
         return Err(DomainError::Conflict(format!(
             "ruler {id} ({}) is the organization's default ruler and cannot be archived; make another ruler the default first",
@@ -301,7 +342,7 @@ pub(super) fn describe_archive(op: &mut Op<'_>) -> Result<String, DomainError> {
 pub(super) fn archive_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut r = archive_checks(op)?;
     if r.status != "archived" {
-        transition(op, &mut r, "archived", "ruler.archived")?;
+        transition(op, &mut r, "archived", "ruler.archived", None)?;
     }
     Ok(ok(full_view(op, &r)?))
 }
@@ -331,10 +372,9 @@ pub(super) fn place(steps: &mut Vec<Step>, st: Step, position: Option<i64>) -> u
 }
 
 pub(super) fn create_step(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut known = STEP_FIELDS.to_vec();
-    known.push("id");
-    op.only(&known)?;
-    let id = op.str("id")?;
+    op.refuse_unknown::<ById>(STEP_FIELDS)?;
+    let ById { id } = op.args()?;
+    let id = id.as_str();
     let r = load_ruler(op.tx, op.org, id)?;
     refuse_archived(&r, "its steps cannot change")?;
     let now = op.timestamp();
@@ -369,11 +409,9 @@ pub(super) fn load_step(
 }
 
 pub(super) fn update_step(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut known = STEP_FIELDS.to_vec();
-    known.extend(["id", "step_id"]);
-    op.only(&known)?;
-    let id = op.str("id")?;
-    let step_id = op.str("step_id")?;
+    op.refuse_unknown::<StepRef>(STEP_FIELDS)?;
+    let StepRef { id, step_id } = op.args()?;
+    let (id, step_id) = (id.as_str(), step_id.as_str());
     let r = load_ruler(op.tx, op.org, id)?;
     let before = load_step(op, id, step_id)?;
     refuse_archived(&r, "its steps cannot change")?;
@@ -403,11 +441,9 @@ pub(super) fn update_step(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn delete_checks(op: &mut Op<'_>) -> Result<(Ruler, Step), DomainError> {
-    op.only(&["id", "step_id"])?;
-    let id = op.str("id")?;
-    let step_id = op.str("step_id")?;
-    let r = load_ruler(op.tx, op.org, id)?;
-    let st = load_step(op, id, step_id)?;
+    let StepRef { id, step_id } = op.args_strict()?;
+    let r = load_ruler(op.tx, op.org, &id)?;
+    let st = load_step(op, &id, &step_id)?;
     refuse_archived(&r, "its steps cannot change")?;
     Ok((r, st))
 }
@@ -440,11 +476,14 @@ pub(super) fn sample_debtor() -> Value {
 }
 
 pub(super) fn preview_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
+    let PreviewArgs {
+        id,
+        charge_id,
+        due_date: due,
+        amount,
+    } = op.args()?;
+    let (id, charge_id) = (id.as_str(), charge_id.as_deref());
     let r = load_ruler(op.tx, op.org, id)?;
-    let charge_id = op.opt_str("charge_id");
-    let due = op.opt_date("due_date")?;
-    let amount = op.opt_money("amount")?;
     let (charge, debtor) = match (charge_id, due, amount) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
             return Err(DomainError::field(

@@ -1,6 +1,7 @@
 //! The ruler and step tools (#41–#51): schemas and declarations.
 
 use super::*;
+use crate::args::{ById, IdReason};
 use crate::catalog::name;
 
 pub(super) fn filters_schema() -> Value {
@@ -140,7 +141,14 @@ pub(super) fn step_object_schema() -> Value {
     s::object("A step", &step_props(), &["offset_days", "channel"])
 }
 
+/// The step fields as arguments of the step tools, read by [`apply_step`] (the same
+/// reader as a ruler's `steps`).
 pub(super) fn with_step_args(mut b: ToolBuilder, create: bool) -> ToolBuilder {
+    let required = if create { vec!["offset_days", "channel"] } else { Vec::new() };
+    b = b.reads(crate::args::Shape {
+        fields: STEP_FIELDS.to_vec(),
+        required,
+    });
     for (k, v) in step_props() {
         b = if create && (k == "offset_days" || k == "channel") {
             b.req(k, v)
@@ -175,6 +183,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Read, Some("rulers.view"))
             .arg("status", s::csv_of("Ruler status", STATUSES))
             .list(&["name", "created_at"])
+            .filters(LISTING.filters)
             .output(s::list_output(s::entity_output(&["id", "name", "status", "is_default", "steps_count"])))
             .run(list_rulers),
         tool(name::RULERS_GET, "Get a ruler", "GET", "/v1/rulers/{id}")
@@ -182,6 +191,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Read, Some("rulers.view"))
             .req("id", s::id("Ruler id"))
+            .args::<ById>()
             .output(ruler_output())
             .run(get_ruler),
         tool(name::RULERS_CREATE, "Create a ruler", "POST", "/v1/rulers")
@@ -193,6 +203,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("filters", filters_schema())
             .arg("send_window", window_schema())
             .arg("steps", s::array_max("Steps, in order", step_object_schema(), 50))
+            .args::<NewRuler>()
             .output(ruler_output())
             .run(create_ruler),
         tool(name::RULERS_UPDATE, "Update a ruler", "PATCH", "/v1/rulers/{id}")
@@ -205,6 +216,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("is_default", s::boolean("Make it (true) or stop it being (false) the default ruler"))
             .arg("filters", filters_schema())
             .arg("send_window", window_schema())
+            .args::<RulerPatch>()
             .output(ruler_output())
             .run(update_ruler),
         tool(name::RULERS_ACTIVATE, "Activate a ruler", "POST", "/v1/rulers/{id}/activate")
@@ -212,6 +224,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .idempotent()
             .access(Scope::Write, Some("rulers.manage"))
             .req("id", s::id("Ruler id"))
+            .args::<ById>()
             .output(ruler_output())
             .run(activate_ruler),
         tool(name::RULERS_PAUSE, "Pause a ruler", "POST", "/v1/rulers/{id}/pause")
@@ -220,6 +233,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Write, Some("rulers.manage"))
             .req("id", s::id("Ruler id"))
             .arg("reason", s::text("Why it is paused", 1, 500))
+            .args::<IdReason>()
             .output(ruler_output())
             .run(pause_ruler),
         tool(name::RULERS_ARCHIVE, "Archive a ruler", "POST", "/v1/rulers/{id}/archive")
@@ -228,6 +242,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .idempotent()
             .access(Scope::Write, Some("rulers.manage"))
             .req("id", s::id("Ruler id"))
+            .args::<ById>()
             .output(ruler_output())
             .confirm(describe_archive)
             .run(archive_ruler),
@@ -239,6 +254,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("charge_id", s::id("A charge of the organization"))
             .arg("due_date", s::date("Due date of a hypothetical charge"))
             .arg("amount", s::money("Amount of a hypothetical charge"))
+            .args::<PreviewArgs>()
             .output(s::entity_output(&["ruler_id", "due_date", "schedule"]))
             .run(preview_ruler),
         with_step_args(
@@ -248,6 +264,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 .req("id", s::id("Ruler id")),
             true,
         )
+        .args::<ById>()
         .output(step_output())
         .run(create_step),
         with_step_args(
@@ -259,6 +276,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 .req("step_id", s::id("Step id")),
             false,
         )
+        .args::<StepRef>()
         .output(step_output())
         .run(update_step),
         tool(name::STEPS_DELETE, "Delete a step", "DELETE", "/v1/rulers/{id}/steps/{step_id}")
@@ -268,6 +286,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Write, Some("rulers.manage"))
             .req("id", s::id("Ruler id"))
             .req("step_id", s::id("Step id"))
+            .args::<StepRef>()
             .confirm(describe_delete_step)
             .run(delete_step),
     ]
