@@ -101,6 +101,15 @@ impl Op<'_> {
         de::read(self.args, true)
     }
 
+    /// The call's arguments as two structs (a tool's own and a shared one), refusing keys
+    /// neither declares before reading any.
+    pub fn args_strict_pair<A: DeserializeOwned, B: DeserializeOwned>(
+        &self,
+    ) -> Result<(A, B), DomainError> {
+        self.refuse_unknown::<A>(&shape::<B>().fields)?;
+        Ok((self.args()?, self.args()?))
+    }
+
     /// Refuses keys outside `T`'s and `known` (a write whose struct leaves some of its
     /// arguments to another reader, such as a ruler's steps).
     pub fn refuse_unknown<T: DeserializeOwned>(&self, known: &[&str]) -> Result<(), DomainError> {

@@ -2,10 +2,18 @@
 
 use super::*;
 
+/// How many demo deliveries.
+#[derive(Debug, serde::Deserialize)]
+struct DemoCount {
+    #[serde(default, deserialize_with = "crate::args::fields::int")]
+    count: Option<i64>,
+}
+
 /// Demo deliveries in every status for existing charges (the seeding drives this
 /// through [`crate::demo::run_as`]): `count` deliveries, statuses in turn.
 pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let count = op.opt_i64("count").unwrap_or(24).max(0) as usize;
+    let DemoCount { count } = op.args()?;
+    let count = count.unwrap_or(24).max(0) as usize;
     let q = Query {
         conds: vec![Cond::In(
             "status",

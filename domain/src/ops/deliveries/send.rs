@@ -10,10 +10,49 @@ pub(super) struct Content {
     subject: Option<String>,
 }
 
-pub(super) fn content(op: &mut Op<'_>, channel: Option<&str>) -> Result<Content, DomainError> {
-    let template_id = op.opt_str("template_id").map(str::to_owned);
-    let message = op.opt_str("message").map(str::to_owned);
-    let subject = op.opt_str("subject").map(str::to_owned);
+/// What a manual message says and when it goes: the arguments `dunning_charges_notify`
+/// and `dunning_notifications_create` share.
+#[derive(Clone, Debug, Deserialize)]
+pub(super) struct MessageArgs {
+    template_id: Option<String>,
+    message: Option<String>,
+    subject: Option<String>,
+    schedule_at: Option<String>,
+}
+
+/// `dunning_charges_notify`'s own arguments (besides [`MessageArgs`]).
+#[derive(Debug, Deserialize)]
+pub(super) struct NotifyArgs {
+    id: String,
+    channel: Option<String>,
+    contact_point_id: Option<String>,
+}
+
+/// `dunning_notifications_create`'s own arguments (besides [`MessageArgs`]).
+#[derive(Debug, Deserialize)]
+pub(super) struct BulkArgs {
+    charge_ids: Vec<String>,
+    channel: String,
+}
+
+/// `dunning_deliveries_resend`.
+#[derive(Debug, Deserialize)]
+pub(super) struct ResendArgs {
+    id: String,
+    contact_point_id: Option<String>,
+}
+
+pub(super) fn content(
+    op: &mut Op<'_>,
+    args: &MessageArgs,
+    channel: Option<&str>,
+) -> Result<Content, DomainError> {
+    let MessageArgs {
+        template_id,
+        message,
+        subject,
+        ..
+    } = args.clone();
     let mut issues = Vec::new();
     match (&template_id, &message) {
         (Some(_), Some(_)) => {
@@ -86,11 +125,12 @@ pub(super) fn content(op: &mut Op<'_>, channel: Option<&str>) -> Result<Content,
 /// it is due now.
 pub(super) fn when(
     op: &Op<'_>,
+    schedule_at: Option<&str>,
     window: &Window,
     sw: &SendWindow,
 ) -> Result<(NaiveDateTime, bool), DomainError> {
     let now = local_now(op.now);
-    match op.opt_str("schedule_at") {
+    match schedule_at {
         Some(raw) => {
             let t = calendar::parse_timestamp(raw).ok_or_else(|| {
                 DomainError::field("schedule_at", "must be an RFC 3339 timestamp")
@@ -261,30 +301,16 @@ pub(super) fn take_budget(op: &Op<'_>, n: u32) -> Result<(), DomainError> {
         .map_err(|retry_after_ms| DomainError::RateLimited { retry_after_ms })
 }
 
-pub(super) fn notify_known(op: &Op<'_>) -> Result<(), DomainError> {
-    op.only(&[
-        "id",
-        "channel",
-        "contact_point_id",
-        "template_id",
-        "message",
-        "subject",
-        "schedule_at",
-    ])
-}
-
 pub(super) fn plan_notify(
     op: &mut Op<'_>,
 ) -> Result<(Plan, Content, NaiveDateTime, bool), DomainError> {
-    notify_known(op)?;
-    let id = op.str("id")?;
-    let charge = load_charge(op, id)?;
-    let channel = op.opt_str("channel");
-    let cp_id = op.opt_str("contact_point_id");
+    let (args, msg): (NotifyArgs, MessageArgs) = op.args_strict_pair()?;
+    let charge = load_charge(op, &args.id)?;
+    let (channel, cp_id) = (args.channel.as_deref(), args.contact_point_id.as_deref());
     let plan = plan_one(op, charge, channel, cp_id)?.map_err(Refusal::into_error)?;
-    let c = content(op, Some(&plan.channel))?;
+    let c = content(op, &msg, Some(&plan.channel))?;
     let (sw, window) = window_for(op.tx, op.org, &plan.charge, &plan.debtor)?;
-    let (at, due_now) = when(op, &window, &sw)?;
+    let (at, due_now) = when(op, msg.schedule_at.as_deref(), &window, &sw)?;
     Ok((plan, c, at, due_now))
 }
 
@@ -339,28 +365,18 @@ pub(super) fn notify(op: &mut Op<'_>) -> Result<Output, DomainError> {
 
 /// One bulk request checked: the messages to send and the charges skipped.
 pub(super) struct Bulk {
+    channel: String,
     content: Content,
     plans: Vec<(Plan, NaiveDateTime, bool)>,
     skipped: Vec<Value>,
 }
 
 pub(super) fn plan_bulk(op: &mut Op<'_>) -> Result<Bulk, DomainError> {
-    op.only(&[
-        "charge_ids",
-        "channel",
-        "template_id",
-        "message",
-        "subject",
-        "schedule_at",
-    ])?;
-    let ids: Vec<String> = match op.args.get("charge_ids") {
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| DomainError::field("charge_ids", "must be a list of charge ids"))?,
-        _ => return Err(DomainError::field("charge_ids", "is required")),
-    };
+    let (args, msg): (BulkArgs, MessageArgs) = op.args_strict_pair()?;
+    let BulkArgs {
+        charge_ids: ids,
+        channel,
+    } = args;
     if ids.is_empty() {
         return Err(DomainError::field(
             "charge_ids",
@@ -383,14 +399,13 @@ pub(super) fn plan_bulk(op: &mut Op<'_>) -> Result<Bulk, DomainError> {
             format!("charge {dup} is listed twice"),
         ));
     }
-    let channel = op.str("channel")?.to_owned();
     if !MESSAGE_CHANNELS.contains(&channel.as_str()) {
         return Err(DomainError::field(
             "channel",
             "must be email, sms or whatsapp",
         ));
     }
-    let content = content(op, Some(&channel))?;
+    let content = content(op, &msg, Some(&channel))?;
     let mut charges = Vec::with_capacity(ids.len());
     for id in &ids {
         charges.push(load_charge(op, id)?);
@@ -402,7 +417,7 @@ pub(super) fn plan_bulk(op: &mut Op<'_>) -> Result<Bulk, DomainError> {
         match plan_one(op, charge, Some(&channel), None)? {
             Ok(plan) => {
                 let (sw, window) = window_for(op.tx, op.org, &plan.charge, &plan.debtor)?;
-                let (at, due_now) = when(op, &window, &sw)?;
+                let (at, due_now) = when(op, msg.schedule_at.as_deref(), &window, &sw)?;
                 plans.push((plan, at, due_now));
             }
             Err(r) => {
@@ -423,6 +438,7 @@ pub(super) fn plan_bulk(op: &mut Op<'_>) -> Result<Bulk, DomainError> {
         )));
     }
     Ok(Bulk {
+        channel,
         content,
         plans,
         skipped,
@@ -441,7 +457,7 @@ pub(super) fn describe_bulk(op: &mut Op<'_>) -> Result<String, DomainError> {
         .iter()
         .filter_map(|(p, ..)| text(&p.debtor, "id"))
         .collect();
-    let channel = op.opt_str("channel").unwrap_or_default();
+    let channel = &b.channel;
     let skipped = if b.skipped.is_empty() {
         String::new()
     } else {
@@ -477,10 +493,9 @@ pub(super) fn bulk_notify(op: &mut Op<'_>) -> Result<Output, DomainError> {
         op.event(code, "delivery", &d.id, &d, Value::Null)?;
         deliveries.push(d);
     }
-    let channel = op.opt_str("channel").unwrap_or_default();
     Ok(created(json!({
         "id": notification_id,
-        "channel": channel,
+        "channel": b.channel,
         "origin": origin(op),
         "template_id": b.content.template_id,
         "requested_count": deliveries.len() + b.skipped.len(),
@@ -495,8 +510,11 @@ pub(super) fn bulk_notify(op: &mut Op<'_>) -> Result<Output, DomainError> {
 pub(super) fn plan_resend(
     op: &mut Op<'_>,
 ) -> Result<(Delivery, Plan, NaiveDateTime, bool), DomainError> {
-    op.only(&["id", "contact_point_id"])?;
-    let id = op.str("id")?;
+    let ResendArgs {
+        id,
+        contact_point_id,
+    } = op.args_strict()?;
+    let id = id.as_str();
     let src: Delivery = must(op.tx, Kind::Delivery, op.org, id)?;
     if matches!(src.status.as_str(), "scheduled" | "queued") {
         return Err(DomainError::Conflict(format!(
@@ -511,15 +529,12 @@ pub(super) fn plan_resend(
         )));
     }
     let charge = load_charge(op, &src.charge_id)?;
-    let cp_id = op
-        .opt_str("contact_point_id")
-        .map(str::to_owned)
-        .or_else(|| src.contact_point_id.clone());
-    let channel = if op.opt_str("contact_point_id").is_some() {
+    let channel = if contact_point_id.is_some() {
         None
     } else {
         Some(src.channel.as_str())
     };
+    let cp_id = contact_point_id.or_else(|| src.contact_point_id.clone());
     let plan = plan_one(op, charge, channel, cp_id.as_deref())?.map_err(Refusal::into_error)?;
     if plan.channel == "whatsapp"
         && src.message.is_some()
@@ -532,7 +547,7 @@ pub(super) fn plan_resend(
         ));
     }
     let (sw, window) = window_for(op.tx, op.org, &plan.charge, &plan.debtor)?;
-    let (at, due_now) = when(op, &window, &sw)?;
+    let (at, due_now) = when(op, None, &window, &sw)?;
     Ok((src, plan, at, due_now))
 }
 

@@ -49,6 +49,8 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("message", message_schema())
             .arg("subject", s::text("E-mail subject for a free-text message", 1, 200))
             .arg("schedule_at", s::datetime("When to send (default now); must be inside the send window"))
+            .args::<NotifyArgs>()
+            .args::<MessageArgs>()
             .output(delivery_output())
             .confirm(describe_notify)
             .run(notify),
@@ -64,6 +66,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("from", s::string("Scheduled at or after (date YYYY-MM-DD or RFC 3339)"))
             .arg("to", s::string("Scheduled at or before (date YYYY-MM-DD, inclusive, or RFC 3339)"))
             .list(&["scheduled_at", "created_at"])
+            .filters(LISTING.filters)
             .output(s::list_output(delivery_output()))
             .run(list_deliveries),
         tool(name::NOTIFICATIONS_CREATE, "Notify debtors about charges", "POST", "/v1/notifications")
@@ -77,6 +80,8 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("subject", s::text("E-mail subject for a free-text message", 1, 200))
             .arg("schedule_at", s::datetime("When to send (default now); must be inside the send window"))
             .output(s::entity_output(&["id", "created_count", "skipped", "deliveries"]))
+            .args::<BulkArgs>()
+            .args::<MessageArgs>()
             .confirm(describe_bulk)
             .run(bulk_notify),
         tool(name::DELIVERIES_RESEND, "Resend a delivery", "POST", "/v1/deliveries/{id}/resend")
@@ -85,6 +90,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Write, Some("notifications.send"))
             .req("id", s::id("Delivery id"))
             .arg("contact_point_id", s::id("Another contact point of the same debtor"))
+            .args::<ResendArgs>()
             .output(delivery_output())
             .confirm(describe_resend)
             .run(resend),
