@@ -21,6 +21,19 @@ use crate::error::DomainError;
 use crate::op::{Op, Page};
 use crate::store::Order;
 
+/// A required date `YYYY-MM-DD` (an optional one is [`fields::date`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Date(pub chrono::NaiveDate);
+
+impl<'de> Deserialize<'de> for Date {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match fields::date(d)? {
+            Some(day) => Ok(Self(day)),
+            None => Err(serde::de::Error::custom("is required")),
+        }
+    }
+}
+
 /// A tool without arguments (besides a write's `idempotency_key`).
 #[derive(Debug, Deserialize)]
 pub struct NoArgs {}

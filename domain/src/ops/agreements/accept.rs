@@ -7,10 +7,18 @@ pub(super) fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
+/// `dunning_agreements_accept`.
+#[derive(Debug, Deserialize)]
+pub(super) struct AcceptArgs {
+    id: String,
+    accepted_by: Option<String>,
+    accepted_at: Option<String>,
+}
+
 pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "accepted_by", "accepted_at"])?;
-    let id = op.str("id")?;
-    let accepted_by = op.opt_str("accepted_by").unwrap_or("operator");
+    let args: AcceptArgs = op.args_strict()?;
+    let id = args.id.as_str();
+    let accepted_by = args.accepted_by.as_deref().unwrap_or("operator");
     if !matches!(accepted_by, "debtor" | "operator") {
         return Err(DomainError::field(
             "accepted_by",
@@ -30,7 +38,7 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
             "accepted",
         ));
     }
-    let accepted_at = match op.opt_str("accepted_at") {
+    let accepted_at = match args.accepted_at.as_deref() {
         None => op.timestamp(),
         Some(raw) => {
             let t = calendar::parse_timestamp(raw).ok_or_else(|| {
@@ -145,8 +153,8 @@ pub(super) fn cancel_check(op: &mut Op<'_>, a: &Agreement) -> Result<Option<()>,
 }
 
 pub(super) fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
-    let a = load_agreement(op, id)?;
+    let ById { id } = op.args()?;
+    let a = load_agreement(op, &id)?;
     let check = cancel_check(op, &a)?;
     let name = load::<Debtor>(op.tx, Kind::Debtor, op.org, &a.debtor_id)?
         .map(|d| d.name)
@@ -183,16 +191,14 @@ pub(super) fn cancel_charge(op: &mut Op<'_>, cid: &str, reason: &str) -> Result<
 }
 
 pub(super) fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "reason"])?;
-    let id = op.str("id")?;
+    let IdReason { id, reason } = op.args_strict()?;
+    let id = id.as_str();
     let mut a = load_agreement(op, id)?;
     if cancel_check(op, &a)?.is_none() {
         return Ok(ok(a));
     }
     let before = a.clone();
-    let reason = op
-        .opt_str("reason")
-        .map_or_else(|| "canceled".to_owned(), str::to_owned);
+    let reason = reason.unwrap_or_else(|| "canceled".to_owned());
     if a.status == "accepted" {
         let why = format!("agreement {} canceled: {reason}", a.id);
         for i in a.installments.clone() {

@@ -26,7 +26,15 @@ pub(super) fn sync_installments(op: &mut Op<'_>, a: &mut Agreement) -> Result<bo
 }
 
 /// `dunning_agreements_list`.
-const LISTING: Listing = Listing {
+/// `dunning_agreements_create`'s own arguments (besides [`TermsArgs`]).
+#[derive(Debug, Deserialize)]
+pub(super) struct ProposeArgs {
+    expires_at: Option<String>,
+    notify_debtor: Option<bool>,
+    break_after_days: Option<Value>,
+}
+
+pub(super) const LISTING: Listing = Listing {
     kind: Kind::Agreement,
     filters: &[
         Filter::In("status", "status"),
@@ -52,8 +60,8 @@ pub(super) fn list_agreements(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn get_agreement(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    let mut a = load_agreement(op, id)?;
+    let ById { id } = op.args()?;
+    let mut a = load_agreement(op, &id)?;
     sync_installments(op, &mut a)?;
     Ok(ok(a))
 }
@@ -80,10 +88,14 @@ pub(super) fn end_of_day(d: NaiveDate) -> String {
     format!("{}T23:59:59-03:00", fmt_date(d))
 }
 
-pub(super) fn expires_arg(op: &Op<'_>, first_due: NaiveDate) -> Result<String, DomainError> {
+pub(super) fn expires_arg(
+    op: &Op<'_>,
+    expires_at: Option<&str>,
+    first_due: NaiveDate,
+) -> Result<String, DomainError> {
     let latest = end_of_day(first_due);
     let latest_ms = ts_ms(&latest).unwrap_or(u64::MAX);
-    let Some(raw) = op.opt_str("expires_at") else {
+    let Some(raw) = expires_at else {
         let default = op.now.plus_millis(DEFAULT_VALIDITY_DAYS * DAY_MS);
         return Ok(if default.as_millis() > latest_ms {
             latest
@@ -137,13 +149,11 @@ pub(super) fn holding(
 }
 
 pub(super) fn create_agreement(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let mut known = TERMS_FIELDS.to_vec();
-    known.extend(["expires_at", "notify_debtor", "break_after_days"]);
-    op.only(&known)?;
-    let t = terms(op)?;
-    let expires_at = expires_arg(op, t.first_due)?;
-    let break_after_days = match op.args.get("break_after_days") {
-        None | Some(Value::Null) => BREAK_AFTER_DAYS,
+    let (args, terms_args): (ProposeArgs, TermsArgs) = op.args_strict_pair()?;
+    let t = terms(op, &terms_args)?;
+    let expires_at = expires_arg(op, args.expires_at.as_deref(), t.first_due)?;
+    let break_after_days = match &args.break_after_days {
+        None => BREAK_AFTER_DAYS,
         Some(v) => v
             .as_i64()
             .filter(|n| (1..=90).contains(n))
@@ -183,7 +193,7 @@ pub(super) fn create_agreement(op: &mut Op<'_>) -> Result<Output, DomainError> {
         payment_method: t.payment_method.clone(),
         installments: t.installments.clone(),
         expires_at,
-        notify_debtor: op.opt_bool("notify_debtor") == Some(true),
+        notify_debtor: args.notify_debtor == Some(true),
         break_after_days,
         created_by: op.principal.subject.clone(),
         created_at: now.clone(),

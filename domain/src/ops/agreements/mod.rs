@@ -51,6 +51,7 @@ use crate::demo::{Rng, Seeded};
 use crate::documents::{self, Align, Party, Style};
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
+use crate::args::{ById, IdReason};
 use crate::ops::charges::{self, Charge, NewCharge};
 use crate::ops::debtors::{self, Debtor};
 use crate::ops::deliveries::{self, Delivery};
@@ -260,6 +261,7 @@ pub fn tools() -> Vec<ToolSpec> {
     vec![
         terms_args(view(tool(name::AGREEMENTS_SIMULATE, "Simulate an agreement", "POST", "/v1/agreements/simulate")))
             .describe("Computes an agreement's terms without saving anything: for the given overdue charges of one debtor, today's updated amounts (principal, fine, interest), the discount (capped by the organization), the total, and the installment schedule with due dates on business days. All amounts come from the server; the last installment absorbs the rounding. Never re-sum them.")
+            .args::<TermsArgs>()
             .output(s::entity_output(&["debtor_id", "updated_amount", "discount_amount", "total_amount", "installments"]))
             .run(simulate),
         view(tool(name::AGREEMENTS_LIST, "List agreements", "GET", "/v1/agreements"))
@@ -267,11 +269,13 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("status", s::csv_of("Agreement status", STATUSES))
             .arg("debtor_id", s::id("Only this debtor's agreements"))
             .list(&["created_at"])
+            .filters(LISTING.filters)
             .output(s::list_output(agreement_output()))
             .run(list_agreements),
         view(tool(name::AGREEMENTS_GET, "Get an agreement", "GET", "/v1/agreements/{id}"))
             .describe("One agreement with its charges, amounts and installments (each with its charge and current status).")
             .req("id", s::id("Agreement id"))
+            .args::<ById>()
             .output(agreement_output())
             .run(get_agreement),
         terms_args(manage(tool(name::AGREEMENTS_CREATE, "Propose an agreement", "POST", "/v1/agreements")))
@@ -279,6 +283,8 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("expires_at", s::datetime("Last moment the proposal may be accepted (a date means the end of that day)"))
             .arg("notify_debtor", s::boolean("Send the debtor a message about the proposal (default false)"))
             .arg("break_after_days", s::integer("Days an installment may be overdue before the agreement breaks (default 30)", 1, 90))
+            .args::<ProposeArgs>()
+            .args::<TermsArgs>()
             .output(agreement_output())
             .run(create_agreement),
         manage(tool(name::AGREEMENTS_ACCEPT, "Accept an agreement", "POST", "/v1/agreements/{id}/accept"))
@@ -287,6 +293,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .req("id", s::id("Agreement id"))
             .arg("accepted_by", s::one_of("Who accepted (default operator, on the debtor's behalf)", &["debtor", "operator"]))
             .arg("accepted_at", s::datetime("When it was accepted (default now; not in the future)"))
+            .args::<AcceptArgs>()
             .output(agreement_output())
             .run(accept),
         manage(tool(name::AGREEMENTS_CANCEL, "Cancel an agreement", "POST", "/v1/agreements/{id}/cancel"))
@@ -295,6 +302,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .idempotent()
             .req("id", s::id("Agreement id"))
             .arg("reason", s::text("Why", 1, 500))
+            .args::<IdReason>()
             .output(agreement_output())
             .confirm(describe_cancel)
             .run(cancel),
@@ -303,6 +311,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Read, Some("documents.view"))
             .req("id", s::id("Agreement id"))
+            .args::<ById>()
             .output(s::entity_output(&["content_type", "byte_size", "download_path"]))
             .run(term),
     ]

@@ -4,8 +4,8 @@
 use super::*;
 
 pub(super) fn term(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    let mut a = load_agreement(op, id)?;
+    let ById { id } = op.args()?;
+    let mut a = load_agreement(op, &id)?;
     sync_installments(op, &mut a)?;
     let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, &a.debtor_id)?;
     let org: crate::org::Organization = must(op.tx, Kind::Organization, op.org, op.org)?;

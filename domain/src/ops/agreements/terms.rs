@@ -24,21 +24,23 @@ pub(super) struct Terms {
     pub(super) installments: Vec<Installment>,
 }
 
-pub(super) const TERMS_FIELDS: &[&str] = &[
-    "debtor_id",
-    "charge_ids",
-    "installments_count",
-    "discount_percentage",
-    "down_payment_amount",
-    "first_due_date",
-    "payment_method",
-];
+/// The arguments that describe an agreement's terms (`dunning_agreements_simulate`, and
+/// `dunning_agreements_create` besides its own). The numbers are kept raw: their ranges
+/// are checked below, each worded for its field.
+#[derive(Debug, Deserialize)]
+pub(super) struct TermsArgs {
+    debtor_id: String,
+    charge_ids: Value,
+    installments_count: Value,
+    discount_percentage: Option<Value>,
+    down_payment_amount: Option<Value>,
+    first_due_date: crate::args::Date,
+    payment_method: Option<String>,
+}
 
-pub(super) fn charge_ids_arg(op: &Op<'_>) -> Result<Vec<String>, DomainError> {
-    let arr = op
-        .args
-        .get("charge_ids")
-        .and_then(Value::as_array)
+pub(super) fn charge_ids_arg(charge_ids: &Value) -> Result<Vec<String>, DomainError> {
+    let arr = charge_ids
+        .as_array()
         .ok_or_else(|| DomainError::field("charge_ids", "is required: an array of charge ids"))?;
     if arr.is_empty() {
         return Err(DomainError::field(
@@ -133,25 +135,23 @@ pub(super) fn schedule(
     v
 }
 
-pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
-    let debtor_id = op.str("debtor_id")?;
-    let charge_ids = charge_ids_arg(op)?;
-    let count = match op.args.get("installments_count") {
-        Some(v) => v
-            .as_i64()
-            .filter(|n| (1..=MAX_INSTALLMENTS).contains(n))
-            .ok_or_else(|| {
-                DomainError::field(
-                    "installments_count",
-                    format!("must be an integer from 1 to {MAX_INSTALLMENTS}"),
-                )
-            })?,
-        None => return Err(DomainError::field("installments_count", "is required")),
-    };
+pub(super) fn terms(op: &mut Op<'_>, args: &TermsArgs) -> Result<Terms, DomainError> {
+    let debtor_id = args.debtor_id.as_str();
+    let charge_ids = charge_ids_arg(&args.charge_ids)?;
+    let count = args
+        .installments_count
+        .as_i64()
+        .filter(|n| (1..=MAX_INSTALLMENTS).contains(n))
+        .ok_or_else(|| {
+            DomainError::field(
+                "installments_count",
+                format!("must be an integer from 1 to {MAX_INSTALLMENTS}"),
+            )
+        })?;
     let count = u32::try_from(count).unwrap_or(1);
     let max = op.settings.max_discount_percentage;
-    let discount_pct = match op.args.get("discount_percentage") {
-        None | Some(Value::Null) => 0.0,
+    let discount_pct = match &args.discount_percentage {
+        None => 0.0,
         Some(v) => {
             let p = v
                 .as_f64()
@@ -171,15 +171,20 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
             p
         }
     };
-    let down = match op.args.get("down_payment_amount") {
-        None | Some(Value::Null) => Money::ZERO,
+    let down = match &args.down_payment_amount {
+        None => Money::ZERO,
         Some(v) if !v.is_number() => {
             return Err(DomainError::field(
                 "down_payment_amount",
                 "must be an amount in BRL",
             ));
         }
-        Some(_) => op.opt_money("down_payment_amount")?.unwrap_or_default(),
+        Some(v) => v.as_f64().and_then(Money::from_brl).ok_or_else(|| {
+            DomainError::field(
+                "down_payment_amount",
+                "must be an amount in BRL with at most 2 decimals",
+            )
+        })?,
     };
     if down < Money::ZERO {
         return Err(DomainError::field(
@@ -188,9 +193,7 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
         ));
     }
     let today = op.today();
-    let first_due = op
-        .opt_date("first_due_date")?
-        .ok_or_else(|| DomainError::field("first_due_date", "is required"))?;
+    let first_due = args.first_due_date.0;
     if first_due < today {
         return Err(DomainError::field(
             "first_due_date",
@@ -203,7 +206,7 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
             format!("must be at most {MAX_FIRST_DUE_DAYS} days ahead"),
         ));
     }
-    let payment_method = op.opt_str("payment_method").unwrap_or("boleto");
+    let payment_method = args.payment_method.as_deref().unwrap_or("boleto");
     if !matches!(payment_method, "boleto" | "pix" | "bolepix") {
         return Err(DomainError::field(
             "payment_method",
@@ -319,7 +322,7 @@ pub(super) fn terms_json(t: &Terms, today: NaiveDate) -> Value {
 }
 
 pub(super) fn simulate(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(TERMS_FIELDS)?;
-    let t = terms(op)?;
+    let args: TermsArgs = op.args_strict()?;
+    let t = terms(op, &args)?;
     Ok(ok(terms_json(&t, op.today())))
 }
