@@ -34,6 +34,7 @@ use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::args::ById;
 use crate::error::DomainError;
 use crate::op::{Op, created, ok};
 use crate::ops::charges::{self, Charge};
@@ -149,6 +150,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .req("id", s::id("Charge id"))
             .req("title_type", s::one_of("The protestable title backing the charge", TITLE_TYPES))
             .req("document_ids", s::array_max("Proof of the debt: references of the documents (invoice, delivery receipt, contract) sent to the notary, at least one", s::text("document reference", 1, 200), MAX_DOCUMENTS as u32))
+            .args::<ProtestArgs>()
             .output(protest_output())
             .confirm(describe_protest)
             .run(protest),
@@ -160,6 +162,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("debtor_id", s::id("Only this debtor's protests"))
             .arg("charge_id", s::id("Only this charge's protests"))
             .list(&["created_at"])
+            .filters(LISTING.filters)
             .output(s::list_output(protest_output()))
             .run(list_protests),
         tool(name::PROTESTS_GET, "Get a protest", "GET", "/v1/protests/{id}")
@@ -167,6 +170,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Read, Some("protest.view"))
             .req("id", s::id("Protest id"))
+            .args::<ById>()
             .output(protest_output())
             .run(get_protest),
         tool(name::PROTESTS_CANCEL, "Withdraw or cancel a protest", "POST", "/v1/protests/{id}/cancel")
@@ -178,6 +182,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .req("mode", s::one_of("withdraw (before protest) or cancel (after protest)", &["withdraw", "cancel"]))
             .arg("reason", s::text("Why", 1, 500))
             .arg("consent_letter", s::boolean("The creditor's consent letter (carta de anuência) is issued; required by mode=cancel"))
+            .args::<CancelArgs>()
             .output(protest_output())
             .confirm(describe_cancel)
             .run(cancel),
@@ -250,11 +255,26 @@ struct Plan {
     document_ids: Vec<String>,
 }
 
-fn documents_arg(op: &Op<'_>) -> Result<Vec<String>, DomainError> {
-    let arr = op
-        .args
-        .get("document_ids")
-        .and_then(Value::as_array)
+/// `dunning_charges_protest` (the documents are checked below, worded for the notary).
+#[derive(Debug, Deserialize)]
+struct ProtestArgs {
+    id: String,
+    title_type: String,
+    document_ids: Value,
+}
+
+/// `dunning_protests_cancel`.
+#[derive(Debug, Deserialize)]
+struct CancelArgs {
+    id: String,
+    mode: String,
+    reason: Option<String>,
+    consent_letter: Option<bool>,
+}
+
+fn documents_arg(document_ids: &Value) -> Result<Vec<String>, DomainError> {
+    let arr = document_ids
+        .as_array()
         .ok_or_else(|| {
             DomainError::field(
                 "document_ids",
@@ -288,9 +308,8 @@ fn documents_arg(op: &Op<'_>) -> Result<Vec<String>, DomainError> {
 }
 
 fn plan(op: &mut Op<'_>) -> Result<Plan, DomainError> {
-    op.only(&["id", "title_type", "document_ids"])?;
-    let id = op.str("id")?;
-    let title_type = op.str("title_type")?;
+    let args: ProtestArgs = op.args_strict()?;
+    let (id, title_type) = (args.id.as_str(), args.title_type.as_str());
     if !TITLE_TYPES.contains(&title_type) {
         return Err(DomainError::field(
             "title_type",
@@ -300,7 +319,7 @@ fn plan(op: &mut Op<'_>) -> Result<Plan, DomainError> {
             ),
         ));
     }
-    let document_ids = documents_arg(op)?;
+    let document_ids = documents_arg(&args.document_ids)?;
     let charge = charges::load_charge(op, id)?;
     if charge.status != "overdue" {
         return Err(DomainError::Conflict(format!(
@@ -428,14 +447,13 @@ fn list_protests(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 fn get_protest(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    Ok(ok(load_protest(op, id)?))
+    let ById { id } = op.args()?;
+    Ok(ok(load_protest(op, &id)?))
 }
 
 /// What a cancel call will do: `Some(target status)`, `None` when already done.
-fn cancel_effect(op: &Op<'_>, p: &Protest) -> Result<Option<&'static str>, DomainError> {
-    let mode = op.str("mode")?;
-    match mode {
+fn cancel_effect(args: &CancelArgs, p: &Protest) -> Result<Option<&'static str>, DomainError> {
+    match args.mode.as_str() {
         "withdraw" => {
             if p.status == "withdrawn" {
                 Ok(None)
@@ -471,7 +489,7 @@ fn cancel_effect(op: &Op<'_>, p: &Protest) -> Result<Option<&'static str>, Domai
                     }
                 )));
             }
-            if op.opt_bool("consent_letter") != Some(true) {
+            if args.consent_letter != Some(true) {
                 return Err(DomainError::field(
                     "consent_letter",
                     "must be true: cancelling a protested title needs the creditor's consent letter (carta de anuência, Lei 9.492/1997 art. 26)",
@@ -487,9 +505,10 @@ fn cancel_effect(op: &Op<'_>, p: &Protest) -> Result<Option<&'static str>, Domai
 }
 
 fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
+    let args: CancelArgs = op.args()?;
+    let id = args.id.as_str();
     let p = load_protest(op, id)?;
-    let effect = cancel_effect(op, &p)?;
+    let effect = cancel_effect(&args, &p)?;
     let name = load::<Debtor>(op.tx, Kind::Debtor, op.org, &p.debtor_id)?
         .map(|d| d.name)
         .unwrap_or_default();
@@ -511,14 +530,13 @@ fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "mode", "reason", "consent_letter"])?;
-    let id = op.str("id")?;
-    let mut p = load_protest(op, id)?;
-    let Some(to) = cancel_effect(op, &p)? else {
+    let args: CancelArgs = op.args_strict()?;
+    let mut p = load_protest(op, &args.id)?;
+    let Some(to) = cancel_effect(&args, &p)? else {
         return Ok(ok(p));
     };
     let before = p.clone();
-    let reason = op.opt_str("reason").map(str::to_owned);
+    let reason = args.reason;
     p.status = to.into();
     p.finished_at = Some(op.timestamp());
     if to == "withdrawn" {
