@@ -14,6 +14,7 @@ use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::args::{ListArgs, fields};
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
 use crate::ops::debtors::{self, Debtor, load_debtor};
@@ -179,6 +180,45 @@ pub fn normalize(channel: &str, raw: &str) -> Result<String, DomainError> {
     }
 }
 
+/// `{id, cp_id}`: one contact point of a debtor.
+#[derive(Debug, Deserialize)]
+struct CpRef {
+    id: String,
+    cp_id: String,
+}
+
+/// `dunning_contact_points_list`'s own arguments (besides the list's).
+#[derive(Debug, Deserialize)]
+struct ListCps {
+    id: String,
+    #[serde(default, deserialize_with = "fields::csv")]
+    channel: Option<Vec<String>>,
+}
+
+/// `dunning_contact_points_create`.
+#[derive(Debug, Deserialize)]
+struct NewCp {
+    id: String,
+    channel: String,
+    value: String,
+    label: Option<String>,
+    is_primary: Option<bool>,
+    consent: Option<String>,
+    opt_out_reason: Option<String>,
+}
+
+/// `dunning_contact_points_update` (a patch: a null label clears it).
+#[derive(Debug, Deserialize)]
+struct CpPatch {
+    id: String,
+    cp_id: String,
+    #[serde(default, deserialize_with = "fields::patch")]
+    label: Option<Option<String>>,
+    is_primary: Option<bool>,
+    consent: Option<String>,
+    opt_out_reason: Option<String>,
+}
+
 fn path_args(b: ToolBuilder, with_cp: bool) -> ToolBuilder {
     let b = b.req("id", s::id("Debtor id"));
     if with_cp {
@@ -202,6 +242,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Read, Some("debtors.view"))
             .arg("channel", s::csv_of("Channel", CHANNELS))
             .list(&["created_at", "channel"])
+            .args::<ListCps>()
             .output(s::list_output(cp_output()))
             .run(list_cps),
         manage(path_args(tool(name::CONTACT_POINTS_CREATE, "Add a contact point", "POST", "/v1/debtors/{id}/contact-points"), false))
@@ -212,6 +253,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("is_primary", s::boolean("Make it the channel's primary contact point"))
             .arg("consent", s::one_of("Consent to be contacted (default unknown)", CONSENTS))
             .arg("opt_out_reason", s::text("Why the debtor opted out (with consent opted_out)", 1, 500))
+            .args::<NewCp>()
             .output(cp_output())
             .run(create_cp),
         manage(path_args(tool(name::CONTACT_POINTS_UPDATE, "Update a contact point", "PATCH", "/v1/debtors/{id}/contact-points/{cp_id}"), true))
@@ -221,12 +263,14 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("is_primary", s::boolean("Make it (true) or stop it being (false) the channel's primary"))
             .arg("consent", s::one_of("Consent to be contacted", CONSENTS))
             .arg("opt_out_reason", s::text("Why the debtor opted out", 1, 500))
+            .args::<CpPatch>()
             .output(cp_output())
             .run(update_cp),
         manage(path_args(tool(name::CONTACT_POINTS_DELETE, "Delete a contact point", "DELETE", "/v1/debtors/{id}/contact-points/{cp_id}"), true))
             .describe("Deletes a contact point of a debtor; if it was the channel's primary, the oldest remaining one of the channel becomes primary. Past deliveries keep their record.")
             .destructive()
             .idempotent()
+            .args::<CpRef>()
             .confirm(describe_delete)
             .run(delete_cp),
     ]
@@ -254,16 +298,17 @@ pub fn load_cp(op: &mut Op<'_>, debtor_id: &str, cp_id: &str) -> Result<ContactP
 }
 
 fn list_cps(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    load_debtor(op, id)?;
+    let ListCps { id, channel } = op.args()?;
+    let list_args: ListArgs = op.args()?;
+    load_debtor(op, &id)?;
     let mut conds = vec![Cond::Eq("debtor_id", json!(id))];
-    if let Some(ch) = op.csv("channel") {
-        conds.push(Cond::In("channel", ch));
+    if let Some(ch) = channel {
+        conds.push(Cond::In("channel", ch.into_iter().map(Value::from).collect()));
     }
-    let page = op.page();
+    let page = list_args.page();
     // A debtor has a handful of contact points: sorted and paged here.
     let mut all = by_debtor(op, conds)?;
-    let (col, order) = op.sort(&[
+    let (col, order) = list_args.sort(&[
         ("created_at", "created_at", Order::Asc),
         ("channel", "channel", Order::Asc),
     ]);
@@ -283,16 +328,13 @@ fn list_cps(op: &mut Op<'_>) -> Result<Output, DomainError> {
     Ok(list(items, page, total))
 }
 
-fn text_arg(op: &Op<'_>, k: &str) -> Result<Option<String>, DomainError> {
-    match op.args.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
-        Some(_) => Err(DomainError::field(k, "must be a string")),
-    }
+/// A text argument trimmed; blank is absent.
+fn trimmed(v: Option<String>) -> Option<String> {
+    v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
-fn consent_arg(op: &Op<'_>) -> Result<Option<String>, DomainError> {
-    let c = text_arg(op, "consent")?;
+fn consent_arg(consent: Option<String>) -> Result<Option<String>, DomainError> {
+    let c = trimmed(consent);
     if let Some(c) = &c {
         if !CONSENTS.contains(&c.as_str()) {
             return Err(DomainError::field(
@@ -361,16 +403,8 @@ fn apply_consent(
 }
 
 fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&[
-        "id",
-        "channel",
-        "value",
-        "label",
-        "is_primary",
-        "consent",
-        "opt_out_reason",
-    ])?;
-    let debtor_id = op.str("id")?;
+    let args: NewCp = op.args_strict()?;
+    let debtor_id = args.id.as_str();
     let debtor: Debtor = load_debtor(op, debtor_id)?;
     if debtor.status != "active" {
         return Err(DomainError::Conflict(format!(
@@ -378,14 +412,14 @@ fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
             debtor.status
         )));
     }
-    let channel = op.str("channel")?;
+    let channel = args.channel.as_str();
     if !CHANNELS.contains(&channel) {
         return Err(DomainError::field(
             "channel",
             "must be email, sms, whatsapp, phone or postal",
         ));
     }
-    let value = normalize(channel, op.str("value")?)?;
+    let value = normalize(channel, &args.value)?;
     let existing = of_debtor(op, debtor_id)?;
     if existing
         .iter()
@@ -404,16 +438,16 @@ fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
         debtor_id: debtor_id.to_owned(),
         channel: channel.to_owned(),
         value,
-        label: text_arg(op, "label")?,
-        is_primary: op.opt_bool("is_primary").unwrap_or(first_of_channel),
+        label: trimmed(args.label),
+        is_primary: args.is_primary.unwrap_or(first_of_channel),
         consent: "unknown".into(),
         status: "active".into(),
         created_at: now.clone(),
         updated_at: now,
         ..ContactPoint::default()
     };
-    let consent = consent_arg(op)?;
-    apply_consent(op, &mut cp, consent, text_arg(op, "opt_out_reason")?)?;
+    let consent = consent_arg(args.consent)?;
+    apply_consent(op, &mut cp, consent, trimmed(args.opt_out_reason))?;
     if cp.is_primary {
         demote_others(op, &cp)?;
     }
@@ -438,25 +472,17 @@ fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 fn update_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&[
-        "id",
-        "cp_id",
-        "label",
-        "is_primary",
-        "consent",
-        "opt_out_reason",
-    ])?;
-    let (debtor_id, cp_id) = (op.str("id")?, op.str("cp_id")?);
-    let before = load_cp(op, debtor_id, cp_id)?;
+    let args: CpPatch = op.args_strict()?;
+    let before = load_cp(op, &args.id, &args.cp_id)?;
     let mut cp = before.clone();
-    if op.args.contains_key("label") {
-        cp.label = text_arg(op, "label")?;
+    if let Some(label) = args.label {
+        cp.label = trimmed(label);
     }
-    if let Some(p) = op.opt_bool("is_primary") {
+    if let Some(p) = args.is_primary {
         cp.is_primary = p;
     }
-    let consent = consent_arg(op)?;
-    apply_consent(op, &mut cp, consent, text_arg(op, "opt_out_reason")?)?;
+    let consent = consent_arg(args.consent)?;
+    apply_consent(op, &mut cp, consent, trimmed(args.opt_out_reason))?;
     if cp == before {
         return Ok(ok(cp));
     }
@@ -499,9 +525,9 @@ pub(crate) fn save_changed(
 }
 
 fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let (debtor_id, cp_id) = (op.str("id")?, op.str("cp_id")?);
-    let cp = load_cp(op, debtor_id, cp_id)?;
-    let debtor = load_debtor(op, debtor_id)?;
+    let CpRef { id, cp_id } = op.args()?;
+    let cp = load_cp(op, &id, &cp_id)?;
+    let debtor = load_debtor(op, &id)?;
     Ok(format!(
         "Delete the {} contact point {}{} of {} ({})? The ruler will no longer use it.",
         cp.channel,
@@ -513,8 +539,8 @@ fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 fn delete_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "cp_id"])?;
-    let (debtor_id, cp_id) = (op.str("id")?, op.str("cp_id")?);
+    let CpRef { id, cp_id } = op.args_strict()?;
+    let (debtor_id, cp_id) = (id.as_str(), cp_id.as_str());
     let cp = load_cp(op, debtor_id, cp_id)?;
     op.tx.delete(Kind::ContactPoint, op.org, cp_id)?;
     op.event(
