@@ -4,6 +4,7 @@
 use crate::catalog::name;
 use crate::list::{Filter, Listing};
 use dunning_core::{Output, Scope};
+use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::DomainError;
@@ -25,6 +26,8 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("from", s::string("Happened at or after (date YYYY-MM-DD or RFC 3339)"))
             .arg("to", s::string("Happened at or before (date YYYY-MM-DD, inclusive, or RFC 3339)"))
             .list(&["occurred_at"])
+            .args::<CodeFilter>()
+            .filters(LISTING.filters)
             .output(s::list_output(s::entity_output(&["id", "code", "resource_type", "resource_id", "occurred_at"])))
             .run(list_events),
     ]
@@ -48,9 +51,16 @@ const LISTING: Listing = Listing {
     sorts: SORTS,
 };
 
+/// `dunning_events_list`'s own filter (the rest are [`LISTING`]'s).
+#[derive(Debug, Deserialize)]
+struct CodeFilter {
+    code: Option<String>,
+}
+
 fn list_events(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut conds = Vec::new();
-    if let Some(code) = op.opt_str("code") {
+    let CodeFilter { code } = op.args()?;
+    if let Some(code) = &code {
         let codes: Vec<&str> = code
             .split(',')
             .map(str::trim)

@@ -2,10 +2,12 @@
 //! (open and overdue amounts, aging buckets, 30-day recovery rate) so no client re-sums.
 
 use crate::catalog::name;
-use chrono::Duration;
+use chrono::{Duration, NaiveDate};
 use dunning_core::{Output, Scope};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::args::fields;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
 use crate::rules::calendar;
@@ -24,6 +26,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("from", s::date("Start of the period for payments (default: 30 days ago)"))
             .arg("to", s::date("End of the period for payments (default: today)"))
             .arg("ruler_id", s::id("Only charges under this ruler"))
+            .args::<SummaryArgs>()
             .output(s::object(
                 "Collection summary",
                 &[
@@ -46,15 +49,26 @@ const BUCKETS: [(&str, i64, i64); 5] = [
     ("90+", 91, i64::MAX),
 ];
 
+/// `dunning_summary_get` (`to` first: the default `from` counts back from it).
+#[derive(Debug, Deserialize)]
+struct SummaryArgs {
+    #[serde(default, deserialize_with = "fields::date")]
+    to: Option<NaiveDate>,
+    #[serde(default, deserialize_with = "fields::date")]
+    from: Option<NaiveDate>,
+    ruler_id: Option<String>,
+}
+
 fn summary(op: &mut Op<'_>) -> Result<Output, DomainError> {
+    let args: SummaryArgs = op.args()?;
     let today = op.today();
-    let to = op.opt_date("to")?.unwrap_or(today);
-    let from = op.opt_date("from")?.unwrap_or(to - Duration::days(30));
+    let to = args.to.unwrap_or(today);
+    let from = args.from.unwrap_or(to - Duration::days(30));
     if from > to {
         return Err(DomainError::field("from", "must not be after `to`"));
     }
     let mut base = Vec::new();
-    if let Some(r) = op.opt_str("ruler_id") {
+    if let Some(r) = args.ruler_id {
         base.push(Cond::Eq("ruler_id", json!(r)));
     }
     let open_statuses = ["pending", "overdue", "partially_paid"];

@@ -33,6 +33,7 @@ pub use demo::seed_demo;
 pub use file::Dialect;
 
 use crate::Domain;
+use crate::args::ById;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
 use crate::rules::calendar;
@@ -318,6 +319,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("format", s::one_of("File format (default csv)", &["csv"]))
             .arg("dialect", s::one_of("CSV dialect: rfc4180 (default; comma, decimal point) or pt-BR (semicolon, decimal comma and a UTF-8 BOM: what Excel in Portuguese opens as columns)", &Dialect::NAMES))
             .arg("filters", s::any_object("Filters of the resource's list tool (without page and per_page)"))
+            .args::<CreateArgs>()
             .output(export_output())
             .run(create_export),
         tool(name::EXPORTS_GET, "Get an export", "GET", "/v1/exports/{id}")
@@ -325,6 +327,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Read, Some("exports.create"))
             .req("id", s::id("Export id"))
+            .args::<ById>()
             .output(export_output())
             .run(get_export),
         tool(name::EXPORTS_DOWNLOAD, "Download an export", "GET", "/v1/exports/{id}/download")
@@ -332,6 +335,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Read, Some("exports.create"))
             .req("id", s::id("Export id"))
+            .args::<ById>()
             .run(download_export),
     ]
 }
@@ -467,20 +471,28 @@ fn check_filters(
     }
 }
 
+/// `dunning_exports_create` (the filters are checked against the resource's list).
+#[derive(Debug, Deserialize)]
+struct CreateArgs {
+    resource: String,
+    format: Option<String>,
+    dialect: Option<String>,
+    filters: Option<Value>,
+}
+
 fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["resource", "format", "dialect", "filters"])?;
-    let name = op.str("resource")?;
-    let r = resource(name).ok_or_else(|| {
+    let args: CreateArgs = op.args_strict()?;
+    let r = resource(&args.resource).ok_or_else(|| {
         DomainError::field(
             "resource",
             "must be one of charges, debtors, deliveries, agreements, credit_bureau_records",
         )
     })?;
-    let format = op.opt_str("format").unwrap_or("csv");
+    let format = args.format.as_deref().unwrap_or("csv");
     if format != "csv" {
         return Err(DomainError::field("format", "must be csv"));
     }
-    let dialect = op.opt_str("dialect").unwrap_or(Dialect::NAMES[0]);
+    let dialect = args.dialect.as_deref().unwrap_or(Dialect::NAMES[0]);
     if Dialect::parse(dialect).is_none() {
         return Err(DomainError::field(
             "dialect",
@@ -488,9 +500,9 @@ fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
         ));
     }
     let dialect = dialect.to_owned();
-    let filters = match op.args.get("filters") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
+    let filters = match args.filters {
+        None => Map::new(),
+        Some(Value::Object(m)) => m,
         Some(_) => return Err(DomainError::field("filters", "must be an object")),
     };
     check_filters(op, r, &filters)?;
@@ -528,8 +540,8 @@ fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 fn get_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    Ok(ok(load_export(op, id)?.public()))
+    let ById { id } = op.args()?;
+    Ok(ok(load_export(op, &id)?.public()))
 }
 
 fn past(ts: Option<&str>, now: UnixTime) -> bool {
@@ -538,8 +550,8 @@ fn past(ts: Option<&str>, now: UnixTime) -> bool {
 }
 
 fn download_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    let e = load_export(op, id)?;
+    let ById { id } = op.args()?;
+    let e = load_export(op, &id)?;
     let expired = e.status == "expired"
         || (e.status == "processed" && past(e.download_expires_at.as_deref(), op.now));
     if expired {
