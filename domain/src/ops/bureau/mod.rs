@@ -41,6 +41,7 @@ use dunning_core::{Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::args::ById;
 use crate::error::DomainError;
 use crate::op::{Op, created, ok};
 use crate::ops::charges::{self, Charge};
@@ -157,6 +158,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .req("id", s::id("Charge id"))
             .req("bureau", s::one_of("Credit bureau", BUREAUS))
             .arg("notice_days", s::integer("Days between the notice and the inclusion (default and minimum: the organization's negativation_notice_days)", 1, MAX_NOTICE_DAYS))
+            .args::<NegativateArgs>()
             .output(record_output())
             .confirm(describe_negativate)
             .run(negativate),
@@ -169,6 +171,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("debtor_id", s::id("Only this debtor's records"))
             .arg("charge_id", s::id("Only this charge's records"))
             .list(&["created_at"])
+            .filters(LISTING.filters)
             .output(s::list_output(record_output()))
             .run(list_records),
         tool(name::CREDIT_BUREAU_GET, "Get a credit-bureau record", "GET", "/v1/credit-bureau-records/{id}")
@@ -176,6 +179,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Read, Some("credit_bureau.view"))
             .req("id", s::id("Credit-bureau record id"))
+            .args::<ById>()
             .output(record_output())
             .run(get_record),
         tool(name::CREDIT_BUREAU_REMOVE, "Remove a credit-bureau record", "POST", "/v1/credit-bureau-records/{id}/remove")
@@ -185,6 +189,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Admin, Some("credit_bureau.manage"))
             .req("id", s::id("Credit-bureau record id"))
             .req("reason", s::one_of("Why", REMOVAL_REASONS))
+            .args::<RemoveArgs>()
             .output(record_output())
             .confirm(describe_remove)
             .run(remove),

@@ -80,10 +80,17 @@ pub(super) fn notice_target(op: &mut Op<'_>, d: &Debtor) -> Result<NoticeTarget,
     )))
 }
 
+/// `dunning_charges_negativate` (`notice_days` raw: its range is the organization's).
+#[derive(Debug, Deserialize)]
+pub(super) struct NegativateArgs {
+    id: String,
+    bureau: String,
+    notice_days: Option<Value>,
+}
+
 pub(super) fn plan(op: &mut Op<'_>) -> Result<Plan, DomainError> {
-    op.only(&["id", "bureau", "notice_days"])?;
-    let id = op.str("id")?;
-    let bureau = op.str("bureau")?;
+    let args: NegativateArgs = op.args_strict()?;
+    let (id, bureau) = (args.id.as_str(), args.bureau.as_str());
     if !BUREAUS.contains(&bureau) {
         return Err(DomainError::field(
             "bureau",
@@ -91,8 +98,8 @@ pub(super) fn plan(op: &mut Op<'_>) -> Result<Plan, DomainError> {
         ));
     }
     let min_days = op.settings.negativation_notice_days;
-    let notice_days = match op.args.get("notice_days") {
-        None | Some(Value::Null) => min_days,
+    let notice_days = match &args.notice_days {
+        None => min_days,
         Some(v) => {
             let n = v
                 .as_i64()

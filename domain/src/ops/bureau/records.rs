@@ -4,7 +4,7 @@ use super::*;
 use crate::list::{Filter, Listing};
 
 /// `dunning_credit_bureau_list`.
-const LISTING: Listing = Listing {
+pub(super) const LISTING: Listing = Listing {
     kind: Kind::CreditBureauRecord,
     filters: &[
         Filter::In("status", "status"),
@@ -25,8 +25,8 @@ pub fn load_record(op: &mut Op<'_>, id: &str) -> Result<BureauRecord, DomainErro
 }
 
 pub(super) fn get_record(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    Ok(ok(load_record(op, id)?))
+    let ById { id } = op.args()?;
+    Ok(ok(load_record(op, &id)?))
 }
 
 /// What a removal does to a record in its status, or why it cannot.
@@ -43,8 +43,15 @@ pub(super) fn removal_effect(r: &BureauRecord) -> Result<Option<&'static str>, D
     }
 }
 
-pub(super) fn reason_arg(op: &Op<'_>) -> Result<String, DomainError> {
-    let reason = op.str("reason")?;
+/// `dunning_credit_bureau_remove`.
+#[derive(Debug, Deserialize)]
+pub(super) struct RemoveArgs {
+    id: String,
+    reason: String,
+}
+
+pub(super) fn reason_arg(args: &RemoveArgs) -> Result<String, DomainError> {
+    let reason = args.reason.as_str();
     if !REMOVAL_REASONS.contains(&reason) {
         return Err(DomainError::field(
             "reason",
@@ -55,8 +62,9 @@ pub(super) fn reason_arg(op: &Op<'_>) -> Result<String, DomainError> {
 }
 
 pub(super) fn describe_remove(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
-    let reason = reason_arg(op)?;
+    let args: RemoveArgs = op.args()?;
+    let reason = reason_arg(&args)?;
+    let id = args.id.as_str();
     let r = load_record(op, id)?;
     let name = load::<Debtor>(op.tx, Kind::Debtor, op.org, &r.debtor_id)?
         .map(|d| d.name)
@@ -81,10 +89,9 @@ pub(super) fn describe_remove(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 pub(super) fn remove(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "reason"])?;
-    let id = op.str("id")?;
-    let reason = reason_arg(op)?;
-    let mut r = load_record(op, id)?;
+    let args: RemoveArgs = op.args_strict()?;
+    let reason = reason_arg(&args)?;
+    let mut r = load_record(op, &args.id)?;
     match removal_effect(&r)? {
         Some("removal_requested") => request_removal(op, &mut r, &reason)?,
         Some(_) => cancel_record(
