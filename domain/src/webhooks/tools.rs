@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::catalog::name;
+use crate::args::{ById, fields};
 use crate::list::{Filter, Listing, Rows};
 use crate::store::WriteScope;
 
@@ -40,6 +41,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Admin, Some("webhooks.manage"))
             .arg("active", s::boolean("Only active (true) or inactive (false) webhooks"))
             .list(&["created_at"])
+            .filters(HOOKS.filters)
             .output(s::list_output(webhook_output()))
             .run(list_webhooks),
         tool(name::WEBHOOKS_GET, "Get a webhook", "GET", "/v1/webhooks/{id}")
@@ -47,6 +49,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("id", s::id("Webhook id"))
+            .args::<ById>()
             .output(webhook_output())
             .run(get_webhook),
         tool(name::WEBHOOKS_CREATE, "Create a webhook", "POST", "/v1/webhooks")
@@ -57,6 +60,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("description", s::text("What this webhook is for", 1, 500))
             .arg("active", s::boolean("Deliver events (default true)"))
             .arg("ssl_verification", s::boolean("Verify the receiver's TLS certificate (default true)"))
+            .args::<NewHook>()
             .output(s::entity_output(&["id", "url", "events", "active", "secret", "secret_last4"]))
             .run(create_webhook),
         tool(name::WEBHOOKS_UPDATE, "Update a webhook", "PATCH", "/v1/webhooks/{id}")
@@ -69,6 +73,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("description", s::text("What this webhook is for", 1, 500))
             .arg("active", s::boolean("Deliver events"))
             .arg("ssl_verification", s::boolean("Verify the receiver's TLS certificate"))
+            .args::<HookPatch>()
             .output(webhook_output())
             .run(update_webhook),
         tool(name::WEBHOOKS_DELETE, "Delete a webhook", "DELETE", "/v1/webhooks/{id}")
@@ -77,6 +82,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .idempotent()
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("id", s::id("Webhook id"))
+            .args::<ById>()
             .confirm(describe_delete)
             .run(delete_webhook),
         tool(name::WEBHOOKS_TEST, "Test a webhook", "POST", "/v1/webhooks/{id}/test")
@@ -85,6 +91,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("id", s::id("Webhook id"))
             .arg("event_code", s::text("Event code of the test (default webhook.ping)", 1, 100))
+            .args::<TestArgs>()
             .output(delivery_output())
             .confirm(describe_test)
             .run(test_webhook)
@@ -95,6 +102,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("id", s::id("Webhook id"))
             .arg("grace_period_seconds", s::integer("How long the old secret keeps signing, 0 to 86400 seconds (default 0: immediately replaced)", 0, MAX_GRACE_SECONDS))
+            .args::<RotateArgs>()
             .output(s::entity_output(&["id", "secret", "secret_last4", "secret_rotated_at"]))
             .confirm(describe_rotate)
             .run(rotate_secret),
@@ -108,6 +116,8 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("from", s::string("Created at or after (date YYYY-MM-DD or RFC 3339)"))
             .arg("to", s::string("Created at or before (date YYYY-MM-DD, inclusive, or RFC 3339)"))
             .list(&["created_at"])
+            .args::<DeliveriesArgs>()
+            .filters(DELIVERIES.filters)
             .output(s::list_output(delivery_output()))
             .run(list_deliveries),
         tool(name::WEBHOOK_DELIVERIES_GET, "Get a webhook delivery", "GET", "/v1/webhooks/{id}/deliveries/{delivery_id}")
@@ -116,6 +126,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("id", s::id("Webhook id"))
             .req("delivery_id", s::id("Delivery id"))
+            .args::<DeliveryRef>()
             .output(delivery_output())
             .run(get_delivery),
         tool(name::WEBHOOK_DELIVERIES_RESEND, "Resend a webhook delivery", "POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/resend")
@@ -124,6 +135,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("id", s::id("Webhook id"))
             .req("delivery_id", s::id("Delivery id"))
+            .args::<DeliveryRef>()
             .output(delivery_output())
             .confirm(describe_resend)
             .run(resend_delivery),
@@ -134,8 +146,65 @@ pub(super) fn load_hook(op: &mut Op<'_>, id: &str) -> Result<Webhook, DomainErro
     must(op.tx, Kind::Webhook, op.org, id)
 }
 
+/// `{id, delivery_id}`: one delivery of a webhook.
+#[derive(Debug, Deserialize)]
+pub(super) struct DeliveryRef {
+    id: String,
+    delivery_id: String,
+}
+
+/// `dunning_webhooks_create`. `events` is read even when absent (null), so its refusal
+/// is [`parse_events`]'s.
+#[derive(Debug, Deserialize)]
+pub(super) struct NewHook {
+    url: String,
+    #[serde(default)]
+    events: Value,
+    description: Option<String>,
+    active: Option<bool>,
+    ssl_verification: Option<bool>,
+}
+
+/// `dunning_webhooks_update` (a patch: a null description clears it).
+#[derive(Debug, Deserialize)]
+pub(super) struct HookPatch {
+    id: String,
+    url: Option<String>,
+    #[serde(default, deserialize_with = "fields::raw")]
+    events: Option<Value>,
+    #[serde(default, deserialize_with = "fields::patch")]
+    description: Option<Option<String>>,
+    active: Option<bool>,
+    ssl_verification: Option<bool>,
+}
+
+/// `dunning_webhooks_test`.
+#[derive(Debug, Deserialize)]
+pub(super) struct TestArgs {
+    id: String,
+    event_code: Option<String>,
+}
+
+/// `dunning_webhooks_rotate_secret` (the grace period raw: its range is checked here).
+#[derive(Debug, Deserialize)]
+pub(super) struct RotateArgs {
+    id: String,
+    grace_period_seconds: Option<Value>,
+}
+
+/// `dunning_webhook_deliveries_list`'s own arguments (besides the list's and the time
+/// range of [`DELIVERIES`]).
+#[derive(Debug, Deserialize)]
+pub(super) struct DeliveriesArgs {
+    id: String,
+    #[serde(default, deserialize_with = "fields::csv")]
+    status: Option<Vec<String>>,
+    event_code: Option<String>,
+}
+
 pub(super) fn load_delivery(op: &mut Op<'_>) -> Result<(Webhook, WebhookDelivery), DomainError> {
-    let (hook_id, delivery_id) = (op.str("id")?, op.str("delivery_id")?);
+    let DeliveryRef { id, delivery_id } = op.args()?;
+    let (hook_id, delivery_id) = (id.as_str(), delivery_id.as_str());
     let hook = load_hook(op, hook_id)?;
     let d: WebhookDelivery = must(op.tx, Kind::WebhookDelivery, op.org, delivery_id)?;
     if d.webhook_id != hook.id {
@@ -147,7 +216,7 @@ pub(super) fn load_delivery(op: &mut Op<'_>) -> Result<(Webhook, WebhookDelivery
 pub(super) const HOOK_SORTS: &[(&str, &str, Order)] = &[("created_at", "created_at", Order::Desc)];
 
 /// `dunning_webhooks_list`.
-const HOOKS: Listing = Listing {
+pub(super) const HOOKS: Listing = Listing {
     kind: Kind::Webhook,
     filters: &[Filter::Bool("active", "active")],
     sorts: HOOK_SORTS,
@@ -159,18 +228,14 @@ pub(super) fn list_webhooks(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn get_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    Ok(ok(load_hook(op, id)?.public()))
-}
-
-pub(super) fn text_arg(op: &Op<'_>, k: &str) -> Option<String> {
-    op.opt_str(k).map(str::to_owned)
+    let ById { id } = op.args()?;
+    Ok(ok(load_hook(op, &id)?.public()))
 }
 
 pub(super) fn create_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["url", "events", "description", "active", "ssl_verification"])?;
-    let url = check_url(op.str("url")?)?;
-    let events = parse_events(op.args.get("events").unwrap_or(&Value::Null))?;
+    let args: NewHook = op.args_strict()?;
+    let url = check_url(&args.url)?;
+    let events = parse_events(&args.events)?;
     if op.tx.count(Kind::Webhook, op.org, &[])? >= MAX_WEBHOOKS {
         return Err(DomainError::Conflict(format!(
             "the organization already has {MAX_WEBHOOKS} webhooks; delete one first"
@@ -181,10 +246,10 @@ pub(super) fn create_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let w = Webhook {
         id: op.new_id(),
         url,
-        description: text_arg(op, "description"),
+        description: args.description,
         events,
-        active: op.opt_bool("active").unwrap_or(true),
-        ssl_verification: op.opt_bool("ssl_verification").unwrap_or(true),
+        active: args.active.unwrap_or(true),
+        ssl_verification: args.ssl_verification.unwrap_or(true),
         secret_last4: last4(&secret),
         secret,
         secret_rotated_at: None,
@@ -202,30 +267,23 @@ pub(super) fn create_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn update_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&[
-        "id",
-        "url",
-        "events",
-        "description",
-        "active",
-        "ssl_verification",
-    ])?;
-    let id = op.str("id")?;
+    let args: HookPatch = op.args_strict()?;
+    let id = args.id.as_str();
     let before = load_hook(op, id)?;
     let mut w = before.clone();
-    if let Some(u) = op.opt_str("url") {
+    if let Some(u) = &args.url {
         w.url = check_url(u)?;
     }
-    if let Some(e) = op.args.get("events") {
+    if let Some(e) = &args.events {
         w.events = parse_events(e)?;
     }
-    if op.args.contains_key("description") {
-        w.description = text_arg(op, "description");
+    if let Some(d) = args.description {
+        w.description = d;
     }
-    if let Some(a) = op.opt_bool("active") {
+    if let Some(a) = args.active {
         w.active = a;
     }
-    if let Some(v) = op.opt_bool("ssl_verification") {
+    if let Some(v) = args.ssl_verification {
         w.ssl_verification = v;
     }
     if w == before {
@@ -239,8 +297,8 @@ pub(super) fn update_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
-    let w = load_hook(op, id)?;
+    let ById { id } = op.args()?;
+    let w = load_hook(op, &id)?;
     let n = op.tx.count(
         Kind::WebhookDelivery,
         op.org,
@@ -253,8 +311,8 @@ pub(super) fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 pub(super) fn delete_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id"])?;
-    let id = op.str("id")?;
+    let ById { id } = op.args_strict()?;
+    let id = id.as_str();
     let w = load_hook(op, id)?;
     let q = Query::all().with(Cond::Eq("webhook_id", json!(id)));
     for d in op.tx.find(Kind::WebhookDelivery, op.org, &q)? {
@@ -267,8 +325,8 @@ pub(super) fn delete_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
     Ok(Output::NoContent)
 }
 
-pub(super) fn test_code(op: &Op<'_>) -> Result<String, DomainError> {
-    let code = op.opt_str("event_code").unwrap_or("webhook.ping");
+pub(super) fn test_code(args: &TestArgs) -> Result<String, DomainError> {
+    let code = args.event_code.as_deref().unwrap_or("webhook.ping");
     if !is_catalog_code(code) {
         return Err(DomainError::field(
             "event_code",
@@ -279,17 +337,17 @@ pub(super) fn test_code(op: &Op<'_>) -> Result<String, DomainError> {
 }
 
 pub(super) fn describe_test(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
-    let w = load_hook(op, id)?;
-    let code = test_code(op)?;
+    let args: TestArgs = op.args()?;
+    let w = load_hook(op, &args.id)?;
+    let code = test_code(&args)?;
     Ok(format!("Send a test {code} delivery to {} now?", w.url))
 }
 
 pub(super) fn test_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "event_code"])?;
-    let id = op.str("id")?;
+    let args: TestArgs = op.args_strict()?;
+    let id = args.id.as_str();
     let w = load_hook(op, id)?;
-    let code = test_code(op)?;
+    let code = test_code(&args)?;
     if !w.active {
         return Err(DomainError::Conflict(format!(
             "webhook {id} is inactive; activate it (dunning_webhooks_update active=true) before testing"
@@ -385,9 +443,9 @@ pub(super) fn post_test(
     })
 }
 
-pub(super) fn grace(op: &Op<'_>) -> Result<i64, DomainError> {
-    let g = match op.args.get("grace_period_seconds") {
-        None | Some(Value::Null) => 0,
+pub(super) fn grace(args: &RotateArgs) -> Result<i64, DomainError> {
+    let g = match &args.grace_period_seconds {
+        None => 0,
         Some(v) => v.as_i64().ok_or_else(|| {
             DomainError::field("grace_period_seconds", "must be an integer from 0 to 86400")
         })?,
@@ -402,9 +460,9 @@ pub(super) fn grace(op: &Op<'_>) -> Result<i64, DomainError> {
 }
 
 pub(super) fn describe_rotate(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
-    let w = load_hook(op, id)?;
-    let g = grace(op)?;
+    let args: RotateArgs = op.args()?;
+    let w = load_hook(op, &args.id)?;
+    let g = grace(&args)?;
     Ok(if g == 0 {
         format!(
             "Rotate the signing secret of the webhook to {}? The current secret (…{}) stops signing immediately.",
@@ -419,9 +477,9 @@ pub(super) fn describe_rotate(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 pub(super) fn rotate_secret(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "grace_period_seconds"])?;
-    let id = op.str("id")?;
-    let g = grace(op)?;
+    let args: RotateArgs = op.args_strict()?;
+    let id = args.id.as_str();
+    let g = grace(&args)?;
     let before = load_hook(op, id)?;
     let mut w = before.clone();
     let secret = new_secret(op);
@@ -459,7 +517,7 @@ pub(super) const DELIVERY_SORTS: &[(&str, &str, Order)] =
 
 /// `dunning_webhook_deliveries_list`: the webhook (a path id) and the status (checked
 /// against its closed set first) are built by hand.
-const DELIVERIES: Listing = Listing {
+pub(super) const DELIVERIES: Listing = Listing {
     kind: Kind::WebhookDelivery,
     filters: &[Filter::TimeRange {
         from: "from",
@@ -470,23 +528,21 @@ const DELIVERIES: Listing = Listing {
 };
 
 pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    load_hook(op, id)?;
-    let mut conds = vec![Cond::Eq("webhook_id", json!(id))];
-    if let Some(st) = op.csv("status") {
+    let args: DeliveriesArgs = op.args()?;
+    load_hook(op, &args.id)?;
+    let mut conds = vec![Cond::Eq("webhook_id", json!(args.id))];
+    if let Some(st) = args.status {
         let known = ["pending", "delivered", "failed"];
-        if let Some(bad) = st
-            .iter()
-            .find(|v| !known.contains(&v.as_str().unwrap_or("")))
-        {
+        if let Some(bad) = st.iter().find(|v| !known.contains(&v.as_str())) {
             return Err(DomainError::field(
                 "status",
-                format!("{bad} is not one of pending, delivered, failed"),
+                // Named as JSON (quoted), as the list's other refusals are.
+                format!("{} is not one of pending, delivered, failed", Value::from(bad.as_str())),
             ));
         }
-        conds.push(Cond::In("status", st));
+        conds.push(Cond::In("status", st.into_iter().map(Value::from).collect()));
     }
-    if let Some(code) = op.opt_str("event_code") {
+    if let Some(code) = args.event_code {
         if code == "*" {
         } else if let Some(group) = code.strip_suffix(".*") {
             conds.push(Cond::Ge("event_code", json!(format!("{group}."))));
@@ -513,7 +569,7 @@ pub(super) fn describe_resend(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 pub(super) fn resend_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "delivery_id"])?;
+    op.refuse_unknown::<DeliveryRef>(&[])?;
     let (w, mut d) = load_delivery(op)?;
     if d.status != "failed" {
         return Err(DomainError::transition(
