@@ -228,7 +228,7 @@ fn range<T, L: serde::Serialize, U: serde::Serialize>(
 }
 
 /// An amount argument: a JSON number with at most 2 decimals.
-pub fn money_arg(op: &Op<'_>, k: &str) -> Result<Option<Money>, DomainError> {
+fn money_arg(op: &Op<'_>, k: &str) -> Result<Option<Money>, DomainError> {
     one(op, k, |v| fields::money(v))
 }
 

@@ -1,6 +1,6 @@
 //! [`Op`]: what a tool handler works with — the transaction, the caller, the clock, the
-//! arguments — plus the helpers every handler needs (ids, events, argument parsing,
-//! pagination).
+//! arguments — plus the helpers every handler needs (ids, events, list answers). The
+//! arguments are read as structs ([`Op::args`], in [`crate::args`]).
 //!
 //! Time and chance reach the domain only here: an [`Op`] carries the wall-clock time of
 //! its request ([`Op::now`]) and the entropy it was lent, from which every id
@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::NaiveDate;
-use dunning_core::{FieldIssue, Output, Principal, UnixTime};
+use dunning_core::{Output, Principal, UnixTime};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -20,7 +20,6 @@ use sha2::{Digest, Sha256};
 use crate::error::DomainError;
 use crate::org::Settings;
 use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::store::{Kind, Order, Query, StoreError, Tx, save};
 
 /// One operation in progress.
@@ -174,114 +173,6 @@ impl<'a> Op<'a> {
         save(self.tx, Kind::Event, self.org, &event)?;
         crate::webhooks::fan_out(self, &event)?;
         Ok(event)
-    }
-
-    // ---- arguments ----
-
-    /// A string argument, if present and not null.
-    pub fn opt_str(&self, k: &str) -> Option<&'a str> {
-        self.args.get(k).and_then(Value::as_str)
-    }
-
-    /// A required string argument (the schema already checked presence and type).
-    pub fn str(&self, k: &str) -> Result<&'a str, DomainError> {
-        self.opt_str(k)
-            .ok_or_else(|| DomainError::field(k, "is required"))
-    }
-
-    /// A boolean argument.
-    pub fn opt_bool(&self, k: &str) -> Option<bool> {
-        self.args.get(k).and_then(Value::as_bool)
-    }
-
-    /// An integer argument.
-    pub fn opt_i64(&self, k: &str) -> Option<i64> {
-        self.args.get(k).and_then(Value::as_i64)
-    }
-
-    /// A number argument.
-    pub fn opt_f64(&self, k: &str) -> Option<f64> {
-        self.args.get(k).and_then(Value::as_f64)
-    }
-
-    /// A money argument (more than 2 decimals is a validation error).
-    pub fn opt_money(&self, k: &str) -> Result<Option<Money>, DomainError> {
-        match self.opt_f64(k) {
-            None => Ok(None),
-            Some(x) => Money::from_brl(x).map(Some).ok_or_else(|| {
-                DomainError::field(k, "must be an amount in BRL with at most 2 decimals")
-            }),
-        }
-    }
-
-    /// A date argument.
-    pub fn opt_date(&self, k: &str) -> Result<Option<NaiveDate>, DomainError> {
-        match self.opt_str(k) {
-            None => Ok(None),
-            Some(s) => calendar::parse_date(s)
-                .map(Some)
-                .ok_or_else(|| DomainError::field(k, "must be a date YYYY-MM-DD")),
-        }
-    }
-
-    /// A comma-separated list argument, as JSON strings.
-    pub fn csv(&self, k: &str) -> Option<Vec<Value>> {
-        self.opt_str(k).map(|s| {
-            s.split(',')
-                .map(str::trim)
-                .filter(|x| !x.is_empty())
-                .map(Value::from)
-                .collect()
-        })
-    }
-
-    /// `page`/`per_page` (1–100, default 25).
-    pub fn page(&self) -> Page {
-        let clamp = |v: Option<i64>, d: u32, max: u32| {
-            v.map_or(d, |x| {
-                u32::try_from(x.clamp(1, i64::from(max))).unwrap_or(d)
-            })
-        };
-        Page {
-            page: clamp(self.opt_i64("page"), 1, 1_000_000),
-            per_page: clamp(self.opt_i64("per_page"), 25, 100),
-        }
-    }
-
-    /// `sort_by`/`sort_order` mapped to a column: `fields` pairs argument values with
-    /// `(column, default order)`; the first pair is the default.
-    pub fn sort(&self, fields: &[(&str, &'static str, Order)]) -> (&'static str, Order) {
-        let chosen = self
-            .opt_str("sort_by")
-            .and_then(|s| fields.iter().find(|f| f.0 == s))
-            .unwrap_or(&fields[0]);
-        let order = match self.opt_str("sort_order") {
-            Some("asc") => Order::Asc,
-            Some("desc") => Order::Desc,
-            _ => chosen.2,
-        };
-        (chosen.1, order)
-    }
-
-    /// Refuses arguments outside `known` (the endpoint's own check on loose writes).
-    pub fn only(&self, known: &[&str]) -> Result<(), DomainError> {
-        let unknown: Vec<FieldIssue> = self
-            .args
-            .keys()
-            .filter(|k| !known.contains(&k.as_str()) && k.as_str() != "idempotency_key")
-            .map(|k| FieldIssue {
-                field: k.clone(),
-                issue: "unknown field".into(),
-            })
-            .collect();
-        if unknown.is_empty() {
-            return Ok(());
-        }
-        let names: Vec<&str> = unknown.iter().map(|i| i.field.as_str()).collect();
-        Err(DomainError::Validation {
-            message: format!("Unknown fields: {}", names.join(", ")),
-            details: unknown,
-        })
     }
 }
 

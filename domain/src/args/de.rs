@@ -52,10 +52,7 @@ pub(crate) fn read<T: DeserializeOwned>(
 }
 
 /// Refuses the keys of `args` outside `known`, naming each.
-pub(crate) fn refuse_unknown(
-    args: &Map<String, Value>,
-    known: &[&str],
-) -> Result<(), DomainError> {
+pub(crate) fn refuse_unknown(args: &Map<String, Value>, known: &[&str]) -> Result<(), DomainError> {
     let unknown: Vec<FieldIssue> = args
         .keys()
         .filter(|k| !known.contains(&k.as_str()) && k.as_str() != "idempotency_key")

@@ -12,25 +12,32 @@ use crate::rules::money::Money;
 
 /// An amount in BRL: a JSON number with at most 2 decimals (centavos); null is absent.
 pub fn money<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Money>, D::Error> {
-    match Option::<Value>::deserialize(d)? {
-        None => Ok(None),
-        Some(Value::Number(n)) => n
+    Option::<Value>::deserialize(d)?
+        .map(|v| to_money(&v).map_err(D::Error::custom))
+        .transpose()
+}
+
+/// The amount a JSON value holds, or why it holds none.
+pub(super) fn to_money(v: &Value) -> Result<Money, &'static str> {
+    match v {
+        Value::Number(n) => n
             .as_f64()
             .and_then(Money::from_brl)
-            .map(Some)
-            .ok_or_else(|| D::Error::custom("must be an amount in BRL with at most 2 decimals")),
-        Some(_) => Err(D::Error::custom("must be a number")),
+            .ok_or("must be an amount in BRL with at most 2 decimals"),
+        _ => Err("must be a number"),
     }
 }
 
 /// A date `YYYY-MM-DD`; null is absent.
 pub fn date<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NaiveDate>, D::Error> {
-    match Option::<String>::deserialize(d)? {
-        None => Ok(None),
-        Some(s) => calendar::parse_date(&s)
-            .map(Some)
-            .ok_or_else(|| D::Error::custom("must be a date YYYY-MM-DD")),
-    }
+    Option::<String>::deserialize(d)?
+        .map(|s| to_date(&s).map_err(D::Error::custom))
+        .transpose()
+}
+
+/// The date a text holds, or why it holds none.
+pub(super) fn to_date(s: &str) -> Result<NaiveDate, &'static str> {
+    calendar::parse_date(s).ok_or("must be a date YYYY-MM-DD")
 }
 
 /// A comma-separated list: the trimmed, non-empty items.
@@ -42,6 +49,12 @@ pub fn csv<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Er
             .map(str::to_owned)
             .collect()
     }))
+}
+
+/// A text argument trimmed; blank is absent (applied after the read: a patch's null and
+/// a blank text both clear).
+pub fn trimmed(v: Option<String>) -> Option<String> {
+    v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
 /// A whole number; any other value (a fraction, a string) is absent, as the lists have

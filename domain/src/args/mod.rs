@@ -4,7 +4,7 @@
 //!
 //! The order of a read: unknown keys first (strict reads), then each declared field in
 //! declared order ([`de`]). The shared structs live here ([`ListArgs`], [`ById`],
-//! [`IdReason`], [`NoArgs`]); a tool's own struct lives next to its handler. Each tool
+//! [`IdReason`], [`Date`], [`Amount`]); a tool's own struct lives next to its handler. Each tool
 //! names the structs it reads in its declaration ([`crate::tool::ToolBuilder::args`]),
 //! and `every_tool_reads_the_arguments_its_schema_declares` holds the struct's fields
 //! and the schema's properties equal.
@@ -19,6 +19,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::DomainError;
 use crate::op::{Op, Page};
+use crate::rules::money::Money;
 use crate::store::Order;
 
 /// A required date `YYYY-MM-DD` (an optional one is [`fields::date`]).
@@ -27,16 +28,25 @@ pub struct Date(pub chrono::NaiveDate);
 
 impl<'de> Deserialize<'de> for Date {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match fields::date(d)? {
-            Some(day) => Ok(Self(day)),
-            None => Err(serde::de::Error::custom("is required")),
-        }
+        let s = String::deserialize(d)?;
+        fields::to_date(&s)
+            .map(Self)
+            .map_err(serde::de::Error::custom)
     }
 }
 
-/// A tool without arguments (besides a write's `idempotency_key`).
-#[derive(Debug, Deserialize)]
-pub struct NoArgs {}
+/// A required amount in BRL (an optional one is [`fields::money`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Amount(pub Money);
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        fields::to_money(&v)
+            .map(Self)
+            .map_err(serde::de::Error::custom)
+    }
+}
 
 /// `{id}`: the one argument of most reads and state changes.
 #[derive(Debug, Deserialize)]

@@ -73,7 +73,30 @@ fn errors_keep_their_words() {
         )
     );
     assert!(read(json!({"id": "x", "other": 1})).is_ok());
-    let strict = de::read::<Sample>(&map(json!({"id": "x", "b": 1, "a": 2, "idempotency_key": "k"})), true);
+    let all = de::read::<Sample>(
+        &map(json!({"id": "x", "note": "n", "amount": 1.5, "due_date": "2026-01-02"})),
+        false,
+    )
+    .map_err(issue)
+    .unwrap();
+    assert_eq!(
+        (
+            all.id.as_str(),
+            all.note.as_deref(),
+            all.amount,
+            all.due_date
+        ),
+        (
+            "x",
+            Some("n"),
+            Money::from_brl(1.5),
+            chrono::NaiveDate::from_ymd_opt(2026, 1, 2)
+        )
+    );
+    let strict = de::read::<Sample>(
+        &map(json!({"id": "x", "b": 1, "a": 2, "idempotency_key": "k"})),
+        true,
+    );
     match strict.unwrap_err() {
         DomainError::Validation { message, details } => {
             assert_eq!(message, "Unknown fields: b, a");
@@ -88,7 +111,10 @@ fn a_patch_tells_null_from_absent() {
     let read = |v: Value| de::read::<Sample>(&map(v), false).unwrap().label;
     assert_eq!(read(json!({"id": "x"})), None);
     assert_eq!(read(json!({"id": "x", "label": null})), Some(None));
-    assert_eq!(read(json!({"id": "x", "label": "a"})), Some(Some("a".into())));
+    assert_eq!(
+        read(json!({"id": "x", "label": "a"})),
+        Some(Some("a".into()))
+    );
 }
 
 /// Every tool of the catalogue reads exactly the arguments its schema declares: the

@@ -303,7 +303,10 @@ fn list_cps(op: &mut Op<'_>) -> Result<Output, DomainError> {
     load_debtor(op, &id)?;
     let mut conds = vec![Cond::Eq("debtor_id", json!(id))];
     if let Some(ch) = channel {
-        conds.push(Cond::In("channel", ch.into_iter().map(Value::from).collect()));
+        conds.push(Cond::In(
+            "channel",
+            ch.into_iter().map(Value::from).collect(),
+        ));
     }
     let page = list_args.page();
     // A debtor has a handful of contact points: sorted and paged here.
@@ -328,13 +331,8 @@ fn list_cps(op: &mut Op<'_>) -> Result<Output, DomainError> {
     Ok(list(items, page, total))
 }
 
-/// A text argument trimmed; blank is absent.
-fn trimmed(v: Option<String>) -> Option<String> {
-    v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
-}
-
 fn consent_arg(consent: Option<String>) -> Result<Option<String>, DomainError> {
-    let c = trimmed(consent);
+    let c = fields::trimmed(consent);
     if let Some(c) = &c {
         if !CONSENTS.contains(&c.as_str()) {
             return Err(DomainError::field(
@@ -438,7 +436,7 @@ fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
         debtor_id: debtor_id.to_owned(),
         channel: channel.to_owned(),
         value,
-        label: trimmed(args.label),
+        label: fields::trimmed(args.label),
         is_primary: args.is_primary.unwrap_or(first_of_channel),
         consent: "unknown".into(),
         status: "active".into(),
@@ -447,7 +445,7 @@ fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
         ..ContactPoint::default()
     };
     let consent = consent_arg(args.consent)?;
-    apply_consent(op, &mut cp, consent, trimmed(args.opt_out_reason))?;
+    apply_consent(op, &mut cp, consent, fields::trimmed(args.opt_out_reason))?;
     if cp.is_primary {
         demote_others(op, &cp)?;
     }
@@ -476,13 +474,13 @@ fn update_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let before = load_cp(op, &args.id, &args.cp_id)?;
     let mut cp = before.clone();
     if let Some(label) = args.label {
-        cp.label = trimmed(label);
+        cp.label = fields::trimmed(label);
     }
     if let Some(p) = args.is_primary {
         cp.is_primary = p;
     }
     let consent = consent_arg(args.consent)?;
-    apply_consent(op, &mut cp, consent, trimmed(args.opt_out_reason))?;
+    apply_consent(op, &mut cp, consent, fields::trimmed(args.opt_out_reason))?;
     if cp == before {
         return Ok(ok(cp));
     }

@@ -98,7 +98,6 @@ const SORTS: &[(&str, &str, Order)] = &[
     ("overdue_amount", "overdue_amount", Order::Desc),
 ];
 
-
 /// The writable fields of a debtor, as `dunning_debtors_create` and `_update` read them
 /// (a patch: absent keeps, null clears the optional texts).
 #[derive(Debug, Deserialize)]

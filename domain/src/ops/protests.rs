@@ -273,14 +273,12 @@ struct CancelArgs {
 }
 
 fn documents_arg(document_ids: &Value) -> Result<Vec<String>, DomainError> {
-    let arr = document_ids
-        .as_array()
-        .ok_or_else(|| {
-            DomainError::field(
-                "document_ids",
-                "is required: at least one proof-of-debt document",
-            )
-        })?;
+    let arr = document_ids.as_array().ok_or_else(|| {
+        DomainError::field(
+            "document_ids",
+            "is required: at least one proof-of-debt document",
+        )
+    })?;
     if arr.is_empty() {
         return Err(DomainError::field(
             "document_ids",

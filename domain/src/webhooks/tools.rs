@@ -1,8 +1,8 @@
 //! The webhook tools (#58–#67).
 
 use super::*;
-use crate::catalog::name;
 use crate::args::{ById, fields};
+use crate::catalog::name;
 use crate::list::{Filter, Listing, Rows};
 use crate::store::WriteScope;
 
@@ -537,10 +537,16 @@ pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             return Err(DomainError::field(
                 "status",
                 // Named as JSON (quoted), as the list's other refusals are.
-                format!("{} is not one of pending, delivered, failed", Value::from(bad.as_str())),
+                format!(
+                    "{} is not one of pending, delivered, failed",
+                    Value::from(bad.as_str())
+                ),
             ));
         }
-        conds.push(Cond::In("status", st.into_iter().map(Value::from).collect()));
+        conds.push(Cond::In(
+            "status",
+            st.into_iter().map(Value::from).collect(),
+        ));
     }
     if let Some(code) = args.event_code {
         if code == "*" {

@@ -47,11 +47,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Domain;
+use crate::args::{ById, IdReason};
 use crate::demo::{Rng, Seeded};
 use crate::documents::{self, Align, Party, Style};
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
-use crate::args::{ById, IdReason};
 use crate::ops::charges::{self, Charge, NewCharge};
 use crate::ops::debtors::{self, Debtor};
 use crate::ops::deliveries::{self, Delivery};

@@ -121,8 +121,8 @@ fn sweep_run(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 fn renegotiate_run(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    let c = super::mark_renegotiated(op, id, None)?;
+    let crate::args::ById { id } = op.args()?;
+    let c = super::mark_renegotiated(op, &id, None)?;
     Ok(Output::ok(super::view(&c, op.today())))
 }
 

@@ -4,22 +4,35 @@
 //! it. The debtor must still be active, and the due date may not be in the past (a draft
 //! kept for a while is issued with a new `due_date`).
 
+use chrono::NaiveDate;
 use dunning_core::Output;
+use serde::Deserialize;
 
 use super::handlers::{debtor_of, with_debtor};
 use super::{commit, due_date, load_charge, register, view};
+use crate::args::fields;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
 use crate::ops::debtors::Debtor;
 use crate::store::{Kind, must};
 
+/// `dunning_charges_issue`'s arguments.
+#[derive(Debug, Deserialize)]
+pub(super) struct IssueArgs {
+    id: String,
+    #[serde(default, deserialize_with = "fields::date")]
+    due_date: Option<NaiveDate>,
+}
+
 /// `dunning_charges_issue`. Issuing a `pending` charge again changes nothing.
 pub(super) fn issue_draft(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "due_date"])?;
-    let id = op.str("id")?;
+    let IssueArgs {
+        id,
+        due_date: asked,
+    } = op.args_strict()?;
+    let id = id.as_str();
     let mut c = load_charge(op, id)?;
     let today = op.today();
-    let asked = op.opt_date("due_date")?;
     match c.status.as_str() {
         "draft" => {
             let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, &c.debtor_id)?;

@@ -1,6 +1,7 @@
 //! The charge tools' handlers (#13–#21, #23, #25) and their confirmation messages.
 
-use crate::list::{Filter, Listing, money_arg};
+use crate::args::{Amount, ById, Date, IdReason, ListArgs, fields};
+use crate::list::{Filter, Listing};
 use crate::rules::money::Money;
 use std::collections::HashMap;
 
@@ -36,48 +37,101 @@ const SORTS: &[(&str, &str, Order)] = &[
     ("created_at", "created_at", Order::Desc),
 ];
 
-// ---- argument helpers ----
+// ---- arguments ----
 
-fn opt_number(op: &Op<'_>, k: &str) -> Result<Option<f64>, DomainError> {
-    match op.args.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_f64()
-            .map(Some)
-            .ok_or_else(|| DomainError::field(k, "must be a number")),
-    }
+/// `dunning_charges_list`'s own filter (the rest are [`LISTING`]'s and the list's).
+#[derive(Debug, Deserialize)]
+pub(super) struct ListFilters {
+    q: Option<String>,
 }
 
-fn opt_text(op: &Op<'_>, k: &str) -> Result<Option<String>, DomainError> {
-    match op.args.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => {
-            let t = s.trim();
-            Ok((!t.is_empty()).then(|| t.to_owned()))
-        }
-        Some(_) => Err(DomainError::field(k, "must be a string")),
-    }
+/// `dunning_charges_timeline`.
+#[derive(Debug, Deserialize)]
+pub(super) struct TimelineArgs {
+    id: String,
+    #[serde(default, deserialize_with = "fields::csv")]
+    code: Option<Vec<String>>,
 }
 
-fn tags_arg(op: &Op<'_>) -> Result<Option<Vec<String>>, DomainError> {
-    match op.args.get("tags") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(a)) => a
-            .iter()
+/// `dunning_charges_create`. Texts are trimmed (blank is absent); the discount and the
+/// custom data are checked below, worded for their fields.
+#[derive(Debug, Deserialize)]
+pub(super) struct CreateArgs {
+    debtor_id: String,
+    amount: Amount,
+    due_date: Date,
+    payment_method: String,
+    description: Option<String>,
+    fine_percentage: Option<f64>,
+    interest_percentage: Option<f64>,
+    discount: Option<Value>,
+    ruler_id: Option<String>,
+    external_id: Option<String>,
+    tags: Option<Vec<String>>,
+    custom_data: Option<Value>,
+    draft: Option<bool>,
+}
+
+/// `dunning_charges_update` (a patch: a null description or ruler clears it).
+#[derive(Debug, Deserialize)]
+pub(super) struct UpdateArgs {
+    id: String,
+    #[serde(default, deserialize_with = "fields::date")]
+    due_date: Option<NaiveDate>,
+    #[serde(default, deserialize_with = "fields::money")]
+    amount: Option<Money>,
+    #[serde(default, deserialize_with = "fields::patch")]
+    description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "fields::patch")]
+    ruler_id: Option<Option<String>>,
+    tags: Option<Vec<String>>,
+}
+
+/// `dunning_charges_mark_paid`.
+#[derive(Debug, Deserialize)]
+pub(super) struct PaidArgs {
+    id: String,
+    paid_at: Option<String>,
+    #[serde(default, deserialize_with = "fields::money")]
+    paid_amount: Option<Money>,
+    paid_via: Option<String>,
+    note: Option<String>,
+}
+
+/// `dunning_charges_pause`.
+#[derive(Debug, Deserialize)]
+pub(super) struct PauseArgs {
+    id: String,
+    #[serde(default, deserialize_with = "fields::date")]
+    until: Option<NaiveDate>,
+    reason: Option<String>,
+}
+
+/// `dunning_charges_decide`.
+#[derive(Debug, Deserialize)]
+pub(super) struct DecideArgs {
+    id: String,
+    decision: String,
+    /// Required; absent reads as blank, refused with the decision's own words.
+    #[serde(default)]
+    reason: String,
+}
+
+fn tags_arg(tags: Option<Vec<String>>) -> Result<Option<Vec<String>>, DomainError> {
+    tags.map(|a| {
+        a.into_iter()
             .map(|t| {
-                t.as_str()
-                    .map(|s| s.trim().to_owned())
+                Some(t.trim().to_owned())
                     .filter(|s| !s.is_empty())
                     .ok_or_else(|| DomainError::field("tags", "must be non-empty strings"))
             })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err(DomainError::field("tags", "must be an array of strings")),
-    }
+            .collect()
+    })
+    .transpose()
 }
 
-fn discount_arg(op: &Op<'_>, due: NaiveDate) -> Result<Option<Discount>, DomainError> {
-    let Some(v) = op.args.get("discount").filter(|v| !v.is_null()) else {
+fn discount_arg(v: Option<&Value>, due: NaiveDate) -> Result<Option<Discount>, DomainError> {
+    let Some(v) = v else {
         return Ok(None);
     };
     let m = v
@@ -131,7 +185,7 @@ pub(super) fn with_debtor(mut v: Value, debtor: Option<&Debtor>) -> Value {
 
 /// `dunning_charges_list`'s filters. Free text (`q`, which spans the debtor's name) and
 /// the computed `days_overdue` sort are done by [`list_charges`] itself.
-const LISTING: Listing = Listing {
+pub(super) const LISTING: Listing = Listing {
     kind: Kind::Charge,
     filters: &[
         Filter::In("status", "status"),
@@ -161,9 +215,10 @@ const LISTING: Listing = Listing {
 pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let today = op.today();
     let conds = LISTING.conds(op)?;
-    let page = op.page();
-    let by_days = op.opt_str("sort_by") == Some("days_overdue");
-    let search = op.opt_str("q").map(str::to_lowercase);
+    let list_args: ListArgs = op.args()?;
+    let page = list_args.page();
+    let by_days = list_args.sort_by.as_deref() == Some("days_overdue");
+    let search = op.args::<ListFilters>()?.q.map(|q| q.to_lowercase());
     let mut debtors: HashMap<String, Option<Debtor>> = HashMap::new();
     let mut debtor = |op: &mut Op<'_>, id: &str| -> Result<Option<Debtor>, DomainError> {
         if let Some(d) = debtors.get(id) {
@@ -177,7 +232,7 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
         let total = op.tx.count(Kind::Charge, op.org, &conds)?;
         let q = Query {
             conds,
-            sort: op.sort(SORTS),
+            sort: list_args.sort(SORTS),
             limit: Some(page.per_page),
             offset: page.offset(),
         };
@@ -188,7 +243,7 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
         let sort = if by_days {
             ("due_date", Order::Asc)
         } else {
-            op.sort(SORTS)
+            list_args.sort(SORTS)
         };
         let q = Query {
             conds,
@@ -221,7 +276,7 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
             all = kept;
         }
         if by_days {
-            let desc = op.opt_str("sort_order") != Some("asc");
+            let desc = list_args.sort_order.as_deref() != Some("asc");
             // Stable sort: ties stay in due-date order.
             all.sort_by_key(|c| {
                 let d = super::days_overdue(c, today);
@@ -245,8 +300,8 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn get_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    let c = load_charge(op, id)?;
+    let ById { id } = op.args()?;
+    let c = load_charge(op, &id)?;
     let d = debtor_of(op, &c)?;
     Ok(ok(with_debtor(view(&c, op.today()), d.as_ref())))
 }
@@ -267,17 +322,21 @@ fn lifecycle_rank(code: &str) -> u8 {
 }
 
 pub(super) fn timeline(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
-    load_charge(op, id)?;
+    let TimelineArgs { id, code } = op.args()?;
+    let list_args: ListArgs = op.args()?;
+    load_charge(op, &id)?;
     let mut conds = vec![
         Cond::Eq("resource_type", json!("charge")),
         Cond::Eq("resource_id", json!(id)),
     ];
-    if let Some(codes) = op.csv("code") {
-        conds.push(Cond::In("code", codes));
+    if let Some(codes) = code {
+        conds.push(Cond::In(
+            "code",
+            codes.into_iter().map(Value::from).collect(),
+        ));
     }
-    let page = op.page();
-    let (_, order) = op.sort(&[("occurred_at", "occurred_at", Order::Asc)]);
+    let page = list_args.page();
+    let (_, order) = list_args.sort(&[("occurred_at", "occurred_at", Order::Asc)]);
     let q = Query {
         conds,
         // Through the resource index (not the organization's whole trail by time);
@@ -315,51 +374,29 @@ pub(super) fn timeline(op: &mut Op<'_>) -> Result<Output, DomainError> {
 
 // ---- writes ----
 
-const CREATE_FIELDS: &[&str] = &[
-    "debtor_id",
-    "amount",
-    "due_date",
-    "payment_method",
-    "description",
-    "fine_percentage",
-    "interest_percentage",
-    "discount",
-    "ruler_id",
-    "external_id",
-    "tags",
-    "custom_data",
-    "draft",
-];
-
 pub(super) fn create_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(CREATE_FIELDS)?;
-    let debtor_id = op.str("debtor_id")?.to_owned();
-    let amount =
-        money_arg(op, "amount")?.ok_or_else(|| DomainError::field("amount", "is required"))?;
-    let due = op
-        .opt_date("due_date")?
-        .ok_or_else(|| DomainError::field("due_date", "is required"))?;
-    let payment_method = op.str("payment_method")?.to_owned();
-    let custom_data = match op.args.get("custom_data") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
+    let args: CreateArgs = op.args_strict()?;
+    let (amount, due) = (args.amount.0, args.due_date.0);
+    let custom_data = match args.custom_data {
+        None => Map::new(),
+        Some(Value::Object(m)) => m,
         Some(_) => return Err(DomainError::field("custom_data", "must be an object")),
     };
     let n = NewCharge {
-        debtor_id,
+        debtor_id: args.debtor_id,
         amount,
         due_date: due,
-        payment_method,
-        description: opt_text(op, "description")?,
-        fine_percentage: opt_number(op, "fine_percentage")?.unwrap_or(0.0),
-        interest_percentage: opt_number(op, "interest_percentage")?.unwrap_or(0.0),
-        discount: discount_arg(op, due)?,
-        ruler_id: opt_text(op, "ruler_id")?,
-        external_id: opt_text(op, "external_id")?,
-        tags: tags_arg(op)?.unwrap_or_default(),
+        payment_method: args.payment_method,
+        description: fields::trimmed(args.description),
+        fine_percentage: args.fine_percentage.unwrap_or(0.0),
+        interest_percentage: args.interest_percentage.unwrap_or(0.0),
+        discount: discount_arg(args.discount.as_ref(), due)?,
+        ruler_id: fields::trimmed(args.ruler_id),
+        external_id: fields::trimmed(args.external_id),
+        tags: tags_arg(args.tags)?.unwrap_or_default(),
         custom_data,
         agreement_id: None,
-        draft: op.opt_bool("draft").unwrap_or(false),
+        draft: args.draft.unwrap_or(false),
     };
     let c = issue(op, n)?;
     let d = debtor_of(op, &c)?;
@@ -367,15 +404,8 @@ pub(super) fn create_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&[
-        "id",
-        "due_date",
-        "amount",
-        "description",
-        "ruler_id",
-        "tags",
-    ])?;
-    let id = op.str("id")?;
+    let args: UpdateArgs = op.args_strict()?;
+    let id = args.id.as_str();
     let mut c = load_charge(op, id)?;
     if !matches!(c.status.as_str(), "pending" | "overdue") {
         return Err(DomainError::Conflict(format!(
@@ -385,7 +415,7 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     let today = op.today();
     let before = c.clone();
-    if let Some(d) = op.opt_date("due_date")? {
+    if let Some(d) = args.due_date {
         if d < today {
             return Err(DomainError::field(
                 "due_date",
@@ -394,22 +424,22 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
         c.due_date = d.format("%Y-%m-%d").to_string();
     }
-    if let Some(a) = money_arg(op, "amount")? {
+    if let Some(a) = args.amount {
         validate_amount(a)?;
         c.amount = a;
     }
-    if op.args.contains_key("description") {
-        c.description = opt_text(op, "description")?;
+    if let Some(d) = args.description {
+        c.description = fields::trimmed(d);
     }
-    if op.args.contains_key("ruler_id") {
-        let r = opt_text(op, "ruler_id")?;
+    if let Some(r) = args.ruler_id {
+        let r = fields::trimmed(r);
         if let Some(r) = &r {
             // Another organization's ruler is NOT_FOUND, like any foreign id (§11).
             crate::ops::rulers::load_ruler(op.tx, op.org, r)?;
         }
         c.ruler_id = r;
     }
-    if let Some(t) = tags_arg(op)? {
+    if let Some(t) = tags_arg(args.tags)? {
         c.tags = t;
     }
     if c == before {
@@ -445,8 +475,8 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
-    let c = load_charge(op, id)?;
+    let ById { id } = op.args()?;
+    let c = load_charge(op, &id)?;
     let name = debtor_name(op, &c)?;
     Ok(format!(
         "Delete draft {} of {} for {name}? It is removed for good.",
@@ -456,8 +486,8 @@ pub(super) fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 pub(super) fn delete_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id"])?;
-    let id = op.str("id")?;
+    let ById { id } = op.args_strict()?;
+    let id = id.as_str();
     let c = load_charge(op, id)?;
     if c.status != "draft" {
         return Err(DomainError::Conflict(format!(
@@ -473,8 +503,8 @@ pub(super) fn delete_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
-    let c = load_charge(op, id)?;
+    let ById { id } = op.args()?;
+    let c = load_charge(op, &id)?;
     let name = debtor_name(op, &c)?;
     Ok(format!(
         "Cancel {} of {} for {name}? Its boleto/Pix stop being payable and dunning stops.",
@@ -484,8 +514,8 @@ pub(super) fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 pub(super) fn cancel_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "reason"])?;
-    let id = op.str("id")?;
+    let IdReason { id, reason } = op.args_strict()?;
+    let id = id.as_str();
     let mut c = load_charge(op, id)?;
     let today = op.today();
     if c.status != "canceled" {
@@ -495,7 +525,7 @@ pub(super) fn cancel_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
         let before = c.clone();
         c.status = "canceled".into();
         c.canceled_at = Some(op.timestamp());
-        c.cancellation_reason = opt_text(op, "reason")?;
+        c.cancellation_reason = fields::trimmed(reason);
         commit(op, "charge.canceled", Some(&before), &mut c)?;
     }
     let d = debtor_of(op, &c)?;
@@ -512,8 +542,8 @@ struct PaymentArgs {
     note: Option<String>,
 }
 
-fn payment_args(op: &Op<'_>, c: &Charge) -> Result<PaymentArgs, DomainError> {
-    let (paid_at, paid_on) = match opt_text(op, "paid_at")? {
+fn payment_args(op: &Op<'_>, args: PaidArgs, c: &Charge) -> Result<PaymentArgs, DomainError> {
+    let (paid_at, paid_on) = match fields::trimmed(args.paid_at) {
         None => (op.timestamp(), op.today()),
         Some(s) => {
             let t = calendar::parse_timestamp(&s).ok_or_else(|| {
@@ -530,7 +560,7 @@ fn payment_args(op: &Op<'_>, c: &Charge) -> Result<PaymentArgs, DomainError> {
         }
     };
     let owed = breakdown(c, paid_on).total;
-    let amount = match money_arg(op, "paid_amount")? {
+    let amount = match args.paid_amount {
         Some(a) if a <= Money::ZERO => {
             return Err(DomainError::field(
                 "paid_amount",
@@ -546,7 +576,7 @@ fn payment_args(op: &Op<'_>, c: &Charge) -> Result<PaymentArgs, DomainError> {
             ));
         }
     };
-    let via = opt_text(op, "paid_via")?.unwrap_or_else(|| "manual".into());
+    let via = fields::trimmed(args.paid_via).unwrap_or_else(|| "manual".into());
     if !matches!(via.as_str(), "boleto" | "pix" | "manual") {
         return Err(DomainError::field(
             "paid_via",
@@ -559,12 +589,14 @@ fn payment_args(op: &Op<'_>, c: &Charge) -> Result<PaymentArgs, DomainError> {
         owed,
         amount,
         via,
-        note: opt_text(op, "note")?,
+        note: fields::trimmed(args.note),
     })
 }
 
 pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
+    let args: PaidArgs = op.args()?;
+    let id = args.id.clone();
+    let id = id.as_str();
     let c = load_charge(op, id)?;
     let name = debtor_name(op, &c)?;
     if c.status == "paid" {
@@ -578,7 +610,7 @@ pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError>
     if !is_open(&c) {
         return Err(DomainError::transition("charge", id, &c.status, "paid"));
     }
-    let p = payment_args(op, &c)?;
+    let p = payment_args(op, args, &c)?;
     let outcome = if p.amount >= p.owed {
         "paid in full".to_owned()
     } else {
@@ -596,15 +628,16 @@ pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError>
 }
 
 pub(super) fn mark_paid(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "paid_at", "paid_amount", "paid_via", "note"])?;
-    let id = op.str("id")?;
+    let args: PaidArgs = op.args_strict()?;
+    let id = args.id.clone();
+    let id = id.as_str();
     let mut c = load_charge(op, id)?;
     let today = op.today();
     if c.status != "paid" {
         if !is_open(&c) {
             return Err(DomainError::transition("charge", id, &c.status, "paid"));
         }
-        let p = payment_args(op, &c)?;
+        let p = payment_args(op, args, &c)?;
         let before = c.clone();
         let total = c.paid_amount + p.amount;
         c.paid_amount = total;
@@ -650,18 +683,17 @@ fn pause_with(
 }
 
 pub(super) fn pause_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "until", "reason"])?;
-    let id = op.str("id")?;
+    let PauseArgs { id, until, reason } = op.args_strict()?;
+    let id = id.as_str();
     let mut c = load_charge(op, id)?;
     if !is_open(&c) {
         return Err(DomainError::transition("charge", id, &c.status, "paused"));
     }
     let today = op.today();
-    let until = op.opt_date("until")?;
     if until.is_some_and(|u| u < today) {
         return Err(DomainError::field("until", "must be today or later"));
     }
-    let reason = opt_text(op, "reason")?;
+    let reason = fields::trimmed(reason);
     pause_with(op, &mut c, until, reason)?;
     let d = debtor_of(op, &c)?;
     Ok(ok(with_debtor(view(&c, today), d.as_ref())))
@@ -679,9 +711,8 @@ fn resume_with(op: &mut Op<'_>, c: &mut Charge) -> Result<(), DomainError> {
 }
 
 pub(super) fn resume_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id"])?;
-    let id = op.str("id")?;
-    let mut c = load_charge(op, id)?;
+    let ById { id } = op.args_strict()?;
+    let mut c = load_charge(op, &id)?;
     resume_with(op, &mut c)?;
     let d = debtor_of(op, &c)?;
     Ok(ok(with_debtor(view(&c, op.today()), d.as_ref())))
@@ -776,10 +807,9 @@ fn decision_effect(c: &Charge, decision: &str) -> Result<&'static str, DomainErr
 }
 
 pub(super) fn describe_decide(op: &mut Op<'_>) -> Result<String, DomainError> {
-    let id = op.str("id")?;
-    let decision = op.str("decision")?;
-    let c = load_charge(op, id)?;
-    let effect = decision_effect(&c, decision)?;
+    let DecideArgs { id, decision, .. } = op.args()?;
+    let c = load_charge(op, &id)?;
+    let effect = decision_effect(&c, &decision)?;
     let name = debtor_name(op, &c)?;
     Ok(format!(
         "Record the decision {decision} on {} of {} ({} updated) owed by {name}? Effect: {effect}.",
@@ -790,10 +820,13 @@ pub(super) fn describe_decide(op: &mut Op<'_>) -> Result<String, DomainError> {
 }
 
 pub(super) fn decide(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    op.only(&["id", "decision", "reason"])?;
-    let id = op.str("id")?;
-    let decision = op.str("decision")?;
-    let reason = opt_text(op, "reason")?
+    let DecideArgs {
+        id,
+        decision,
+        reason,
+    } = op.args_strict()?;
+    let (id, decision) = (id.as_str(), decision.as_str());
+    let reason = fields::trimmed(Some(reason))
         .filter(|r| r.chars().count() >= 3)
         .ok_or_else(|| DomainError::field("reason", "is required (at least 3 characters)"))?;
     let mut c = load_charge(op, id)?;

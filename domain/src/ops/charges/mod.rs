@@ -44,6 +44,7 @@ pub use codes::{Boleto, Pix};
 pub use demo::seed_demo;
 pub use handlers::Decision;
 
+use crate::args::{ById, IdReason};
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::aggregates;
@@ -684,12 +685,15 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("tag", s::text("Only charges carrying this tag", 1, 50))
             .arg("q", s::text("Search in description, external id, debtor name and CPF/CNPJ", 1, 100))
             .list(&["due_date", "amount", "days_overdue", "created_at"])
+            .args::<handlers::ListFilters>()
+            .filters(handlers::LISTING.filters)
             .output(s::list_output(charge_output()))
             .run(handlers::list_charges),
         id_arg(tool(name::CHARGES_GET, "Get a charge", "GET", "/v1/charges/{id}"))
             .describe("One charge with its boleto/Pix codes, payments, and the server-computed `days_overdue`, `updated_amount` and `amount_breakdown` as of today.")
             .read()
             .access(Scope::Read, Some("charges.view"))
+            .args::<ById>()
             .output(charge_output())
             .run(handlers::get_charge),
         manage(tool(name::CHARGES_CREATE, "Create a charge", "POST", "/v1/charges"))
@@ -707,6 +711,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("tags", s::array("Tags", s::text("tag", 1, 50)))
             .arg("custom_data", s::any_object("Free-form data kept with the charge"))
             .arg("draft", s::boolean("Keep as an unregistered draft (no boleto/Pix yet); a draft can be deleted"))
+            .args::<handlers::CreateArgs>()
             .output(charge_output())
             .run(handlers::create_charge),
         id_arg(manage(tool(name::CHARGES_UPDATE, "Update a charge", "PATCH", "/v1/charges/{id}")))
@@ -717,18 +722,21 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("description", s::text("What is being charged", 1, 500))
             .arg("ruler_id", s::id("Ruler (régua) for this charge"))
             .arg("tags", s::array("Tags (replace the current ones)", s::text("tag", 1, 50)))
+            .args::<handlers::UpdateArgs>()
             .output(charge_output())
             .run(handlers::update_charge),
         id_arg(manage(tool(name::CHARGES_ISSUE, "Issue a draft charge", "POST", "/v1/charges/{id}/issue")))
             .describe("Issues a draft charge (draft -> pending): registers it now (boleto and/or Pix, per its payment method), optionally on a new due date (today or later; required when the draft's own has passed), and dunning follows it from then on. The debtor must be active. Issuing a pending charge again changes nothing; other statuses are a CONFLICT.")
             .idempotent()
             .arg("due_date", s::date("New due date, today or later (default: the draft's)"))
+            .args::<draft::IssueArgs>()
             .output(charge_output())
             .run(draft::issue_draft),
         id_arg(manage(tool(name::CHARGES_DELETE, "Delete a draft charge", "DELETE", "/v1/charges/{id}")))
             .describe("Deletes a draft charge. Registered charges cannot be deleted, only canceled (CONFLICT).")
             .destructive()
             .idempotent()
+            .args::<ById>()
             .confirm(handlers::describe_delete)
             .run(handlers::delete_charge),
         id_arg(manage(tool(name::CHARGES_CANCEL, "Cancel a charge", "POST", "/v1/charges/{id}/cancel")))
@@ -736,6 +744,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .destructive()
             .idempotent()
             .arg("reason", s::text("Why the charge is canceled", 1, 500))
+            .args::<IdReason>()
             .output(charge_output())
             .confirm(handlers::describe_cancel)
             .run(handlers::cancel_charge),
@@ -747,6 +756,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("paid_amount", s::money("Amount received (default: the whole updated amount)"))
             .arg("paid_via", s::one_of("How it was paid (default manual)", &["boleto", "pix", "manual"]))
             .arg("note", s::text("Note kept with the payment", 1, 500))
+            .args::<handlers::PaidArgs>()
             .output(charge_output())
             .confirm(handlers::describe_mark_paid)
             .run(handlers::mark_paid),
@@ -755,11 +765,13 @@ pub fn tools() -> Vec<ToolSpec> {
             .idempotent()
             .arg("until", s::date("Last day of the pause (default: until resumed)"))
             .arg("reason", s::text("Why dunning is paused", 1, 500))
+            .args::<handlers::PauseArgs>()
             .output(charge_output())
             .run(handlers::pause_charge),
         id_arg(manage(tool(name::CHARGES_RESUME, "Resume dunning of a charge", "POST", "/v1/charges/{id}/resume")))
             .describe("Resumes the ruler for a paused charge.")
             .idempotent()
+            .args::<ById>()
             .output(charge_output())
             .run(handlers::resume_charge),
         id_arg(tool(name::CHARGES_TIMELINE, "Timeline of a charge", "GET", "/v1/charges/{id}/events"))
@@ -768,12 +780,14 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Read, Some("charges.view"))
             .arg("code", s::text("Only these event codes, comma-separated (e.g. charge.paid,charge.overdue)", 1, 500))
             .list(&["occurred_at"])
+            .args::<handlers::TimelineArgs>()
             .output(s::list_output(s::entity_output(&["id", "code", "occurred_at"])))
             .run(handlers::timeline),
         id_arg(tool(name::CHARGES_SETTLEMENT_LETTER, "Settlement letter of a charge", "GET", "/v1/charges/{id}/settlement-pdf"))
             .describe("The settlement letter (carta de quitação, Código Civil arts. 319–320) of a fully paid charge, or of a renegotiated charge whose agreement was completed, as a PDF; NOT_SETTLED otherwise. Always the same document for the same charge. Returns the file's descriptor, not its bytes.")
             .read()
             .access(Scope::Read, Some("documents.view"))
+            .args::<ById>()
             .output(s::entity_output(&["content_type", "byte_size", "download_path"]))
             .run(statement::settlement_letter),
         id_arg(tool(name::CHARGES_DECIDE, "Decide on a debt", "POST", "/v1/charges/{id}/decision"))
@@ -782,6 +796,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .access(Scope::Write, Some("charges.decide"))
             .req("decision", s::one_of("The decision", handlers::DECISIONS))
             .req("reason", s::text("Why (kept in the audit trail)", 3, 1000))
+            .args::<handlers::DecideArgs>()
             .output(s::entity_output(&["decision", "charge"]))
             .confirm(handlers::describe_decide)
             .run(handlers::decide),
@@ -801,6 +816,7 @@ pub fn statement_tools() -> Vec<ToolSpec> {
             .arg("format", s::one_of("json (default) or pdf", &["json", "pdf"]))
             .arg("page", s::integer("Page of charges (json), from 1; the totals always cover every charge", 1, 1_000_000))
             .arg("per_page", s::integer("Charges per page (json), 1 to 100 (default 100)", 1, 100))
+            .args::<statement::StatementArgs>()
             .output(s::any_object("The statement, or the PDF's descriptor"))
             .run(statement::debtor_statement),
     ]

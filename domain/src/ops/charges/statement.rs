@@ -2,9 +2,11 @@
 
 use chrono::NaiveDate;
 use dunning_core::{File, Output};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Charge, breakdown, due_date, view};
+use crate::args::{ById, ListArgs, fields};
 use crate::documents::{self, Party, SettlementLetter, StatementDoc, StatementLine};
 use crate::error::DomainError;
 use crate::op::{Op, Page, ok};
@@ -93,7 +95,8 @@ fn settled(op: &mut Op<'_>, c: &Charge) -> Result<Option<Settled>, DomainError> 
 /// The settlement letter of a paid charge, or of a charge whose agreement was completed
 /// (rule 7). Same bytes every time.
 pub(super) fn settlement_letter(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
+    let ById { id } = op.args()?;
+    let id = id.as_str();
     let c = super::load_charge(op, id)?;
     let Some(how) = settled(op, &c)? else {
         return Err(DomainError::NotSettled(format!(
@@ -135,13 +138,27 @@ const LISTED: &[&str] = &[
     "renegotiated",
 ];
 
+/// `dunning_debtors_statement`: a page of its lines (JSON), 100 per page by default.
+#[derive(Debug, Deserialize)]
+pub(super) struct StatementArgs {
+    id: String,
+    #[serde(default, deserialize_with = "fields::date")]
+    as_of: Option<NaiveDate>,
+    format: Option<String>,
+    #[serde(default, deserialize_with = "fields::int")]
+    page: Option<i64>,
+    #[serde(default, deserialize_with = "fields::int")]
+    per_page: Option<i64>,
+}
+
 /// A debtor's statement as of a date: JSON, or the PDF of the same numbers.
 pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?;
+    let args: StatementArgs = op.args()?;
+    let id = args.id.as_str();
     let debtor = load_debtor(op, id)?;
-    let as_of_arg = op.opt_date("as_of")?;
+    let as_of_arg = args.as_of;
     let as_of = as_of_arg.unwrap_or_else(|| op.today());
-    let format = op.opt_str("format").unwrap_or("json");
+    let format = args.format.as_deref().unwrap_or("json");
     if !matches!(format, "json" | "pdf") {
         return Err(DomainError::field("format", "must be json or pdf"));
     }
@@ -173,9 +190,14 @@ pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
     // JSON: the lines of one page; the totals still cover every charge (issue 10:
     // a statement of 6,000 charges was one 16.8 MB answer).
     let page = Page {
-        page: op.page().page,
-        per_page: op
-            .opt_i64("per_page")
+        page: ListArgs {
+            page: args.page,
+            ..ListArgs::default()
+        }
+        .page()
+        .page,
+        per_page: args
+            .per_page
             .map_or(100, |n| u32::try_from(n.clamp(1, 100)).unwrap_or(100)),
     };
     let from = usize::try_from(page.offset())

@@ -144,7 +144,11 @@ pub(super) fn step_object_schema() -> Value {
 /// The step fields as arguments of the step tools, read by [`apply_step`] (the same
 /// reader as a ruler's `steps`).
 pub(super) fn with_step_args(mut b: ToolBuilder, create: bool) -> ToolBuilder {
-    let required = if create { vec!["offset_days", "channel"] } else { Vec::new() };
+    let required = if create {
+        vec!["offset_days", "channel"]
+    } else {
+        Vec::new()
+    };
     b = b.reads(crate::args::Shape {
         fields: STEP_FIELDS.to_vec(),
         required,
