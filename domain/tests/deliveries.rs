@@ -694,9 +694,14 @@ fn events_list_filters() {
     assert_eq!(first["data"][0]["actor"], "ana@demo.example");
 }
 
+#[derive(serde::Deserialize)]
+struct Advance {
+    id: String,
+    to: String,
+}
+
 fn advance_run(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let id = op.str("id")?.to_owned();
-    let to = op.str("to")?.to_owned();
+    let Advance { id, to } = op.args()?;
     let mut d = deliveries::load_delivery(op, &id)?;
     deliveries::advance(op, &mut d, &to, None)?;
     Ok(Output::ok(serde_json::to_value(d).unwrap()))
@@ -767,7 +772,11 @@ fn cancel_pending_for_other_modules() {
                "schedule_at": "2026-12-02T09:00:00-03:00"}),
     );
     fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
-        let cp = op.str("cp")?.to_owned();
+        #[derive(serde::Deserialize)]
+        struct Cp {
+            cp: String,
+        }
+        let Cp { cp } = op.args()?;
         let n = deliveries::cancel_pending(
             op,
             store::Cond::Eq("contact_point_id", json!(cp)),

@@ -221,7 +221,7 @@ fn a_reused_idempotency_key_is_refused_before_asking() {
 /// The debtor's stored aggregates and the full recount, side by side.
 fn aggregates(bed: &mut Bed, who: &Principal, debtor: &str) -> (Value, Value) {
     fn recount(op: &mut Op<'_>) -> Result<Output, DomainError> {
-        let id = op.str("id")?.to_owned();
+        let dunning_domain::args::ById { id } = op.args()?;
         let (open, overdue, n, oldest) = dunning_domain::ops::aggregates::recount(op, &id)?;
         Ok(Output::ok(json!([open, overdue, n, oldest])))
     }

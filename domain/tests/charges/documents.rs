@@ -45,10 +45,18 @@ fn rule_settlement_letter_only_when_paid() {
 /// Marks a charge renegotiated into an agreement document stored as-is (the agreements
 /// module's own tests cover how agreements get there).
 fn fold_into_agreement(bed: &Bed, who: &Principal, charge_id: &str, status: &str) {
+    #[derive(serde::Deserialize)]
+    struct Fold {
+        id: String,
+        agreement_id: String,
+        status: String,
+    }
     fn run(op: &mut Op<'_>) -> Result<Output, DomainError> {
-        let id = op.str("id")?.to_owned();
-        let aid = op.str("agreement_id")?.to_owned();
-        let status = op.str("status")?.to_owned();
+        let Fold {
+            id,
+            agreement_id: aid,
+            status,
+        } = op.args()?;
         charges::mark_renegotiated(op, &id, Some(&aid))?;
         let doc = json!({
             "id": aid, "status": status, "completed_at": "2027-02-15T10:00:00-03:00",
