@@ -117,38 +117,64 @@ fn a_patch_tells_null_from_absent() {
     );
 }
 
+/// How `t`'s argument structs and filters differ from its schema's properties (but the
+/// runtime's `idempotency_key`) and required ones, if they do.
+fn mismatch(t: &crate::tool::ToolSpec) -> Option<String> {
+    let schema = &t.def.input_schema;
+    let mut props: Vec<&str> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    props.retain(|p| *p != "idempotency_key");
+    let mut required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut fields: Vec<&str> = t.reads.iter().flat_map(|s| s.fields.clone()).collect();
+    let mut req: Vec<&str> = t.reads.iter().flat_map(|s| s.required.clone()).collect();
+    for v in [&mut props, &mut required, &mut fields, &mut req] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    (props != fields || required != req).then(|| {
+        format!(
+            "{}: schema {props:?} required {required:?}; structs {fields:?} required {req:?}",
+            t.def.name
+        )
+    })
+}
+
 /// Every tool of the catalogue reads exactly the arguments its schema declares: the
 /// union of the structs and filters it names ([`crate::tool::ToolBuilder::args`]) has
-/// the schema's properties (but the runtime's `idempotency_key`), and the same ones
-/// required.
+/// the schema's properties, and the same ones required.
 #[test]
 fn every_tool_reads_the_arguments_its_schema_declares() {
     let tools = crate::catalog::tools();
     assert!(tools.len() >= 68, "the whole catalogue");
-    let mut wrong = Vec::new();
-    for t in &tools {
-        let schema = &t.def.input_schema;
-        let mut props: Vec<&str> = schema["properties"]
-            .as_object()
-            .map(|p| p.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        props.retain(|p| *p != "idempotency_key");
-        let mut required: Vec<&str> = schema["required"]
-            .as_array()
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let mut fields: Vec<&str> = t.reads.iter().flat_map(|s| s.fields.clone()).collect();
-        let mut req: Vec<&str> = t.reads.iter().flat_map(|s| s.required.clone()).collect();
-        for v in [&mut props, &mut required, &mut fields, &mut req] {
-            v.sort_unstable();
-            v.dedup();
-        }
-        if props != fields || required != req {
-            wrong.push(format!(
-                "{}: schema {props:?} required {required:?}; structs {fields:?} required {req:?}",
-                t.def.name
-            ));
-        }
-    }
+    let wrong: Vec<String> = tools.iter().filter_map(mismatch).collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The check sees a field on one side only, and a required-ness that differs.
+#[test]
+fn a_field_on_one_side_only_is_a_mismatch() {
+    use crate::schema as s;
+    use crate::tool::tool;
+    fn run(_: &mut crate::op::Op<'_>) -> Result<dunning_core::Output, DomainError> {
+        Ok(dunning_core::Output::NoContent)
+    }
+    let base = || tool("t", "T", "GET", "/t").read().req("id", s::id("Id"));
+    assert_eq!(mismatch(&base().args::<ById>().run(run)), None);
+    assert!(
+        mismatch(
+            &base()
+                .arg("extra", s::string("Extra"))
+                .args::<ById>()
+                .run(run)
+        )
+        .is_some()
+    );
+    assert!(mismatch(&base().args::<IdReason>().run(run)).is_some());
+    let optional_id = tool("t", "T", "GET", "/t").read().arg("id", s::id("Id"));
+    assert!(mismatch(&optional_id.args::<ById>().run(run)).is_some());
 }
