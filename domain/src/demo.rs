@@ -178,6 +178,7 @@ pub(crate) fn run_with(
                 entropy,
                 settings,
                 outbound,
+                domain.registry(),
             );
             run(&mut op)
         },

@@ -788,7 +788,7 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-/// The debtor statement tool (#8): [`crate::catalog::tools`] lists it right after the debtor
+/// The debtor statement tool (#8): [`crate::catalog::Registry::new`] lists it right after the debtor
 /// tools, in catalogue order.
 pub fn statement_tools() -> Vec<ToolSpec> {
     vec![

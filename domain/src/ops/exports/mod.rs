@@ -17,9 +17,8 @@
 //!
 //! The webhook tools (#58–#67) are listed after these, from [`crate::webhooks`].
 
-use crate::catalog::name;
+use crate::catalog::{Registry, name};
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use dunning_core::{File, Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
@@ -289,18 +288,9 @@ fn resource(name: &str) -> Option<&'static Resource> {
     RESOURCES.iter().find(|r| r.name == name)
 }
 
-/// The list tools exports page through (built once).
-fn list_tool(name: &str) -> Option<&'static ToolSpec> {
-    static LISTS: OnceLock<Vec<ToolSpec>> = OnceLock::new();
-    LISTS
-        .get_or_init(|| {
-            crate::all_tools()
-                .into_iter()
-                .filter(|t| RESOURCES.iter().any(|r| r.list_tool == t.def.name))
-                .collect()
-        })
-        .iter()
-        .find(|t| t.def.name == name)
+/// The list tool `r` pages through, from the registry the operation was lent.
+fn list_tool<'r>(registry: &'r Registry, r: &Resource) -> Option<&'r ToolSpec> {
+    registry.get(r.list_tool)
 }
 
 fn export_output() -> Value {
@@ -358,6 +348,7 @@ fn run_list(
         seed,
         settings,
         op.outbound,
+        op.registry,
     );
     sub.dry_run = op.dry_run;
     (spec.run)(&mut sub)
@@ -409,7 +400,7 @@ fn check_filters(
     r: &Resource,
     filters: &Map<String, Value>,
 ) -> Result<(), DomainError> {
-    match list_tool(r.list_tool) {
+    match list_tool(op.registry, r) {
         Some(spec) => {
             if !op.principal.may(&spec.def.access) {
                 return Err(DomainError::Forbidden(format!(
@@ -733,7 +724,7 @@ fn rows(
     filters: &Map<String, Value>,
 ) -> Result<Vec<Value>, Failure> {
     let mut out = Vec::new();
-    match list_tool(r.list_tool) {
+    match list_tool(op.registry, r) {
         Some(spec) => {
             let mut page = 1u64;
             loop {
