@@ -42,6 +42,7 @@ pub mod org;
 pub mod outbound;
 pub mod rules;
 mod run;
+pub mod scheduler;
 pub mod schema;
 pub mod store;
 #[doc(hidden)]

@@ -119,7 +119,8 @@ fn demo_command(args: &DemoArgs) -> Result<(), DirError> {
     // The whole directory, keys included, so that `token` works on it at once.
     let init = dir.initialize(store.as_deref(), 0, now, true)?;
     if !init.fresh {
-        datadir::reseed(&Domain::new(init.store), now)?;
+        dunning_domain::demo::reseed(&Domain::new(init.store), now)
+            .map_err(|e| format!("demo data: {e}"))?;
     }
     if store.is_some() {
         eprintln!("demo data seeded in the PostgreSQL store");

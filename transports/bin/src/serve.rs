@@ -261,14 +261,15 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         .listen(LISTEN_BACKLOG)
         .map_err(|e| format!("listen on {bound}: {e}"))?;
     let listener = TcpListener::from(socket);
+    let dev = dunning_domain::demo::dev_identity();
     let dev_token = dev_seed.as_deref().map(|seed| {
         token::mint(
             seed,
             &endpoint,
             &token::Request {
-                org_id: &dunning_domain::demo::stable_id("org:demo"),
-                person: "ana@demo.example",
-                scope: &token::role_scopes("owner"),
+                org_id: &dev.org_id(),
+                person: dev.person,
+                scope: &token::role_scopes(dev.role),
                 ttl: DEV_TOKEN_TTL_SECS,
                 audience: AudienceArg::Mcp,
             },
