@@ -41,7 +41,6 @@ use clap::Parser as _;
 use dunning_domain::Domain;
 
 use crate::cli::{Cli, Command, DemoArgs, TokenArgs};
-use crate::clock::Clock;
 use crate::datadir::{DataDir, DirError};
 
 fn main() -> ExitCode {
@@ -72,8 +71,8 @@ fn main() -> ExitCode {
 /// It never creates anything: on a data dir that `serve` (or `demo`) did not initialize
 /// it refuses (exit code 2) instead of making a key the running server does not trust.
 fn token_command(args: &TokenArgs) -> Result<(), DirError> {
-    let now = Clock::from_flag(args.clock).now();
-    let opened = DataDir::open_initialized(&args.data_dir, args.store.as_deref())?;
+    let now = args.data.clock.clock().now();
+    let opened = DataDir::open_initialized(&args.data.data_dir, args.data.store.as_deref())?;
     let (org_id, member) = token::lookup(&*opened.store, &args.org, &args.person)?;
     let scope = match (&args.scope, &member) {
         (Some(s), Some(_)) => s.clone(),
@@ -113,9 +112,9 @@ fn token_command(args: &TokenArgs) -> Result<(), DirError> {
 /// with `--store` or when the data dir's server recorded one, in the PostgreSQL database
 /// the replicas share.
 fn demo_command(args: &DemoArgs) -> Result<(), DirError> {
-    let now = Clock::from_flag(args.clock).now();
-    let store = datadir::served_store(&args.data_dir, args.store.as_deref())?;
-    let dir = DataDir::create(&args.data_dir)?;
+    let now = args.data.clock.clock().now();
+    let store = datadir::served_store(&args.data.data_dir, args.data.store.as_deref())?;
+    let dir = DataDir::create(&args.data.data_dir)?;
     // The whole directory, keys included, so that `token` works on it at once.
     let init = dir.initialize(store.as_deref(), 0, now, true)?;
     if !init.fresh {

@@ -35,7 +35,7 @@ use zeroize::Zeroizing;
 use crate::auth::{self, Authenticator};
 use crate::cli::{AudienceArg, ServeArgs, Transport};
 use crate::client_metadata::{Fetcher, WithClientMetadata};
-use crate::clock::{Clock, ShiftedEnv};
+use crate::clock::ShiftedEnv;
 use crate::datadir::{DataDir, Endpoint, StoreRecord};
 use crate::fdlimit;
 use crate::instructions::INSTRUCTIONS;
@@ -100,7 +100,7 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         max_in_flight = settings.limits.max_in_flight,
         "effective settings"
     );
-    let clock = Clock::from_flag(args.clock);
+    let clock = args.clock.clock();
     if clock.is_shifted() {
         tracing::warn!(now = %dunning_domain::rules::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");
     }

@@ -694,7 +694,7 @@ mod tests {
             log_level: None,
             metrics_listen: None,
             print_token: false,
-            clock: None,
+            clock: crate::cli::ClockArg { clock: None },
         }
     }
 
