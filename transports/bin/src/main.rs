@@ -11,9 +11,11 @@
 //! meet the core. Its own pieces: [`auth`] (JWT → cache → store), [`limiter`] (GCRA per
 //! organization and token), [`telemetry`] (request log line and `/metrics`),
 //! [`settings`] (TOML file and flags), [`datadir`] (database and keys on disk), [`clock`]
-//! (the one wall clock every command reads), [`webhook_http`] (the webhook driver that
-//! posts for real), [`channels`] (messages to debtors: e-mail, WhatsApp, SMS, and
-//! their providers' callbacks).
+//! (the one wall clock every command reads), [`keys`] (every key held: verification,
+//! development, requestState), [`outbound`] (every client toward another machine:
+//! webhooks, channel providers, JWKS, client metadata, OTLP), [`channels`] (messages to
+//! debtors: which driver, their budgets, the providers' callbacks), [`jobs`] (runs the
+//! domain's schedule). The domain decides; these modules wire it to the OS.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -22,18 +24,18 @@ mod arenas;
 mod auth;
 mod channels;
 mod cli;
-mod client_metadata;
 mod clock;
 mod datadir;
 mod fdlimit;
 mod instructions;
 mod jobs;
+mod keys;
 mod limiter;
+mod outbound;
 mod serve;
 mod settings;
 mod telemetry;
 mod token;
-mod webhook_http;
 
 use std::process::ExitCode;
 

@@ -26,10 +26,11 @@ use http::{HeaderValue, StatusCode};
 use serde_json::Value;
 
 use super::CALLBACKS;
+use super::form;
 use super::settings::{Channels, WhatsAppDriver, secret};
 use super::unsubscribe::{self, Links};
-use super::{form, sms, whatsapp};
 use crate::clock::Clock;
+use crate::outbound::{sms, whatsapp};
 
 /// The WhatsApp callback's path.
 pub(crate) const WHATSAPP: &str = "/channels/whatsapp";
