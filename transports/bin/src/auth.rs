@@ -420,18 +420,6 @@ mod tests {
         assert!(c.get(&k, UnixTime::from_secs(1)).is_none());
     }
 
-    #[test]
-    fn nudge_is_rate_limited() {
-        let k = TrustedKeys::new(KeySet::default());
-        assert!(!k.take_wanted());
-        assert!(k.nudge(UnixTime::from_secs(100), 30_000));
-        assert!(k.take_wanted());
-        assert!(!k.take_wanted());
-        assert!(!k.nudge(UnixTime::from_secs(110), 30_000));
-        assert!(!k.take_wanted());
-        assert!(k.nudge(UnixTime::from_secs(131), 30_000));
-    }
-
     /// A store with the demo organization's people, an authenticator over it, and a
     /// token of Caio (operator) it accepts.
     fn fixture() -> (Authenticator, Domain, String, UnixTime) {
@@ -458,7 +446,7 @@ mod tests {
             Some(&crate::keys::dev_kid(&seed)),
             &jwt::ed25519_public(&seed),
         );
-        let keys = Arc::new(TrustedKeys::new(KeySet::new(vec![jwk.unwrap()])));
+        let keys = Arc::new(TrustedKeys::new(jwt::KeySet::new(vec![jwk.unwrap()])));
         let validation = Validation::new(
             &endpoint.issuer,
             &endpoint.mcp_audience,

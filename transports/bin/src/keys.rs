@@ -216,3 +216,20 @@ fn decode_secret(text: &str) -> Option<Zeroizing<Vec<u8>>> {
         .find_map(|e| e.decode(text).ok())
         .map(Zeroizing::new)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nudge_is_rate_limited() {
+        let k = TrustedKeys::new(KeySet::default());
+        assert!(!k.take_wanted());
+        assert!(k.nudge(UnixTime::from_secs(100), 30_000));
+        assert!(k.take_wanted());
+        assert!(!k.take_wanted());
+        assert!(!k.nudge(UnixTime::from_secs(110), 30_000));
+        assert!(!k.take_wanted());
+        assert!(k.nudge(UnixTime::from_secs(131), 30_000));
+    }
+}
