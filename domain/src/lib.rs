@@ -43,6 +43,7 @@ pub mod outbound;
 pub mod rules;
 mod run;
 pub mod schema;
+pub mod status;
 pub mod store;
 #[doc(hidden)]
 pub mod testing;
