@@ -46,12 +46,30 @@ pub fn change<S: Status>(slot: &mut S, id: &str, to: S) -> Result<(), DomainErro
 
 /// The wire strings of `set`, as the store's `IN` conditions take them.
 pub fn values<S: Status>(set: &[S]) -> Vec<serde_json::Value> {
-    set.iter().map(|s| serde_json::Value::from(s.as_str())).collect()
+    set.iter()
+        .map(|s| serde_json::Value::from(s.as_str()))
+        .collect()
+}
+
+/// The wire strings of `set` (schemas list them).
+pub fn names<S: Status>(set: &[S]) -> Vec<&'static str> {
+    set.iter().map(|s| s.as_str()).collect()
+}
+
+/// The wire strings of `set`, joined with commas (messages naming a set of statuses).
+pub fn joined<S: Status>(set: &[S]) -> String {
+    set.iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The refusal of an unknown status string (the message the list filters give).
 pub fn unknown(bad: &str, names: &[&str]) -> DomainError {
-    DomainError::field("status", format!("{bad} is not one of {}", names.join(", ")))
+    DomainError::field(
+        "status",
+        format!("{bad} is not one of {}", names.join(", ")),
+    )
 }
 
 /// Declares a status enum (the first variant is its `Default`, what a new document
@@ -325,6 +343,11 @@ status_enum! {
 impl AgreementStatus {
     /// Agreements that hold their charges.
     pub const OPEN: &'static [Self] = &[Self::Proposed, Self::Accepted, Self::Active];
+
+    /// Accepted or active: its installments are collected instead of its charges.
+    pub fn is_in_force(self) -> bool {
+        matches!(self, Self::Accepted | Self::Active)
+    }
 }
 
 status_enum! {
@@ -348,7 +371,10 @@ status_enum! {
 impl InstallmentStatus {
     /// Its charge's status, once it has a charge.
     pub fn charge(self) -> Option<ChargeStatus> {
-        ChargeStatus::ALL.iter().copied().find(|c| c.as_str() == self.as_str())
+        ChargeStatus::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == self.as_str())
     }
 }
 
@@ -412,7 +438,8 @@ impl ProtestStatus {
         Self::Protested,
     ];
     /// Statuses a protest can be withdrawn from (desistência).
-    pub const WITHDRAWABLE: &'static [Self] = &[Self::Requested, Self::SentToNotary, Self::Intimated];
+    pub const WITHDRAWABLE: &'static [Self] =
+        &[Self::Requested, Self::SentToNotary, Self::Intimated];
 
     /// Whether it can still be withdrawn (see [`Self::WITHDRAWABLE`]).
     pub fn is_withdrawable(self) -> bool {

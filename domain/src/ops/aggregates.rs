@@ -18,6 +18,7 @@
 //!
 //! [`recount`] is the full recount, kept as the reference the deltas are tested against.
 
+use crate::status::ChargeStatus;
 use serde_json::{Value, json};
 
 use super::charges::Charge;
@@ -47,7 +48,7 @@ fn share(c: Option<&Charge>) -> Share {
         return Share::default();
     };
     let due = c.amount - c.paid_amount;
-    let overdue = c.status == "overdue";
+    let overdue = c.status == ChargeStatus::Overdue;
     Share {
         open: due,
         overdue: if overdue { due } else { Money::ZERO },

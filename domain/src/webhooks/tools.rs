@@ -3,6 +3,7 @@
 use super::*;
 use crate::catalog::name;
 use crate::list::{Filter, Listing, Rows};
+use crate::status::WebhookDeliveryStatus;
 use crate::store::WriteScope;
 
 pub(super) const SIGNATURE_DOC: &str = "Every delivery is a POST of the event as JSON ({id, code, resource_type, resource_id, occurred_at, data, changes}) with headers X-Kobana-Event, X-Kobana-Event-Id, X-Kobana-Delivery-Id (the same on retries: deduplicate on it) and X-Kobana-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>], where each v1 is HMAC-SHA256 keyed with the webhook secret (the whole whsec_... string) over \"<t>.\" followed by the raw body; accept the request when any v1 matches and t is recent.";
@@ -377,7 +378,8 @@ pub(super) fn post_test(
             let mut d: WebhookDelivery = must(op.tx, Kind::WebhookDelivery, op.org, did)?;
             // Recorded only while the claim is ours (as [`finish`] does): a delivery is
             // attempted and recorded by exactly one worker.
-            if d.status == "pending" && Some(u64::from(d.attempts)) == claimed {
+            if d.status == WebhookDeliveryStatus::Pending && Some(u64::from(d.attempts)) == claimed
+            {
                 record(op, &mut d, &response)?;
             }
             Ok(created(delivery_view(&d)))
@@ -515,7 +517,7 @@ pub(super) fn describe_resend(op: &mut Op<'_>) -> Result<String, DomainError> {
 pub(super) fn resend_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
     op.only(&["id", "delivery_id"])?;
     let (w, mut d) = load_delivery(op)?;
-    if d.status != "failed" {
+    if d.status != WebhookDeliveryStatus::Failed {
         return Err(DomainError::transition(
             "webhook delivery",
             &d.id,
@@ -531,7 +533,7 @@ pub(super) fn resend_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     let before = d.summary();
     let now = op.timestamp();
-    d.status = "pending".into();
+    crate::status::change(&mut d.status, &d.id, WebhookDeliveryStatus::Pending)?;
     d.round_attempts = 0;
     d.failed_at = None;
     d.next_retry_at = Some(now.clone());

@@ -2,6 +2,7 @@
 //! one.
 
 use super::*;
+use crate::status::{AgreementStatus, ChargeStatus};
 
 pub(super) fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
@@ -22,7 +23,7 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
         sync_installments(op, &mut a)?;
         return Ok(ok(a));
     }
-    if a.status != "proposed" {
+    if a.status != AgreementStatus::Proposed {
         return Err(DomainError::transition(
             "agreement",
             id,
@@ -103,13 +104,13 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
             },
         )?;
         inst.charge_id = Some(c.id);
-        inst.status = c.status;
+        inst.status = c.status.into();
     }
     for cid in &a.charge_ids {
         charges::mark_renegotiated(op, cid, Some(&agreement_id))?;
     }
     crate::ops::bureau::settle_for_agreement(op, &a.charge_ids)?;
-    a.status = "accepted".into();
+    crate::status::change(&mut a.status, &a.id, AgreementStatus::Accepted)?;
     a.accepted_at = Some(accepted_at);
     a.accepted_by = Some(accepted_by.to_owned());
     a.accepted_by_user = Some(op.principal.subject.clone());
@@ -126,7 +127,7 @@ pub(super) fn cancel_check(op: &mut Op<'_>, a: &Agreement) -> Result<Option<()>,
             for i in &a.installments {
                 let Some(cid) = &i.charge_id else { continue };
                 let c = charges::load_charge(op, cid)?;
-                if c.paid_amount > Money::ZERO || c.status == "paid" {
+                if c.paid_amount > Money::ZERO || c.status == ChargeStatus::Paid {
                     return Err(DomainError::Conflict(format!(
                         "invalid_transition: agreement {} has a payment on installment {} (charge {cid}, {}); an agreement with payments is active and cannot be canceled",
                         a.id, i.number, c.status
@@ -176,7 +177,7 @@ pub(super) fn cancel_charge(op: &mut Op<'_>, cid: &str, reason: &str) -> Result<
         return Ok(());
     }
     let before = c.clone();
-    c.status = "canceled".into();
+    crate::status::change(&mut c.status, &c.id, ChargeStatus::Canceled)?;
     c.canceled_at = Some(op.timestamp());
     c.cancellation_reason = Some(reason.to_owned());
     charges::commit(op, "charge.canceled", Some(&before), &mut c)
@@ -193,7 +194,7 @@ pub(super) fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let reason = op
         .opt_str("reason")
         .map_or_else(|| "canceled".to_owned(), str::to_owned);
-    if a.status == "accepted" {
+    if a.status == AgreementStatus::Accepted {
         let why = format!("agreement {} canceled: {reason}", a.id);
         for i in a.installments.clone() {
             if let Some(cid) = &i.charge_id {
@@ -202,22 +203,22 @@ pub(super) fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
         for cid in a.charge_ids.clone() {
             let mut c = charges::load_charge(op, &cid)?;
-            if c.status != "renegotiated" || c.agreement_id.as_deref() != Some(id) {
+            if c.status != ChargeStatus::Renegotiated || c.agreement_id.as_deref() != Some(id) {
                 continue;
             }
             let prev = c.clone();
-            c.status = if c.paid_amount > Money::ZERO {
-                "partially_paid"
+            let back = if c.paid_amount > Money::ZERO {
+                ChargeStatus::PartiallyPaid
             } else {
-                "overdue"
-            }
-            .into();
+                ChargeStatus::Overdue
+            };
+            crate::status::change(&mut c.status, &c.id, back)?;
             c.agreement_id = None;
             charges::commit(op, "charge.updated", Some(&prev), &mut c)?;
         }
         sync_installments(op, &mut a)?;
     }
-    a.status = "canceled".into();
+    crate::status::change(&mut a.status, &a.id, AgreementStatus::Canceled)?;
     a.canceled_at = Some(op.timestamp());
     a.cancellation_reason = Some(reason);
     commit(op, "agreement.canceled", Some(&before), &mut a)?;

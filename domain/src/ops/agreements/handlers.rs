@@ -15,8 +15,9 @@ pub(super) fn sync_installments(op: &mut Op<'_>, a: &mut Agreement) -> Result<bo
     for i in &mut a.installments {
         let Some(cid) = &i.charge_id else { continue };
         if let Some(c) = load::<Charge>(op.tx, Kind::Charge, op.org, cid)? {
-            if i.status != c.status || i.paid_amount != c.paid_amount {
-                i.status = c.status;
+            let mirrored = InstallmentStatus::from(c.status);
+            if i.status != mirrored || i.paid_amount != c.paid_amount {
+                i.status = mirrored;
                 i.paid_amount = c.paid_amount;
                 changed = true;
             }
@@ -166,7 +167,7 @@ pub(super) fn create_agreement(op: &mut Op<'_>) -> Result<Output, DomainError> {
         id,
         debtor_id: t.debtor.id.clone(),
         charge_ids: ids,
-        status: "proposed".into(),
+        status: AgreementStatus::Proposed,
         charges: t.parts.clone(),
         original_amount: t.principal,
         fine_amount: t.fine,
@@ -259,7 +260,7 @@ pub(super) fn notify_proposal(
             dunning_core::Audience::Mcp => "manual",
         }
         .into(),
-        status: "scheduled".into(),
+        status: DeliveryStatus::Scheduled,
         to: cp.get("value").and_then(Value::as_str).map(str::to_owned),
         message: Some(message),
         subject: Some("Proposta de acordo".into()),

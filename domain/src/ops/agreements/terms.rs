@@ -105,7 +105,7 @@ pub(super) fn schedule(
             kind: "down_payment".into(),
             amount: down,
             due_date: fmt_date(calendar::next_business_day(first)),
-            status: "scheduled".into(),
+            status: InstallmentStatus::Scheduled,
             ..Installment::default()
         });
     }
@@ -126,7 +126,7 @@ pub(super) fn schedule(
             kind: "installment".into(),
             amount,
             due_date: fmt_date(calendar::next_business_day(due)),
-            status: "scheduled".into(),
+            status: InstallmentStatus::Scheduled,
             ..Installment::default()
         });
     }

@@ -36,6 +36,7 @@
 
 use crate::catalog::name;
 use crate::rules::money::Money;
+use crate::status::BureauStatus;
 use chrono::{Months, NaiveDate};
 use dunning_core::{Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
@@ -104,7 +105,7 @@ pub struct BureauRecord {
     /// `serasa`, `spc`, `boa_vista` or `quod`.
     pub bureau: String,
     /// Status (see the module docs).
-    pub status: String,
+    pub status: BureauStatus,
     /// Amount registered (the charge's updated amount when negativated, BRL).
     pub amount: Money,
     /// The delivery that carried the prior notice.
@@ -274,15 +275,19 @@ fn commit(
     save(op.tx, Kind::CreditBureauRecord, op.org, &*r)?;
     let changes = before.map_or(Value::Null, |b| debtors::diff(b, &*r));
     op.event(code, "credit_bureau_record", &r.id.clone(), &*r, changes)?;
-    mirror_on_charge(op, &r.charge_id, &r.status)
+    mirror_on_charge(op, &r.charge_id, r.status)
 }
 
 /// Keeps the charge's `negativation_status` in step (no charge event: the record's
 /// event is the change).
-fn mirror_on_charge(op: &mut Op<'_>, charge_id: &str, status: &str) -> Result<(), DomainError> {
+fn mirror_on_charge(
+    op: &mut Op<'_>,
+    charge_id: &str,
+    status: BureauStatus,
+) -> Result<(), DomainError> {
     if let Some(mut c) = load::<Charge>(op.tx, Kind::Charge, op.org, charge_id)? {
-        if c.negativation_status.as_deref() != Some(status) {
-            c.negativation_status = Some(status.to_owned());
+        if c.negativation_status != Some(status) {
+            c.negativation_status = Some(status);
             c.updated_at = op.timestamp();
             save(op.tx, Kind::Charge, op.org, &c)?;
         }
@@ -297,7 +302,7 @@ fn cancel_record(
     why: &str,
 ) -> Result<(), DomainError> {
     let before = r.clone();
-    r.status = "canceled".into();
+    crate::status::change(&mut r.status, &r.id, BureauStatus::Canceled)?;
     r.canceled_at = Some(op.timestamp());
     r.removal_reason = reason.map(str::to_owned);
     r.error_message = Some(why.to_owned());
@@ -306,7 +311,7 @@ fn cancel_record(
 
 fn request_removal(op: &mut Op<'_>, r: &mut BureauRecord, reason: &str) -> Result<(), DomainError> {
     let before = r.clone();
-    r.status = "removal_requested".into();
+    crate::status::change(&mut r.status, &r.id, BureauStatus::RemovalRequested)?;
     r.removal_requested_at = Some(op.timestamp());
     r.removal_reason = Some(reason.to_owned());
     commit(op, "credit_bureau.removal_requested", Some(&before), r)

@@ -2,6 +2,7 @@
 //! payment or agreement.
 
 use super::*;
+use crate::status::BureauStatus;
 
 /// The default bureau driver: records the request and answers with a protocol at once
 /// (nothing leaves the machine).
@@ -88,12 +89,12 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                     n += 1;
                     continue;
                 }
-                if r.status == "pending_notice" {
+                if r.status == BureauStatus::PendingNotice {
                     // A notice was never recorded (it is sent by `negativate`): nothing
                     // may happen until one is.
                     continue;
                 }
-                if r.status == "notice_sent" {
+                if r.status == BureauStatus::NoticeSent {
                     let notice = match &r.notice_delivery_id {
                         Some(did) => load::<Delivery>(op.tx, Kind::Delivery, op.org, did)?,
                         None => None,
@@ -101,7 +102,11 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                     match notice.as_ref().map(|d| d.status.as_str()) {
                         Some("sent" | "delivered" | "read" | "clicked") => {
                             let before = r.clone();
-                            r.status = "awaiting_window".into();
+                            crate::status::change(
+                                &mut r.status,
+                                &r.id,
+                                BureauStatus::AwaitingWindow,
+                            )?;
                             commit(op, "credit_bureau.awaiting_window", Some(&before), &mut r)?;
                             n += 1;
                         }
@@ -118,7 +123,9 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                         Some(_) => continue,
                     }
                 }
-                if r.status == "awaiting_window" && due_now(r.eligible_at.as_deref(), op.now) {
+                if r.status == BureauStatus::AwaitingWindow
+                    && due_now(r.eligible_at.as_deref(), op.now)
+                {
                     n += include(op, &mut r)?;
                 }
             }
@@ -137,7 +144,7 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
             }
             "removal_requested" => {
                 let before = r.clone();
-                r.status = "removed".into();
+                crate::status::change(&mut r.status, &r.id, BureauStatus::Removed)?;
                 r.removed_at = Some(op.timestamp());
                 commit(op, "credit_bureau.removed", Some(&before), &mut r)?;
                 n += 1;
@@ -151,22 +158,22 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
 /// `awaiting_window → requested → included` (the default driver answers at once).
 pub(super) fn include(op: &mut Op<'_>, r: &mut BureauRecord) -> Result<u32, DomainError> {
     let mut n = 0;
-    if r.status == "awaiting_window" {
+    if r.status == BureauStatus::AwaitingWindow {
         let before = r.clone();
-        r.status = "requested".into();
+        crate::status::change(&mut r.status, &r.id, BureauStatus::Requested)?;
         r.requested_at = Some(op.timestamp());
         commit(op, "credit_bureau.requested", Some(&before), r)?;
         n += 1;
     }
     if r.notice_sent_at.is_none() || r.notice_delivery_id.is_none() {
         let before = r.clone();
-        r.status = "rejected".into();
+        crate::status::change(&mut r.status, &r.id, BureauStatus::Rejected)?;
         r.error_message = Some("no prior notice on record (CDC art. 43 §2)".into());
         commit(op, "credit_bureau.failed", Some(&before), r)?;
         return Ok(n + 1);
     }
     let before = r.clone();
-    r.status = "included".into();
+    crate::status::change(&mut r.status, &r.id, BureauStatus::Included)?;
     r.included_at = Some(op.timestamp());
     r.protocol = Some(bureau_protocol(r));
     commit(op, "credit_bureau.included", Some(&before), r)?;

@@ -4,6 +4,7 @@
 //! it. The debtor must still be active, and the due date may not be in the past (a draft
 //! kept for a while is issued with a new `due_date`).
 
+use crate::status::{ChargeStatus, DebtorStatus};
 use dunning_core::Output;
 
 use super::handlers::{debtor_of, with_debtor};
@@ -23,7 +24,7 @@ pub(super) fn issue_draft(op: &mut Op<'_>) -> Result<Output, DomainError> {
     match c.status.as_str() {
         "draft" => {
             let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, &c.debtor_id)?;
-            if debtor.status != "active" {
+            if debtor.status != DebtorStatus::Active {
                 return Err(DomainError::Conflict(format!(
                     "debtor {} is {}; charges can only be issued for active debtors",
                     debtor.id, debtor.status
@@ -40,7 +41,7 @@ pub(super) fn issue_draft(op: &mut Op<'_>) -> Result<Output, DomainError> {
             }
             let before = c.clone();
             c.due_date = due.format("%Y-%m-%d").to_string();
-            c.status = "pending".into();
+            crate::status::change(&mut c.status, &c.id, ChargeStatus::Pending)?;
             register(op, &mut c)?;
             commit(op, "charge.issued", Some(&before), &mut c)?;
         }

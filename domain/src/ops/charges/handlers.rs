@@ -2,6 +2,7 @@
 
 use crate::list::{Filter, Listing, money_arg};
 use crate::rules::money::Money;
+use crate::status::ChargeStatus;
 use std::collections::HashMap;
 
 use chrono::NaiveDate;
@@ -435,9 +436,9 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if c.due_date != before.due_date || c.amount != before.amount {
         register(op, &mut c)?;
     }
-    if c.status == "overdue" && effective_due_date(&c) >= today {
+    if c.status == ChargeStatus::Overdue && effective_due_date(&c) >= today {
         // Re-dated to the future: the clock no longer makes it overdue.
-        c.status = "pending".into();
+        crate::status::change(&mut c.status, &c.id, ChargeStatus::Pending)?;
     }
     commit(op, "charge.updated", Some(&before), &mut c)?;
     let d = debtor_of(op, &c)?;
@@ -459,7 +460,7 @@ pub(super) fn delete_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     op.only(&["id"])?;
     let id = op.str("id")?;
     let c = load_charge(op, id)?;
-    if c.status != "draft" {
+    if c.status != ChargeStatus::Draft {
         return Err(DomainError::Conflict(format!(
             "invalid_transition: charge {id} is {}; only draft charges can be deleted (cancel it instead)",
             c.status
@@ -488,12 +489,12 @@ pub(super) fn cancel_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = op.str("id")?;
     let mut c = load_charge(op, id)?;
     let today = op.today();
-    if c.status != "canceled" {
+    if c.status != ChargeStatus::Canceled {
         if !is_open(&c) {
             return Err(DomainError::transition("charge", id, &c.status, "canceled"));
         }
         let before = c.clone();
-        c.status = "canceled".into();
+        crate::status::change(&mut c.status, &c.id, ChargeStatus::Canceled)?;
         c.canceled_at = Some(op.timestamp());
         c.cancellation_reason = opt_text(op, "reason")?;
         commit(op, "charge.canceled", Some(&before), &mut c)?;
@@ -567,7 +568,7 @@ pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError>
     let id = op.str("id")?;
     let c = load_charge(op, id)?;
     let name = debtor_name(op, &c)?;
-    if c.status == "paid" {
+    if c.status == ChargeStatus::Paid {
         return Ok(format!(
             "{} for {name} is already paid; nothing will change. Continue?",
             label(&c)
@@ -600,7 +601,7 @@ pub(super) fn mark_paid(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = op.str("id")?;
     let mut c = load_charge(op, id)?;
     let today = op.today();
-    if c.status != "paid" {
+    if c.status != ChargeStatus::Paid {
         if !is_open(&c) {
             return Err(DomainError::transition("charge", id, &c.status, "paid"));
         }
@@ -616,14 +617,14 @@ pub(super) fn mark_paid(op: &mut Op<'_>) -> Result<Output, DomainError> {
             recorded_by: op.principal.subject.clone(),
         });
         let code = if p.amount >= p.owed {
-            c.status = "paid".into();
+            crate::status::change(&mut c.status, &c.id, ChargeStatus::Paid)?;
             c.paid_at = Some(p.paid_at);
             c.paid_via = Some(p.via);
             c.dunning_paused = false;
             c.dunning_paused_until = None;
             "charge.paid"
         } else {
-            c.status = "partially_paid".into();
+            crate::status::change(&mut c.status, &c.id, ChargeStatus::PartiallyPaid)?;
             "charge.partially_paid"
         };
         commit(op, code, Some(&before), &mut c)?;
@@ -706,7 +707,7 @@ pub struct Decision {
     /// When.
     pub decided_at: String,
     /// Status of the charge when decided.
-    pub charge_status: String,
+    pub charge_status: ChargeStatus,
     /// Updated amount when decided.
     pub updated_amount: Money,
     /// What the decision changed, in words.
@@ -720,7 +721,7 @@ pub struct Decision {
 /// What a decision does to the charge, or why it cannot be taken.
 fn decision_effect(c: &Charge, decision: &str) -> Result<&'static str, DomainError> {
     let needs_overdue = |effect| {
-        if c.status == "overdue" {
+        if c.status == ChargeStatus::Overdue {
             Ok(effect)
         } else {
             Err(DomainError::Conflict(format!(
@@ -739,7 +740,7 @@ fn decision_effect(c: &Charge, decision: &str) -> Result<&'static str, DomainErr
     }
     match decision {
         "write_off" => {
-            if c.status == "overdue" {
+            if c.status == ChargeStatus::Overdue {
                 Ok("the charge becomes written_off and leaves dunning")
             } else {
                 Err(DomainError::transition(
@@ -819,7 +820,7 @@ pub(super) fn decide(op: &mut Op<'_>) -> Result<Output, DomainError> {
     match decision {
         "write_off" => {
             let before = c.clone();
-            c.status = "written_off".into();
+            crate::status::change(&mut c.status, &c.id, ChargeStatus::WrittenOff)?;
             c.written_off_at = Some(op.timestamp());
             c.dunning_paused = false;
             c.dunning_paused_until = None;

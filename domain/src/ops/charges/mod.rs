@@ -35,6 +35,7 @@ mod statement;
 
 use crate::catalog::name;
 use crate::rules::money::Money;
+use crate::status::{BureauStatus, ChargeStatus, DebtorStatus, ProtestStatus};
 use chrono::NaiveDate;
 use dunning_core::Scope;
 use serde::{Deserialize, Serialize};
@@ -120,7 +121,7 @@ pub struct Charge {
     /// `boleto`, `pix` or `bolepix`.
     pub payment_method: String,
     /// Status (§1.1).
-    pub status: String,
+    pub status: ChargeStatus,
     /// Sum of the payments received (BRL).
     pub paid_amount: Money,
     /// When the charge was fully paid.
@@ -154,9 +155,9 @@ pub struct Charge {
     /// The agreement that folded or issued this charge.
     pub agreement_id: Option<String>,
     /// Credit-bureau state (kept by the bureau module).
-    pub negativation_status: Option<String>,
+    pub negativation_status: Option<BureauStatus>,
     /// Protest state (kept by the protest module).
-    pub protest_status: Option<String>,
+    pub protest_status: Option<ProtestStatus>,
     /// When written off.
     pub written_off_at: Option<String>,
     /// Tags.
@@ -377,7 +378,7 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
         }
         let before = c.clone();
         strip_computed(&mut c);
-        c.status = "overdue".into();
+        crate::status::change(&mut c.status, &c.id, ChargeStatus::Overdue)?;
         c.updated_at = op.timestamp();
         save(op.tx, Kind::Charge, op.org, &c)?;
         let data = view(&c, today);
@@ -411,7 +412,7 @@ pub fn mark_renegotiated(
         ));
     }
     let before = c.clone();
-    c.status = "renegotiated".into();
+    crate::status::change(&mut c.status, &c.id, ChargeStatus::Renegotiated)?;
     c.agreement_id = agreement_id.map(str::to_owned);
     commit(op, "charge.renegotiated", Some(&before), &mut c)?;
     Ok(c)
@@ -456,7 +457,7 @@ pub struct NewCharge {
 /// can an agreement issuing installments.
 pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
     let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, &n.debtor_id)?;
-    if debtor.status != "active" {
+    if debtor.status != DebtorStatus::Active {
         return Err(DomainError::Conflict(format!(
             "debtor {} is {}; charges can only be created for active debtors",
             debtor.id, debtor.status
@@ -486,7 +487,11 @@ pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
         due_date: due.clone(),
         original_due_date: due,
         payment_method: n.payment_method,
-        status: if n.draft { "draft" } else { "pending" }.into(),
+        status: if n.draft {
+            ChargeStatus::Draft
+        } else {
+            ChargeStatus::Pending
+        },
         fine_percentage: n.fine_percentage,
         interest_percentage: n.interest_percentage,
         discount: n.discount,

@@ -263,7 +263,7 @@ fn build(
         doc.lines.push(StatementLine {
             description: c.description.clone().unwrap_or_else(|| c.id.clone()),
             due_date: due_date(c),
-            status: c.status.clone(),
+            status: c.status.to_string(),
             amount,
             paid,
             updated: b.total,

@@ -241,7 +241,11 @@ pub(super) fn manual_delivery(
         channel: plan.channel.clone(),
         action: "notify".into(),
         origin: origin(op).into(),
-        status: if due_now { "queued" } else { "scheduled" }.into(),
+        status: if due_now {
+            DeliveryStatus::Queued
+        } else {
+            DeliveryStatus::Scheduled
+        },
         to: text(&plan.contact, "value").map(str::to_owned),
         template_id: c.template_id.clone(),
         message: c.message.clone(),

@@ -345,7 +345,7 @@ pub(super) fn apply_step(
             if let Some(list) = string_list(c, "charge_status", &cp, out) {
                 let bad: Vec<&String> = list
                     .iter()
-                    .filter(|s| !DUNNABLE.contains(&s.as_str()))
+                    .filter(|s| !s.parse::<ChargeStatus>().is_ok_and(ChargeStatus::is_open))
                     .collect();
                 if bad.is_empty() {
                     st.conditions.charge_status = list;
@@ -358,7 +358,7 @@ pub(super) fn apply_step(
                                 .map(|s| s.as_str())
                                 .collect::<Vec<_>>()
                                 .join(", "),
-                            DUNNABLE.join(", ")
+                            crate::status::joined(DUNNABLE)
                         ),
                     ));
                 }
