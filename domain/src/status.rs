@@ -230,6 +230,11 @@ impl ChargeStatus {
         Self::OPEN.contains(&self)
     }
 
+    /// Pending or overdue: not paid at all, so its terms may still change.
+    pub fn is_editable(self) -> bool {
+        matches!(self, Self::Pending | Self::Overdue)
+    }
+
     /// Overdue or partially paid: late and still owed (what agreements, protests and
     /// legal decisions take).
     pub fn is_late(self) -> bool {
@@ -472,6 +477,13 @@ status_enum! {
         Queued => [Processing],
         Processing => [Processed, Failed],
         Processed => [Expired],
+    }
+}
+
+impl ExportStatus {
+    /// Processed or failed: its run is over.
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Processed | Self::Failed)
     }
 }
 

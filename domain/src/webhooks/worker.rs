@@ -227,9 +227,9 @@ pub fn finish(
             continue;
         }
         record(op, &mut d, &r)?;
-        match d.status.as_str() {
-            "delivered" => n.delivered += 1,
-            "failed" => n.failed += 1,
+        match d.status {
+            WebhookDeliveryStatus::Delivered => n.delivered += 1,
+            WebhookDeliveryStatus::Failed => n.failed += 1,
             _ => n.retrying += 1,
         }
     }

@@ -19,7 +19,7 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
         ));
     }
     let mut a = load_agreement(op, id)?;
-    if matches!(a.status.as_str(), "accepted" | "active") {
+    if a.status.is_in_force() {
         sync_installments(op, &mut a)?;
         return Ok(ok(a));
     }
@@ -62,7 +62,7 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut originals = Vec::with_capacity(a.charge_ids.len());
     for cid in &a.charge_ids {
         let c = charges::load_charge(op, cid)?;
-        if !matches!(c.status.as_str(), "overdue" | "partially_paid") {
+        if !c.status.is_late() {
             return Err(DomainError::Conflict(format!(
                 "invalid_transition: charge {cid} of agreement {id} is now {} and cannot become renegotiated; cancel this agreement and propose a new one",
                 c.status
@@ -120,10 +120,10 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
 
 /// Checks a cancellation; `None` when already canceled.
 pub(super) fn cancel_check(op: &mut Op<'_>, a: &Agreement) -> Result<Option<()>, DomainError> {
-    match a.status.as_str() {
-        "canceled" => Ok(None),
-        "proposed" => Ok(Some(())),
-        "accepted" => {
+    match a.status {
+        AgreementStatus::Canceled => Ok(None),
+        AgreementStatus::Proposed => Ok(Some(())),
+        AgreementStatus::Accepted => {
             for i in &a.installments {
                 let Some(cid) = &i.charge_id else { continue };
                 let c = charges::load_charge(op, cid)?;
@@ -153,11 +153,11 @@ pub(super) fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
         .map(|d| d.name)
         .unwrap_or_default();
     let total = a.total_amount.to_string();
-    Ok(match (check, a.status.as_str()) {
+    Ok(match (check, a.status) {
         (None, _) => {
             format!("Agreement {id} of {name} is already canceled; nothing will change. Continue?")
         }
-        (Some(()), "accepted") => format!(
+        (Some(()), AgreementStatus::Accepted) => format!(
             "Cancel the accepted agreement {id} of {name} ({total} in {} payment(s))? Its {} installment charge(s) are canceled and the {} original charge(s) return to dunning as overdue.",
             a.installments.len(),
             a.installments.len(),

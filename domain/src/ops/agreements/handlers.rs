@@ -126,7 +126,7 @@ pub(super) fn holding(
 ) -> Result<Option<(Agreement, String)>, DomainError> {
     let q = Query::all()
         .with(Cond::Eq("debtor_id", json!(debtor_id)))
-        .with(Cond::In("status", OPEN.iter().map(|s| json!(s)).collect()));
+        .with(Cond::In("status", crate::status::values(OPEN)));
     let open: Vec<Agreement> = find(op.tx, Kind::Agreement, op.org, &q)?;
     for a in open {
         if let Some(c) = charge_ids.iter().find(|c| a.charge_ids.contains(c)) {

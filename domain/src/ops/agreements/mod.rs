@@ -76,18 +76,9 @@ use terms::*;
 pub use worker::*;
 
 /// Every agreement status.
-pub const STATUSES: &[&str] = &[
-    "draft",
-    "proposed",
-    "accepted",
-    "active",
-    "completed",
-    "expired",
-    "canceled",
-    "broken",
-];
+pub const STATUSES: &[&str] = AgreementStatus::NAMES;
 /// Agreements that hold their charges.
-pub const OPEN: &[&str] = &["proposed", "accepted", "active"];
+pub const OPEN: &[AgreementStatus] = AgreementStatus::OPEN;
 /// Most charges in one agreement.
 pub const MAX_CHARGES: usize = 50;
 /// Most installments (besides the down payment).

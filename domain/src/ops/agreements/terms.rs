@@ -240,7 +240,7 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
                 ),
             ));
         }
-        if !matches!(c.status.as_str(), "overdue" | "partially_paid") {
+        if !c.status.is_late() {
             return Err(DomainError::Conflict(format!(
                 "invalid_transition: charge {id} is {} and cannot become renegotiated; only overdue or partially paid charges can be folded into an agreement",
                 c.status

@@ -65,26 +65,14 @@ pub use worker::*;
 
 /// Bureaus.
 pub const BUREAUS: &[&str] = &["serasa", "spc", "boa_vista", "quod"];
-/// Every record status, the active ones first and the early ones first of those (so
-/// [`ACTIVE`] and [`EARLY`] are its beginnings).
-pub const STATUSES: &[&str] = &[
-    "pending_notice",
-    "notice_sent",
-    "awaiting_window",
-    "requested",
-    "included",
-    "removal_requested",
-    "removed",
-    "rejected",
-    "failed",
-    "canceled",
-];
+/// Every record status, the active ones first and the early ones first of those.
+pub const STATUSES: &[&str] = BureauStatus::NAMES;
 /// Statuses of a record that is (or is about to be) on the bureau's files: from
 /// `pending_notice` to `removal_requested`.
-pub const ACTIVE: &[&str] = STATUSES.split_at(6).0;
+pub const ACTIVE: &[BureauStatus] = BureauStatus::ACTIVE;
 /// Statuses a record may still be canceled from (before any request to the bureau):
 /// `pending_notice`, `notice_sent`, `awaiting_window`.
-pub const EARLY: &[&str] = STATUSES.split_at(3).0;
+pub const EARLY: &[BureauStatus] = BureauStatus::EARLY;
 /// Removal reasons.
 pub const REMOVAL_REASONS: &[&str] = &["paid", "agreement", "error", "canceled", "dispute"];
 /// Longest notice window a caller may ask for (days).
@@ -228,7 +216,7 @@ pub fn active_record(
         .with(Cond::Eq("charge_id", json!(charge_id)))
         .with(Cond::In(
             "status",
-            ACTIVE.iter().map(|s| json!(s)).collect(),
+            crate::status::values(ACTIVE),
         ));
     Ok(
         find::<BureauRecord>(op.tx, Kind::CreditBureauRecord, op.org, &q)?
@@ -326,12 +314,12 @@ pub fn settle_for_agreement(op: &mut Op<'_>, charge_ids: &[String]) -> Result<u3
         let Some(mut r) = active_record(op, cid)? else {
             continue;
         };
-        match r.status.as_str() {
-            "included" => {
+        match r.status {
+            BureauStatus::Included => {
                 request_removal(op, &mut r, "agreement")?;
                 n += 1;
             }
-            s if EARLY.contains(&s) => {
+            s if s.is_early() => {
                 cancel_record(
                     op,
                     &mut r,
@@ -360,8 +348,8 @@ mod tests {
             "included",
             "removal_requested",
         ];
-        assert_eq!(ACTIVE, active);
-        assert_eq!(EARLY, &active[..3]);
+        assert_eq!(crate::status::names(ACTIVE), active);
+        assert_eq!(crate::status::names(EARLY), &active[..3]);
         assert!(STATUSES.ends_with(&["removed", "rejected", "failed", "canceled"]));
     }
 }

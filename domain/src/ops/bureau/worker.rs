@@ -2,7 +2,7 @@
 //! payment or agreement.
 
 use super::*;
-use crate::status::BureauStatus;
+use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};
 
 /// The default bureau driver: records the request and answers with a protocol at once
 /// (nothing leaves the machine).
@@ -34,11 +34,11 @@ pub(super) fn stop_reason(
             format!("charge {} no longer exists", r.charge_id),
         )));
     };
-    let reason = match c.status.as_str() {
-        "overdue" | "partially_paid" => None,
-        "paid" => Some(Some("paid")),
-        "renegotiated" => Some(Some("agreement")),
-        "canceled" => Some(Some("canceled")),
+    let reason = match c.status {
+        ChargeStatus::Overdue | ChargeStatus::PartiallyPaid => None,
+        ChargeStatus::Paid => Some(Some("paid")),
+        ChargeStatus::Renegotiated => Some(Some("agreement")),
+        ChargeStatus::Canceled => Some(Some("canceled")),
         _ => Some(None),
     };
     if let Some(reason) = reason {
@@ -76,14 +76,14 @@ pub(super) fn stop_reason(
 pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let q = Query::all().with(Cond::In(
         "status",
-        ACTIVE.iter().map(|s| json!(s)).collect(),
+        crate::status::values(ACTIVE),
     ));
     let records: Vec<BureauRecord> = find(op.tx, Kind::CreditBureauRecord, op.org, &q)?;
     let mut n = 0;
     for mut r in records {
         let charge = load::<Charge>(op.tx, Kind::Charge, op.org, &r.charge_id)?;
-        match r.status.as_str() {
-            "pending_notice" | "notice_sent" | "awaiting_window" => {
+        match r.status {
+            BureauStatus::PendingNotice | BureauStatus::NoticeSent | BureauStatus::AwaitingWindow => {
                 if let Some((reason, why)) = stop_reason(op, &r, charge.as_ref())? {
                     cancel_record(op, &mut r, reason, &why)?;
                     n += 1;
@@ -99,8 +99,8 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                         Some(did) => load::<Delivery>(op.tx, Kind::Delivery, op.org, did)?,
                         None => None,
                     };
-                    match notice.as_ref().map(|d| d.status.as_str()) {
-                        Some("sent" | "delivered" | "read" | "clicked") => {
+                    match notice.as_ref().map(|d| d.status) {
+                        Some(s) if s.was_sent() => {
                             let before = r.clone();
                             crate::status::change(
                                 &mut r.status,
@@ -110,7 +110,8 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                             commit(op, "credit_bureau.awaiting_window", Some(&before), &mut r)?;
                             n += 1;
                         }
-                        Some("failed" | "bounced" | "canceled") | None => {
+                        Some(DeliveryStatus::Failed | DeliveryStatus::Bounced | DeliveryStatus::Canceled)
+                        | None => {
                             cancel_record(
                                 op,
                                 &mut r,
@@ -129,12 +130,12 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                     n += include(op, &mut r)?;
                 }
             }
-            "requested" => n += include(op, &mut r)?,
-            "included" => {
-                let reason = match charge.as_ref().map(|c| c.status.as_str()) {
-                    Some("paid") => Some("paid"),
-                    Some("renegotiated") => Some("agreement"),
-                    Some("canceled") | None => Some("canceled"),
+            BureauStatus::Requested => n += include(op, &mut r)?,
+            BureauStatus::Included => {
+                let reason = match charge.as_ref().map(|c| c.status) {
+                    Some(ChargeStatus::Paid) => Some("paid"),
+                    Some(ChargeStatus::Renegotiated) => Some("agreement"),
+                    Some(ChargeStatus::Canceled) | None => Some("canceled"),
                     _ => None,
                 };
                 if let Some(reason) = reason {
@@ -142,7 +143,7 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                     n += 1;
                 }
             }
-            "removal_requested" => {
+            BureauStatus::RemovalRequested => {
                 let before = r.clone();
                 crate::status::change(&mut r.status, &r.id, BureauStatus::Removed)?;
                 r.removed_at = Some(op.timestamp());

@@ -21,8 +21,8 @@ pub(super) fn issue_draft(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut c = load_charge(op, id)?;
     let today = op.today();
     let asked = op.opt_date("due_date")?;
-    match c.status.as_str() {
-        "draft" => {
+    match c.status {
+        ChargeStatus::Draft => {
             let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, &c.debtor_id)?;
             if debtor.status != DebtorStatus::Active {
                 return Err(DomainError::Conflict(format!(
@@ -45,8 +45,8 @@ pub(super) fn issue_draft(op: &mut Op<'_>) -> Result<Output, DomainError> {
             register(op, &mut c)?;
             commit(op, "charge.issued", Some(&before), &mut c)?;
         }
-        "pending" if asked.is_none_or(|d| d == due_date(&c)) => {}
-        "pending" => {
+        ChargeStatus::Pending if asked.is_none_or(|d| d == due_date(&c)) => {}
+        ChargeStatus::Pending => {
             return Err(DomainError::Conflict(format!(
                 "charge {id} is already issued (pending); change its due date with dunning_charges_update"
             )));

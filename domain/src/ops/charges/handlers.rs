@@ -378,7 +378,7 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     ])?;
     let id = op.str("id")?;
     let mut c = load_charge(op, id)?;
-    if !matches!(c.status.as_str(), "pending" | "overdue") {
+    if !c.status.is_editable() {
         return Err(DomainError::Conflict(format!(
             "invalid_transition: charge {id} is {}; only pending or overdue charges can be updated",
             c.status
@@ -735,7 +735,7 @@ fn decision_effect(c: &Charge, decision: &str) -> Result<&'static str, DomainErr
             "invalid_transition: charge {} is {}; decisions apply to open charges ({})",
             c.id,
             c.status,
-            OPEN.join(", ")
+            crate::status::joined(OPEN)
         )));
     }
     match decision {
@@ -756,7 +756,7 @@ fn decision_effect(c: &Charge, decision: &str) -> Result<&'static str, DomainErr
         ),
         "protest" => needs_overdue("recorded; run dunning_charges_protest to send it to a notary"),
         "send_to_legal" => {
-            if matches!(c.status.as_str(), "overdue" | "partially_paid") {
+            if c.status.is_late() {
                 Ok("dunning is paused while the debt is with the legal team")
             } else {
                 Err(DomainError::Conflict(format!(

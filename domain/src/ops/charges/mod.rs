@@ -55,21 +55,10 @@ use crate::store::{Cond, Kind, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};
 
 /// Every charge status (domain.md §1.1).
-pub const STATUSES: &[&str] = &[
-    "draft",
-    "pending",
-    "overdue",
-    "partially_paid",
-    "paid",
-    "canceled",
-    "renegotiated",
-    "written_off",
-    "refunded",
-    "chargeback",
-];
+pub const STATUSES: &[&str] = ChargeStatus::NAMES;
 
 /// Statuses in which something is still owed and dunning may run.
-pub const OPEN: &[&str] = &["pending", "overdue", "partially_paid"];
+pub const OPEN: &[ChargeStatus] = ChargeStatus::OPEN;
 
 /// A discount for paying early.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -212,12 +201,12 @@ pub fn breakdown(c: &Charge, on: NaiveDate) -> Breakdown {
         paid,
         ..Breakdown::default()
     };
-    match c.status.as_str() {
-        "draft" => {
+    match c.status {
+        ChargeStatus::Draft => {
             b.total = principal;
             return b;
         }
-        "pending" | "overdue" | "partially_paid" => {}
+        ChargeStatus::Pending | ChargeStatus::Overdue | ChargeStatus::PartiallyPaid => {}
         _ => return b,
     }
     let eff = effective_due_date(c);
@@ -271,7 +260,7 @@ pub fn is_paused(c: &Charge, today: NaiveDate) -> bool {
 
 /// Whether something is still owed on `c`.
 pub fn is_open(c: &Charge) -> bool {
-    OPEN.contains(&c.status.as_str())
+    c.status.is_open()
 }
 
 /// A charge as every read returns it: the stored fields plus `effective_due_date`,
@@ -403,7 +392,7 @@ pub fn mark_renegotiated(
     agreement_id: Option<&str>,
 ) -> Result<Charge, DomainError> {
     let mut c = load_charge(op, id)?;
-    if !matches!(c.status.as_str(), "overdue" | "partially_paid") {
+    if !c.status.is_late() {
         return Err(DomainError::transition(
             "charge",
             id,

@@ -52,17 +52,7 @@ pub use tools::*;
 pub use unsubscribe::*;
 
 /// Delivery statuses.
-pub const STATUSES: &[&str] = &[
-    "scheduled",
-    "queued",
-    "sent",
-    "delivered",
-    "read",
-    "clicked",
-    "canceled",
-    "failed",
-    "bounced",
-];
+pub const STATUSES: &[&str] = DeliveryStatus::NAMES;
 /// Channels a person can message a debtor on.
 pub const MESSAGE_CHANNELS: &[&str] = &["email", "sms", "whatsapp"];
 /// Delivery channels (step channels).

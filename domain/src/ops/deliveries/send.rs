@@ -502,7 +502,7 @@ pub(super) fn plan_resend(
     op.only(&["id", "contact_point_id"])?;
     let id = op.str("id")?;
     let src: Delivery = must(op.tx, Kind::Delivery, op.org, id)?;
-    if matches!(src.status.as_str(), "scheduled" | "queued") {
+    if src.status.is_waiting() {
         return Err(DomainError::Conflict(format!(
             "delivery {id} is {} and has not been sent yet; nothing to resend",
             src.status

@@ -650,7 +650,7 @@ pub fn drain(domain: &Domain, now: UnixTime) -> Result<Vec<Export>, DomainError>
         let mut done = Vec::new();
         for (org, id) in &before {
             if let Some(e) = store::load::<Export>(tx, Kind::Export, org, id)? {
-                if matches!(e.status.as_str(), "processed" | "failed") {
+                if e.status.is_finished() {
                     done.push(e);
                 }
             }

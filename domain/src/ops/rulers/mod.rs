@@ -67,7 +67,7 @@ pub const DUNNABLE: &[ChargeStatus] = ChargeStatus::OPEN;
 /// Day names of a send window (Sunday is never a collection day).
 pub const WEEKDAYS: &[&str] = &["mon", "tue", "wed", "thu", "fri", "sat"];
 /// Ruler statuses.
-pub const STATUSES: &[&str] = &["draft", "active", "paused", "archived"];
+pub const STATUSES: &[&str] = RulerStatus::NAMES;
 /// Smallest and largest step offset (days relative to the due date).
 pub const OFFSET_RANGE: (i64, i64) = (-30, 365);
 
