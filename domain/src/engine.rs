@@ -694,7 +694,10 @@ fn claim(
     let now_ts = op.timestamp();
     let q = Query {
         conds: vec![
-            Cond::In("status", vec![json!("scheduled"), json!("queued")]),
+            Cond::In(
+                "status",
+                crate::status::values(&[DeliveryStatus::Scheduled, DeliveryStatus::Queued]),
+            ),
             Cond::Le("scheduled_at", json!(now_ts)),
         ],
         sort: ("scheduled_at", Order::Asc),

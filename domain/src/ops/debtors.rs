@@ -178,7 +178,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Read, Some("debtors.view"))
             .arg("q", s::text("Search in name, CPF/CNPJ and external code", 1, 100))
-            .arg("status", s::csv_of("Debtor status", &["active", "archived"]))
+            .arg("status", s::csv_of("Debtor status", DebtorStatus::NAMES))
             .arg("tag", s::text("Only debtors carrying this tag", 1, 50))
             .arg("cnpj_cpf", s::string("Exact CPF or CNPJ (punctuation ignored)"))
             .arg("has_overdue", s::boolean("Only debtors with (true) or without (false) overdue charges"))

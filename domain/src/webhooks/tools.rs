@@ -104,7 +104,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("id", s::id("Webhook id"))
-            .arg("status", s::csv_of("Delivery status", &["pending", "delivered", "failed"]))
+            .arg("status", s::csv_of("Delivery status", WebhookDeliveryStatus::NAMES))
             .arg("event_code", s::text("Event code, exact or a group such as charge.*", 1, 100))
             .arg("from", s::string("Created at or after (date YYYY-MM-DD or RFC 3339)"))
             .arg("to", s::string("Created at or before (date YYYY-MM-DD, inclusive, or RFC 3339)"))
@@ -476,14 +476,17 @@ pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
     load_hook(op, id)?;
     let mut conds = vec![Cond::Eq("webhook_id", json!(id))];
     if let Some(st) = op.csv("status") {
-        let known = ["pending", "delivered", "failed"];
-        if let Some(bad) = st
-            .iter()
-            .find(|v| !known.contains(&v.as_str().unwrap_or("")))
-        {
+        let known = |v: &Value| {
+            v.as_str()
+                .is_some_and(|s| s.parse::<WebhookDeliveryStatus>().is_ok())
+        };
+        if let Some(bad) = st.iter().find(|v| !known(v)) {
             return Err(DomainError::field(
                 "status",
-                format!("{bad} is not one of pending, delivered, failed"),
+                format!(
+                    "{bad} is not one of {}",
+                    WebhookDeliveryStatus::NAMES.join(", ")
+                ),
             ));
         }
         conds.push(Cond::In("status", st));

@@ -145,7 +145,7 @@ pub fn claim(op: &mut Op<'_>, limit: u32) -> Result<Vec<Claimed>, DomainError> {
     let now = op.timestamp();
     let q = Query {
         conds: vec![
-            Cond::Eq("status", json!("pending")),
+            Cond::Eq("status", json!(WebhookDeliveryStatus::Pending)),
             Cond::Le("next_retry_at", json!(now)),
         ],
         sort: ("next_retry_at", Order::Asc),

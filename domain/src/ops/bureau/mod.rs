@@ -214,10 +214,7 @@ pub fn active_record(
 ) -> Result<Option<BureauRecord>, DomainError> {
     let q = Query::all()
         .with(Cond::Eq("charge_id", json!(charge_id)))
-        .with(Cond::In(
-            "status",
-            crate::status::values(ACTIVE),
-        ));
+        .with(Cond::In("status", crate::status::values(ACTIVE)));
     Ok(
         find::<BureauRecord>(op.tx, Kind::CreditBureauRecord, op.org, &q)?
             .into_iter()

@@ -74,16 +74,15 @@ pub(super) fn stop_reason(
 /// which should run often (removals are due within 5 business days of payment, STJ
 /// Súmula 548). Returns how many transitions it made.
 pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
-    let q = Query::all().with(Cond::In(
-        "status",
-        crate::status::values(ACTIVE),
-    ));
+    let q = Query::all().with(Cond::In("status", crate::status::values(ACTIVE)));
     let records: Vec<BureauRecord> = find(op.tx, Kind::CreditBureauRecord, op.org, &q)?;
     let mut n = 0;
     for mut r in records {
         let charge = load::<Charge>(op.tx, Kind::Charge, op.org, &r.charge_id)?;
         match r.status {
-            BureauStatus::PendingNotice | BureauStatus::NoticeSent | BureauStatus::AwaitingWindow => {
+            BureauStatus::PendingNotice
+            | BureauStatus::NoticeSent
+            | BureauStatus::AwaitingWindow => {
                 if let Some((reason, why)) = stop_reason(op, &r, charge.as_ref())? {
                     cancel_record(op, &mut r, reason, &why)?;
                     n += 1;
@@ -110,7 +109,11 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                             commit(op, "credit_bureau.awaiting_window", Some(&before), &mut r)?;
                             n += 1;
                         }
-                        Some(DeliveryStatus::Failed | DeliveryStatus::Bounced | DeliveryStatus::Canceled)
+                        Some(
+                            DeliveryStatus::Failed
+                            | DeliveryStatus::Bounced
+                            | DeliveryStatus::Canceled,
+                        )
                         | None => {
                             cancel_record(
                                 op,

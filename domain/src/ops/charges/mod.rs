@@ -351,7 +351,7 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let yesterday = today - chrono::Duration::days(1);
     let q = Query {
         conds: vec![
-            Cond::Eq("status", json!("pending")),
+            Cond::Eq("status", json!(ChargeStatus::Pending)),
             Cond::Le("due_date", json!(yesterday.format("%Y-%m-%d").to_string())),
         ],
         // The (status, due_date) index answers this without a scan.

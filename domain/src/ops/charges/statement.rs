@@ -8,11 +8,11 @@ use super::{Charge, breakdown, due_date, view};
 use crate::documents::{self, Party, SettlementLetter, StatementDoc, StatementLine};
 use crate::error::DomainError;
 use crate::op::{Op, Page, ok};
-use crate::status::ChargeStatus;
 use crate::ops::debtors::{Debtor, load_debtor};
 use crate::org::Organization;
 use crate::rules::calendar;
 use crate::rules::money::Money;
+use crate::status::{AgreementStatus, ChargeStatus};
 use crate::store::{Cond, Kind, Query, find, must};
 
 fn creditor(op: &mut Op<'_>) -> Result<Party, DomainError> {
@@ -66,7 +66,8 @@ fn settled(op: &mut Op<'_>, c: &Charge) -> Result<Option<Settled>, DomainError> 
             let Some(a) = op.tx.get(Kind::Agreement, op.org, aid)? else {
                 return Ok(None);
             };
-            if a.get("status").and_then(Value::as_str) != Some("completed") {
+            if a.get("status").and_then(Value::as_str) != Some(AgreementStatus::Completed.as_str())
+            {
                 return Ok(None);
             }
             let part = a
@@ -148,10 +149,7 @@ pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     let q = Query::all()
         .with(Cond::Eq("debtor_id", json!(id)))
-        .with(Cond::In(
-            "status",
-            crate::status::values(LISTED),
-        ));
+        .with(Cond::In("status", crate::status::values(LISTED)));
     let q = Query {
         // Through the debtor index; ordered by due date below.
         sort: ("debtor_id", crate::store::Order::Asc),
@@ -192,12 +190,7 @@ pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
         return Ok(pdf(documents::debtor_statement(&doc), path));
     }
     let t = doc.totals;
-    let count = |st: &[ChargeStatus]| {
-        charges
-            .iter()
-            .filter(|c| st.contains(&c.status))
-            .count()
-    };
+    let count = |st: &[ChargeStatus]| charges.iter().filter(|c| st.contains(&c.status)).count();
     Ok(ok(json!({
         "debtor": {
             "id": debtor.id,

@@ -1,6 +1,7 @@
 //! Demo deliveries.
 
 use super::*;
+use crate::status::ChargeStatus;
 
 /// Demo deliveries in every status for existing charges (the seeding drives this
 /// through [`crate::demo::run_as`]): `count` deliveries, statuses in turn.
@@ -56,7 +57,7 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             continue;
         };
         let status = cycle[made % cycle.len()];
-        let paid = text(&charge, "status") == Some("paid");
+        let paid = text(&charge, "status") == Some(ChargeStatus::Paid.as_str());
         if status == S::Scheduled && paid {
             continue;
         }
@@ -71,6 +72,8 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             calendar::timestamp(UnixTime::from_millis(at_ms))
         };
         let now = op.timestamp();
+        // Never handed to a provider.
+        let unsent = [S::Scheduled, S::Canceled].contains(&status);
         let mut d = Delivery {
             id: op.new_id(),
             charge_id: text(&charge, "id").unwrap_or_default().to_owned(),
@@ -85,13 +88,13 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             to: text(&cp, "value").map(str::to_owned),
             template_id: step.is_none().then(|| "reminder".to_owned()),
             scheduled_at: at.clone(),
-            attempt: u32::from(!matches!(status, S::Scheduled | S::Canceled)),
+            attempt: u32::from(!unsent),
             requested_by: Some("system:demo".into()),
             created_at: now.clone(),
             updated_at: now,
             ..Delivery::default()
         };
-        if !matches!(status, S::Scheduled | S::Canceled) {
+        if !unsent {
             let c = creditor(op.tx, op.org)?;
             if let Some(t) = delivery_template(op.tx, op.org, &d)? {
                 let r = render_template(&t, &charge, &debtor, &c, op.now);
@@ -122,7 +125,7 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             }
             _ => {}
         }
-        if matches!(status, S::Read | S::Clicked) {
+        if [S::Read, S::Clicked].contains(&status) {
             d.read_at = Some(at.clone());
         }
         if status == S::Clicked {

@@ -15,7 +15,7 @@
 
 use super::*;
 use crate::engine::{DriverError, DriverReceipt, Failure, SendPolicy};
-use crate::status::DeliveryStatus;
+use crate::status::{ContactPointStatus, DeliveryStatus};
 
 /// What became of one send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,7 +139,7 @@ pub(crate) fn count_bounce(op: &mut Op<'_>, d: &Delivery, hard: bool) -> Result<
         let n = m.get("bounce_count").and_then(Value::as_u64).unwrap_or(0);
         m.insert("bounce_count".into(), json!(n + 1));
         if hard {
-            m.insert("status".into(), json!("invalid"));
+            m.insert("status".into(), json!(ContactPointStatus::Invalid));
         }
         m.insert("updated_at".into(), json!(now));
     })

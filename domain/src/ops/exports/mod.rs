@@ -572,7 +572,7 @@ fn download_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
 /// next tick). Returns how many exports changed.
 pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let mut n = 0;
-    let by_status = |st: &str| Query {
+    let by_status = |st: ExportStatus| Query {
         conds: vec![Cond::Eq("status", json!(st))],
         sort: ("created_at", Order::Asc),
         limit: Some(BATCH),
@@ -584,7 +584,7 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
         op.org,
         &Query {
             limit: None,
-            ..by_status("processed")
+            ..by_status(ExportStatus::Processed)
         },
     )?;
     for mut e in processed {
@@ -601,12 +601,22 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
             n += 1;
         }
     }
-    let processing: Vec<Export> = find(op.tx, Kind::Export, op.org, &by_status("processing"))?;
+    let processing: Vec<Export> = find(
+        op.tx,
+        Kind::Export,
+        op.org,
+        &by_status(ExportStatus::Processing),
+    )?;
     for e in processing {
         build_one(op, e)?;
         n += 1;
     }
-    let queued: Vec<Export> = find(op.tx, Kind::Export, op.org, &by_status("queued"))?;
+    let queued: Vec<Export> = find(
+        op.tx,
+        Kind::Export,
+        op.org,
+        &by_status(ExportStatus::Queued),
+    )?;
     for mut e in queued {
         let before = e.public();
         let now = op.timestamp();
@@ -634,7 +644,10 @@ pub fn drain(domain: &Domain, now: UnixTime) -> Result<Vec<Export>, DomainError>
     let before = store::read(domain.store(), |tx| {
         let mut ids = Vec::new();
         for org in tx.organizations()? {
-            let q = open(vec![json!("queued"), json!("processing")]);
+            let q = open(crate::status::values(&[
+                ExportStatus::Queued,
+                ExportStatus::Processing,
+            ]));
             for e in find::<Export>(tx, Kind::Export, &org, &q)? {
                 ids.push((org.clone(), e.id));
             }

@@ -476,7 +476,7 @@ pub fn resolve(
         org,
         &Query::all().with(Cond::In(
             "status",
-            vec![json!("draft"), json!("active"), json!("paused")],
+            crate::status::values(&[RulerStatus::Draft, RulerStatus::Active, RulerStatus::Paused]),
         )),
     )?;
     Ok(resolve_among(&rulers, charge, debtor).cloned())
