@@ -103,8 +103,8 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
                 ..NewCharge::default()
             },
         )?;
+        crate::status::change(&mut inst.status, &c.id, c.status.into())?;
         inst.charge_id = Some(c.id);
-        inst.status = c.status.into();
     }
     for cid in &a.charge_ids {
         charges::mark_renegotiated(op, cid, Some(&agreement_id))?;

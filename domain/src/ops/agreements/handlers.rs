@@ -17,7 +17,9 @@ pub(super) fn sync_installments(op: &mut Op<'_>, a: &mut Agreement) -> Result<bo
         if let Some(c) = load::<Charge>(op.tx, Kind::Charge, op.org, cid)? {
             let mirrored = InstallmentStatus::from(c.status);
             if i.status != mirrored || i.paid_amount != c.paid_amount {
-                i.status = mirrored;
+                if i.status != mirrored {
+                    crate::status::change(&mut i.status, cid, mirrored)?;
+                }
                 i.paid_amount = c.paid_amount;
                 changed = true;
             }
