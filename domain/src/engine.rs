@@ -451,7 +451,7 @@ fn text<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
 fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let q = Query::all().with(Cond::In(
         "status",
-        vec![json!("draft"), json!("active"), json!("paused")],
+        crate::status::values(&[RulerStatus::Draft, RulerStatus::Active, RulerStatus::Paused]),
     ));
     let rulers: Vec<Ruler> = find(op.tx, Kind::Ruler, op.org, &q)?;
     if !rulers.iter().any(|r| r.status == RulerStatus::Active) {

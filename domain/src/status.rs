@@ -32,16 +32,24 @@ pub trait Status: Copy + Eq + std::fmt::Debug + 'static {
 /// Moves `slot` (the status of the entity `id`) to `to`, or refuses with the CONFLICT
 /// `invalid_transition: <entity> <id> is <from> and cannot become <to>`.
 pub fn change<S: Status>(slot: &mut S, id: &str, to: S) -> Result<(), DomainError> {
-    if !slot.can_become(to) {
-        return Err(DomainError::transition(
-            S::ENTITY,
-            id,
-            slot.as_str(),
-            to.as_str(),
-        ));
-    }
+    check(*slot, id, to)?;
     *slot = to;
     Ok(())
+}
+
+/// [`change`]'s refusal without the change: for a tool that checks the transition
+/// before any other argument, or before describing what it will do.
+pub fn check<S: Status>(from: S, id: &str, to: S) -> Result<(), DomainError> {
+    if from.can_become(to) {
+        Ok(())
+    } else {
+        Err(DomainError::transition(
+            S::ENTITY,
+            id,
+            from.as_str(),
+            to.as_str(),
+        ))
+    }
 }
 
 /// The wire strings of `set`, as the store's `IN` conditions take them.

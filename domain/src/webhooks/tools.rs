@@ -520,14 +520,7 @@ pub(super) fn describe_resend(op: &mut Op<'_>) -> Result<String, DomainError> {
 pub(super) fn resend_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
     op.only(&["id", "delivery_id"])?;
     let (w, mut d) = load_delivery(op)?;
-    if d.status != WebhookDeliveryStatus::Failed {
-        return Err(DomainError::transition(
-            "webhook delivery",
-            &d.id,
-            &d.status,
-            "pending",
-        ));
-    }
+    crate::status::check(d.status, &d.id, WebhookDeliveryStatus::Pending)?;
     if !w.active {
         return Err(DomainError::Conflict(format!(
             "webhook {} is inactive; activate it before resending its deliveries",

@@ -23,14 +23,7 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
         sync_installments(op, &mut a)?;
         return Ok(ok(a));
     }
-    if a.status != AgreementStatus::Proposed {
-        return Err(DomainError::transition(
-            "agreement",
-            id,
-            &a.status,
-            "accepted",
-        ));
-    }
+    crate::status::check(a.status, id, AgreementStatus::Accepted)?;
     let accepted_at = match op.opt_str("accepted_at") {
         None => op.timestamp(),
         Some(raw) => {

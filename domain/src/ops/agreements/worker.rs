@@ -9,7 +9,7 @@ use crate::status::{AgreementStatus, ChargeStatus};
 pub fn check_broken(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let q = Query::all().with(Cond::In(
         "status",
-        vec![json!("proposed"), json!("accepted"), json!("active")],
+        crate::status::values(AgreementStatus::OPEN),
     ));
     let agreements: Vec<Agreement> = find(op.tx, Kind::Agreement, op.org, &q)?;
     let today = op.today();

@@ -490,9 +490,7 @@ pub(super) fn cancel_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut c = load_charge(op, id)?;
     let today = op.today();
     if c.status != ChargeStatus::Canceled {
-        if !is_open(&c) {
-            return Err(DomainError::transition("charge", id, &c.status, "canceled"));
-        }
+        crate::status::check(c.status, id, ChargeStatus::Canceled)?;
         let before = c.clone();
         crate::status::change(&mut c.status, &c.id, ChargeStatus::Canceled)?;
         c.canceled_at = Some(op.timestamp());
@@ -576,9 +574,7 @@ pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError>
     }
     // The state first (as `mark_paid` does): a canceled charge is a conflict, whatever
     // the arguments.
-    if !is_open(&c) {
-        return Err(DomainError::transition("charge", id, &c.status, "paid"));
-    }
+    crate::status::check(c.status, id, ChargeStatus::Paid)?;
     let p = payment_args(op, &c)?;
     let outcome = if p.amount >= p.owed {
         "paid in full".to_owned()
@@ -602,9 +598,7 @@ pub(super) fn mark_paid(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut c = load_charge(op, id)?;
     let today = op.today();
     if c.status != ChargeStatus::Paid {
-        if !is_open(&c) {
-            return Err(DomainError::transition("charge", id, &c.status, "paid"));
-        }
+        crate::status::check(c.status, id, ChargeStatus::Paid)?;
         let p = payment_args(op, &c)?;
         let before = c.clone();
         let total = c.paid_amount + p.amount;
@@ -740,16 +734,8 @@ fn decision_effect(c: &Charge, decision: &str) -> Result<&'static str, DomainErr
     }
     match decision {
         "write_off" => {
-            if c.status == ChargeStatus::Overdue {
-                Ok("the charge becomes written_off and leaves dunning")
-            } else {
-                Err(DomainError::transition(
-                    "charge",
-                    &c.id,
-                    &c.status,
-                    "written_off",
-                ))
-            }
+            crate::status::check(c.status, &c.id, ChargeStatus::WrittenOff)?;
+            Ok("the charge becomes written_off and leaves dunning")
         }
         "negativate" => needs_overdue(
             "recorded; run dunning_charges_negativate to register the debtor (notice rules apply)",
@@ -809,7 +795,7 @@ pub(super) fn decide(op: &mut Op<'_>) -> Result<Output, DomainError> {
         reason: reason.clone(),
         decided_by: op.principal.subject.clone(),
         decided_at: now.clone(),
-        charge_status: c.status.clone(),
+        charge_status: c.status,
         updated_amount: super::updated_amount(&c, today),
         effect: effect.to_owned(),
         created_at: now.clone(),

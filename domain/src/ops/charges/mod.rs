@@ -392,14 +392,7 @@ pub fn mark_renegotiated(
     agreement_id: Option<&str>,
 ) -> Result<Charge, DomainError> {
     let mut c = load_charge(op, id)?;
-    if !c.status.is_late() {
-        return Err(DomainError::transition(
-            "charge",
-            id,
-            &c.status,
-            "renegotiated",
-        ));
-    }
+    crate::status::check(c.status, id, ChargeStatus::Renegotiated)?;
     let before = c.clone();
     crate::status::change(&mut c.status, &c.id, ChargeStatus::Renegotiated)?;
     c.agreement_id = agreement_id.map(str::to_owned);

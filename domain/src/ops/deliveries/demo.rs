@@ -10,12 +10,12 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let q = Query {
         conds: vec![Cond::In(
             "status",
-            vec![
-                json!("pending"),
-                json!("overdue"),
-                json!("partially_paid"),
-                json!("paid"),
-            ],
+            crate::status::values(&[
+                ChargeStatus::Pending,
+                ChargeStatus::Overdue,
+                ChargeStatus::PartiallyPaid,
+                ChargeStatus::Paid,
+            ]),
         )],
         sort: ("due_date", Order::Asc),
         limit: None,

@@ -348,7 +348,8 @@ pub(super) fn apply_step(
                     .filter(|s| !s.parse::<ChargeStatus>().is_ok_and(ChargeStatus::is_open))
                     .collect();
                 if bad.is_empty() {
-                    st.conditions.charge_status = list;
+                    st.conditions.charge_status =
+                        list.iter().filter_map(|s| s.parse().ok()).collect();
                 } else {
                     out.push(issue(
                         &join(&cp, "charge_status"),

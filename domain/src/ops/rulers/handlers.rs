@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::list::{Filter, Listing, Rows};
-use crate::status::RulerStatus;
+use crate::status::{ChargeStatus, RulerStatus};
 
 pub(super) const SORTS: &[(&str, &str, Order)] = &[
     ("name", "name", Order::Asc),
@@ -468,7 +468,7 @@ pub(super) fn preview_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
         (None, Some(d), Some(a)) => (
             json!({
-                "id": null, "status": "pending", "amount": a,
+                "id": null, "status": ChargeStatus::Pending, "amount": a,
                 "due_date": d.format("%Y-%m-%d").to_string(), "tags": [],
             }),
             sample_debtor(),

@@ -366,7 +366,7 @@ pub struct Conditions {
     /// Charge amount at least this (BRL).
     pub min_amount: Option<Money>,
     /// Charge status among these (empty: any dunnable status).
-    pub charge_status: Vec<String>,
+    pub charge_status: Vec<ChargeStatus>,
 }
 
 /// A step of a ruler.
