@@ -254,7 +254,7 @@ pub(super) fn terms(op: &mut Op<'_>) -> Result<Terms, DomainError> {
             charge_id: c.id.clone(),
             description: c.description.clone().or_else(|| c.external_id.clone()),
             due_date: c.due_date.clone(),
-            status: c.status.clone(),
+            status: c.status,
             amount: c.amount,
             paid_amount: c.paid_amount,
             principal: p,

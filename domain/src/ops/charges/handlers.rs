@@ -649,7 +649,7 @@ pub(super) fn pause_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = op.str("id")?;
     let mut c = load_charge(op, id)?;
     if !is_open(&c) {
-        return Err(DomainError::transition("charge", id, &c.status, "paused"));
+        return Err(DomainError::transition("charge", id, c.status, "paused"));
     }
     let today = op.today();
     let until = op.opt_date("until")?;
