@@ -189,12 +189,6 @@ macro_rules! status_enum {
                 Self::String(s.as_str().to_owned())
             }
         }
-
-        impl PartialEq<str> for $name {
-            fn eq(&self, other: &str) -> bool {
-                self.as_str() == other
-            }
-        }
     };
 }
 
