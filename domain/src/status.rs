@@ -120,6 +120,11 @@ macro_rules! status_enum {
                     $(Self::$variant => $wire,)*
                 }
             }
+
+            /// The variant of a wire string, if it names one.
+            pub fn from_wire(s: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == s)
+            }
         }
 
         $(
@@ -153,11 +158,7 @@ macro_rules! status_enum {
             type Err = $crate::error::DomainError;
 
             fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.as_str() == s)
-                    .ok_or_else(|| $crate::status::unknown(s, Self::NAMES))
+                Self::from_wire(s).ok_or_else(|| $crate::status::unknown(s, Self::NAMES))
             }
         }
 
@@ -176,11 +177,7 @@ macro_rules! status_enum {
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.as_str() == s)
-                    .ok_or_else(|| serde::de::Error::unknown_variant(&s, Self::NAMES))
+                Self::from_wire(&s).ok_or_else(|| serde::de::Error::unknown_variant(&s, Self::NAMES))
             }
         }
 
@@ -378,20 +375,14 @@ status_enum! {
 impl InstallmentStatus {
     /// Its charge's status, once it has a charge.
     pub fn charge(self) -> Option<ChargeStatus> {
-        ChargeStatus::ALL
-            .iter()
-            .copied()
-            .find(|c| c.as_str() == self.as_str())
+        ChargeStatus::from_wire(self.as_str())
     }
 }
 
 impl From<ChargeStatus> for InstallmentStatus {
     fn from(c: ChargeStatus) -> Self {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|i| i.as_str() == c.as_str())
-            .unwrap_or_default()
+        // Every charge status is an installment status (`status/tests.rs`).
+        Self::from_wire(c.as_str()).unwrap_or_default()
     }
 }
 
