@@ -720,7 +720,7 @@ fn claim(
         }
         let (charge, debtor) = match recheck(op, &d)? {
             Some((r, _, _)) => {
-                if d.status == DeliveryStatus::Scheduled || d.status == DeliveryStatus::Queued {
+                if d.status.is_waiting() {
                     deliveries::advance_to(
                         op,
                         &mut d,
