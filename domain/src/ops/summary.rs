@@ -77,7 +77,11 @@ fn summary(op: &mut Op<'_>) -> Result<Output, DomainError> {
     for c in &open {
         let due = remaining(c);
         open_c += due;
-        if c.get("status").and_then(Value::as_str) == Some(ChargeStatus::Overdue.as_str()) {
+        if c.get("status")
+            .and_then(Value::as_str)
+            .and_then(ChargeStatus::from_wire)
+            == Some(ChargeStatus::Overdue)
+        {
             overdue_c += due;
             overdue_n += 1;
             let days = c

@@ -66,7 +66,10 @@ fn settled(op: &mut Op<'_>, c: &Charge) -> Result<Option<Settled>, DomainError> 
             let Some(a) = op.tx.get(Kind::Agreement, op.org, aid)? else {
                 return Ok(None);
             };
-            if a.get("status").and_then(Value::as_str) != Some(AgreementStatus::Completed.as_str())
+            if a.get("status")
+                .and_then(Value::as_str)
+                .and_then(AgreementStatus::from_wire)
+                != Some(AgreementStatus::Completed)
             {
                 return Ok(None);
             }

@@ -122,7 +122,7 @@ pub fn debtor_refusal(debtor: &Value) -> Option<Refusal> {
             format!("debtor {id} ({name}) is marked do_not_contact: no channel may be used"),
         ));
     }
-    if text(debtor, "status") == Some(DebtorStatus::Archived.as_str()) {
+    if text(debtor, "status").and_then(DebtorStatus::from_wire) == Some(DebtorStatus::Archived) {
         return Some(Refusal::conflict(
             "debtor_archived",
             format!("debtor {id} ({name}) is archived"),
@@ -143,7 +143,9 @@ pub fn contact_refusal(cp: &Value, channel: &str) -> Option<Refusal> {
             field: Some("contact_point_id"),
         });
     }
-    if text(cp, "status") == Some(ContactPointStatus::Invalid.as_str()) {
+    if text(cp, "status").and_then(ContactPointStatus::from_wire)
+        == Some(ContactPointStatus::Invalid)
+    {
         return Some(Refusal::conflict(
             "contact_point_invalid",
             format!("contact point {id} ({value}) is invalid"),

@@ -57,7 +57,8 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             continue;
         };
         let status = cycle[made % cycle.len()];
-        let paid = text(&charge, "status") == Some(ChargeStatus::Paid.as_str());
+        let paid =
+            text(&charge, "status").and_then(ChargeStatus::from_wire) == Some(ChargeStatus::Paid);
         if status == S::Scheduled && paid {
             continue;
         }
