@@ -44,6 +44,7 @@ pub mod rules;
 mod run;
 pub mod scheduler;
 pub mod schema;
+pub mod status;
 pub mod store;
 #[doc(hidden)]
 pub mod testing;

@@ -10,6 +10,7 @@
 //! message ([`reachable`]).
 
 use crate::catalog::name;
+use crate::status::{ContactPointStatus, DebtorStatus, DeliveryStatus};
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -51,11 +52,11 @@ pub struct ContactPoint {
     /// Why.
     pub opt_out_reason: Option<String>,
     /// Status of the last delivery to it (kept by the deliveries module).
-    pub last_delivery_status: Option<String>,
+    pub last_delivery_status: Option<DeliveryStatus>,
     /// Bounces so far (kept by the deliveries module).
     pub bounce_count: u32,
     /// `active` or `invalid`.
-    pub status: String,
+    pub status: ContactPointStatus,
     /// Creation time.
     pub created_at: String,
     /// Last change.
@@ -65,7 +66,7 @@ pub struct ContactPoint {
 /// Whether a message on this contact point's channel may be sent to it now: active,
 /// not opted out, and for WhatsApp explicitly opted in (rule 4).
 pub fn reachable(cp: &ContactPoint) -> bool {
-    cp.status == "active"
+    cp.status == ContactPointStatus::Active
         && cp.consent != "opted_out"
         && (cp.channel != "whatsapp" || cp.consent == "opted_in")
 }
@@ -372,7 +373,7 @@ fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
     ])?;
     let debtor_id = op.str("id")?;
     let debtor: Debtor = load_debtor(op, debtor_id)?;
-    if debtor.status != "active" {
+    if debtor.status != DebtorStatus::Active {
         return Err(DomainError::Conflict(format!(
             "debtor {debtor_id} is {}; contact points can only be added to active debtors",
             debtor.status
@@ -407,7 +408,7 @@ fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
         label: text_arg(op, "label")?,
         is_primary: op.opt_bool("is_primary").unwrap_or(first_of_channel),
         consent: "unknown".into(),
-        status: "active".into(),
+        status: ContactPointStatus::Active,
         created_at: now.clone(),
         updated_at: now,
         ..ContactPoint::default()
@@ -527,7 +528,7 @@ fn delete_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if cp.is_primary {
         let next = of_debtor(op, debtor_id)?
             .into_iter()
-            .filter(|c| c.channel == cp.channel && c.status == "active")
+            .filter(|c| c.channel == cp.channel && c.status == ContactPointStatus::Active)
             .min_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
         if let Some(mut n) = next {
             let before = n.clone();

@@ -18,6 +18,7 @@
 //! The webhook tools (#58–#67) are listed after these, from [`crate::webhooks`].
 
 use crate::catalog::{Registry, name};
+use crate::status::ExportStatus;
 use std::collections::HashMap;
 
 use dunning_core::{File, Output, Scope, UnixTime};
@@ -61,7 +62,7 @@ pub struct Export {
     /// Filters of the resource's list tool.
     pub filters: Map<String, Value>,
     /// `queued`, `processing`, `processed`, `expired` or `failed`.
-    pub status: String,
+    pub status: ExportStatus,
     /// Data rows (header excluded), once processed.
     pub row_count: Option<u64>,
     /// How far the file is, 0 to 100: 0 once the worker took it, 100 when processed. The
@@ -492,7 +493,7 @@ fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
         format: "csv".into(),
         dialect,
         filters,
-        status: "queued".into(),
+        status: ExportStatus::Queued,
         row_count: None,
         progress: None,
         file_name: None,
@@ -531,14 +532,14 @@ fn past(ts: Option<&str>, now: UnixTime) -> bool {
 fn download_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = op.str("id")?;
     let e = load_export(op, id)?;
-    let expired = e.status == "expired"
-        || (e.status == "processed" && past(e.download_expires_at.as_deref(), op.now));
+    let expired = e.status == ExportStatus::Expired
+        || (e.status == ExportStatus::Processed && past(e.download_expires_at.as_deref(), op.now));
     if expired {
         return Err(DomainError::Conflict(format!(
             "export {id} is expired: its file was kept 24 hours after processing; create a new export"
         )));
     }
-    if e.status != "processed" {
+    if e.status != ExportStatus::Processed {
         return Err(DomainError::Conflict(format!(
             "export {id} is {}; the file can be downloaded only when it is processed",
             e.status
@@ -562,7 +563,7 @@ fn download_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
 /// next tick). Returns how many exports changed.
 pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let mut n = 0;
-    let by_status = |st: &str| Query {
+    let by_status = |st: ExportStatus| Query {
         conds: vec![Cond::Eq("status", json!(st))],
         sort: ("created_at", Order::Asc),
         limit: Some(BATCH),
@@ -574,14 +575,14 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
         op.org,
         &Query {
             limit: None,
-            ..by_status("processed")
+            ..by_status(ExportStatus::Processed)
         },
     )?;
     for mut e in processed {
         if past(e.download_expires_at.as_deref(), op.now) {
             let before = e.public();
             let now = op.timestamp();
-            e.status = "expired".into();
+            crate::status::change(&mut e.status, &e.id, ExportStatus::Expired)?;
             e.csv = None;
             e.expired_at = Some(now.clone());
             e.updated_at = now;
@@ -591,16 +592,26 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
             n += 1;
         }
     }
-    let processing: Vec<Export> = find(op.tx, Kind::Export, op.org, &by_status("processing"))?;
+    let processing: Vec<Export> = find(
+        op.tx,
+        Kind::Export,
+        op.org,
+        &by_status(ExportStatus::Processing),
+    )?;
     for e in processing {
         build_one(op, e)?;
         n += 1;
     }
-    let queued: Vec<Export> = find(op.tx, Kind::Export, op.org, &by_status("queued"))?;
+    let queued: Vec<Export> = find(
+        op.tx,
+        Kind::Export,
+        op.org,
+        &by_status(ExportStatus::Queued),
+    )?;
     for mut e in queued {
         let before = e.public();
         let now = op.timestamp();
-        e.status = "processing".into();
+        crate::status::change(&mut e.status, &e.id, ExportStatus::Processing)?;
         e.progress = Some(0);
         e.processing_started_at = Some(now.clone());
         e.updated_at = now;
@@ -624,7 +635,10 @@ pub fn drain(domain: &Domain, now: UnixTime) -> Result<Vec<Export>, DomainError>
     let before = store::read(domain.store(), |tx| {
         let mut ids = Vec::new();
         for org in tx.organizations()? {
-            let q = open(vec![json!("queued"), json!("processing")]);
+            let q = open(crate::status::values(&[
+                ExportStatus::Queued,
+                ExportStatus::Processing,
+            ]));
             for e in find::<Export>(tx, Kind::Export, &org, &q)? {
                 ids.push((org.clone(), e.id));
             }
@@ -640,7 +654,7 @@ pub fn drain(domain: &Domain, now: UnixTime) -> Result<Vec<Export>, DomainError>
         let mut done = Vec::new();
         for (org, id) in &before {
             if let Some(e) = store::load::<Export>(tx, Kind::Export, org, id)? {
-                if matches!(e.status.as_str(), "processed" | "failed") {
+                if e.status.is_finished() {
                     done.push(e);
                 }
             }
@@ -668,7 +682,7 @@ fn build_one(op: &mut Op<'_>, mut e: Export) -> Result<(), DomainError> {
         Ok((csv, rows)) => {
             let digest = Sha256::digest(csv.as_bytes());
             let day = calendar::local(op.now).format("%Y%m%d-%H%M%S");
-            e.status = "processed".into();
+            crate::status::change(&mut e.status, &e.id, ExportStatus::Processed)?;
             e.row_count = Some(rows);
             e.progress = Some(100);
             e.file_name = Some(format!("{}-{day}-{}.csv", e.resource, &e.id[..8]));
@@ -683,7 +697,7 @@ fn build_one(op: &mut Op<'_>, mut e: Export) -> Result<(), DomainError> {
             op.event("export.processed", "export", &e.id, &e.public(), changes)?;
         }
         Err(Failure::Refused(why)) => {
-            e.status = "failed".into();
+            crate::status::change(&mut e.status, &e.id, ExportStatus::Failed)?;
             e.failed_at = Some(now);
             e.error_message = Some(why);
             save(op.tx, Kind::Export, op.org, &e)?;

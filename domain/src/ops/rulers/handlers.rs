@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::list::{Filter, Listing, Rows};
+use crate::status::{ChargeStatus, RulerStatus};
 
 pub(super) const SORTS: &[(&str, &str, Order)] = &[
     ("name", "name", Order::Asc),
@@ -83,7 +84,7 @@ pub(super) fn create_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
         id: op.new_id(),
         name,
         description: op.opt_str("description").map(str::to_owned),
-        status: "draft".into(),
+        status: RulerStatus::Draft,
         is_default: op.opt_bool("is_default").unwrap_or(false),
         filters: Filters::default(),
         send_window: SendWindow::default(),
@@ -147,7 +148,7 @@ pub(super) fn create_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn refuse_archived(r: &Ruler, what: &str) -> Result<(), DomainError> {
-    if r.status == "archived" {
+    if r.status == RulerStatus::Archived {
         return Err(DomainError::Conflict(format!(
             "invalid_transition: ruler {} ({}) is archived and {what}",
             r.id, r.name
@@ -211,23 +212,23 @@ pub(super) fn update_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
 pub(super) fn transition(
     op: &mut Op<'_>,
     r: &mut Ruler,
-    to: &str,
+    to: RulerStatus,
     code: &str,
 ) -> Result<(), DomainError> {
     let before = r.clone();
-    r.status = to.to_owned();
+    crate::status::change(&mut r.status, &r.id, to)?;
     let now = op.timestamp();
     match to {
-        "active" => {
+        RulerStatus::Active => {
             r.activated_at = Some(now.clone());
             r.pause_reason = None;
         }
-        "paused" => {
+        RulerStatus::Paused => {
             r.paused_at = Some(now.clone());
             r.pause_reason = op.opt_str("reason").map(str::to_owned);
         }
-        "archived" => r.archived_at = Some(now.clone()),
-        _ => {}
+        RulerStatus::Archived => r.archived_at = Some(now.clone()),
+        RulerStatus::Draft => {}
     }
     r.updated_at = now;
     save(op.tx, Kind::Ruler, op.org, r)?;
@@ -240,9 +241,10 @@ pub(super) fn activate_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
     op.only(&["id"])?;
     let id = op.str("id")?;
     let mut r = load_ruler(op.tx, op.org, id)?;
-    match r.status.as_str() {
-        "active" => {}
-        "draft" | "paused" => {
+    if r.status != RulerStatus::Active {
+        // The steps only matter to a ruler that may become active at all: the
+        // transition refuses the others.
+        if r.status.can_become(RulerStatus::Active) {
             let steps = steps_of(op.tx, op.org, id)?;
             if !steps.iter().any(|s| s.active) {
                 return Err(DomainError::Conflict(format!(
@@ -250,9 +252,8 @@ pub(super) fn activate_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
                     r.name
                 )));
             }
-            transition(op, &mut r, "active", "ruler.activated")?;
         }
-        from => return Err(DomainError::transition("ruler", id, from, "active")),
+        transition(op, &mut r, RulerStatus::Active, "ruler.activated")?;
     }
     Ok(ok(full_view(op, &r)?))
 }
@@ -261,10 +262,8 @@ pub(super) fn pause_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
     op.only(&["id", "reason"])?;
     let id = op.str("id")?;
     let mut r = load_ruler(op.tx, op.org, id)?;
-    match r.status.as_str() {
-        "paused" => {}
-        "active" => transition(op, &mut r, "paused", "ruler.paused")?,
-        from => return Err(DomainError::transition("ruler", id, from, "paused")),
+    if r.status != RulerStatus::Paused {
+        transition(op, &mut r, RulerStatus::Paused, "ruler.paused")?;
     }
     Ok(ok(full_view(op, &r)?))
 }
@@ -273,7 +272,7 @@ pub(super) fn archive_checks(op: &mut Op<'_>) -> Result<Ruler, DomainError> {
     op.only(&["id"])?;
     let id = op.str("id")?;
     let r = load_ruler(op.tx, op.org, id)?;
-    if r.is_default && r.status != "archived" {
+    if r.is_default && r.status != RulerStatus::Archived {
         return Err(DomainError::Conflict(format!(
             "ruler {id} ({}) is the organization's default ruler and cannot be archived; make another ruler the default first",
             r.name
@@ -289,7 +288,7 @@ pub(super) fn describe_archive(op: &mut Op<'_>) -> Result<String, DomainError> {
         .count(Kind::Step, op.org, &[Cond::Eq("ruler_id", json!(r.id))])?;
     let conds = [
         Cond::Eq("ruler_id", json!(r.id)),
-        Cond::In("status", DUNNABLE.iter().map(|s| json!(s)).collect()),
+        Cond::In("status", crate::status::values(DUNNABLE)),
     ];
     let charges = op.tx.count(Kind::Charge, op.org, &conds)?;
     Ok(format!(
@@ -300,8 +299,8 @@ pub(super) fn describe_archive(op: &mut Op<'_>) -> Result<String, DomainError> {
 
 pub(super) fn archive_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut r = archive_checks(op)?;
-    if r.status != "archived" {
-        transition(op, &mut r, "archived", "ruler.archived")?;
+    if r.status != RulerStatus::Archived {
+        transition(op, &mut r, RulerStatus::Archived, "ruler.archived")?;
     }
     Ok(ok(full_view(op, &r)?))
 }
@@ -469,7 +468,7 @@ pub(super) fn preview_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
         (None, Some(d), Some(a)) => (
             json!({
-                "id": null, "status": "pending", "amount": a,
+                "id": null, "status": ChargeStatus::Pending, "amount": a,
                 "due_date": d.format("%Y-%m-%d").to_string(), "tags": [],
             }),
             sample_debtor(),
