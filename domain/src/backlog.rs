@@ -11,10 +11,17 @@ use serde_json::json;
 use crate::Domain;
 use crate::error::DomainError;
 use crate::rules::calendar;
+use crate::status::{ExportStatus, WebhookDeliveryStatus};
 use crate::store::{self, Cond, Kind, Order, Query};
 
 /// Every state an export can be in (`dunning_exports_get`'s `status`).
-pub const EXPORT_STATES: [&str; 5] = ["queued", "processing", "processed", "failed", "expired"];
+pub const EXPORT_STATES: [&str; 5] = [
+    ExportStatus::Queued.as_str(),
+    ExportStatus::Processing.as_str(),
+    ExportStatus::Processed.as_str(),
+    ExportStatus::Failed.as_str(),
+    ExportStatus::Expired.as_str(),
+];
 
 /// What is waiting, over every organization.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -32,7 +39,7 @@ pub fn backlog(domain: &Domain, now: UnixTime) -> Result<Backlog, DomainError> {
     store::read(domain.store(), |tx| {
         let mut b = Backlog::default();
         let mut oldest: Option<i64> = None;
-        let pending = || Cond::Eq("status", json!("pending"));
+        let pending = || Cond::Eq("status", json!(WebhookDeliveryStatus::Pending));
         for org in tx.organizations()? {
             b.webhook_pending += tx.count(Kind::WebhookDelivery, &org, &[pending()])?;
             let first = Query {

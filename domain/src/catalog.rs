@@ -8,6 +8,8 @@
 //! in [`crate::mcp`] ([`crate::mcp::resources`], [`crate::mcp::templates`],
 //! [`crate::mcp::prompts`]).
 
+use std::collections::HashMap;
+
 use dunning_core::ScopeNames;
 
 use crate::ops;
@@ -27,24 +29,59 @@ pub const SCOPES: ScopeNames = ScopeNames {
 /// (REST `422`; for a resource, unavailable with this reason).
 pub const NOT_SETTLED: &str = "NOT_SETTLED";
 
-/// Every tool, in catalogue order (domain.md §2; the debtor statement, declared with the
-/// charges, comes right after the debtors, as §2 lists it).
-pub fn tools() -> Vec<ToolSpec> {
-    let mut v = crate::org::tools();
-    v.extend(ops::summary::tools());
-    v.extend(ops::debtors::tools());
-    v.extend(ops::charges::statement_tools());
-    v.extend(ops::contact_points::tools());
-    v.extend(ops::charges::tools());
-    v.extend(ops::bureau::tools());
-    v.extend(ops::protests::tools());
-    v.extend(ops::agreements::tools());
-    v.extend(ops::rulers::tools());
-    v.extend(ops::deliveries::tools());
-    v.extend(ops::exports::tools());
-    v.extend(ops::events::tools());
-    v.extend(crate::webhooks::tools());
-    v
+/// The tool table: every tool in catalogue order, and an index by name.
+///
+/// Built once, by [`crate::Domain::new`], and lent to whatever needs a tool other than
+/// its own: the dispatcher (by name), the exporter (the list tools it pages through,
+/// through [`crate::op::Op::registry`]). No second table exists: a test that needs the
+/// catalogue builds a `Registry` of its own.
+#[derive(Debug)]
+pub struct Registry {
+    tools: Vec<ToolSpec>,
+    index: HashMap<String, usize>,
+}
+
+impl Registry {
+    /// Every tool, in catalogue order: the groups in the order they are listed here, the
+    /// debtor statement (declared with the charges) right after the debtors.
+    pub fn new() -> Self {
+        let mut tools = crate::org::tools();
+        tools.extend(ops::summary::tools());
+        tools.extend(ops::debtors::tools());
+        tools.extend(ops::charges::statement_tools());
+        tools.extend(ops::contact_points::tools());
+        tools.extend(ops::charges::tools());
+        tools.extend(ops::bureau::tools());
+        tools.extend(ops::protests::tools());
+        tools.extend(ops::agreements::tools());
+        tools.extend(ops::rulers::tools());
+        tools.extend(ops::deliveries::tools());
+        tools.extend(ops::exports::tools());
+        tools.extend(ops::events::tools());
+        tools.extend(crate::webhooks::tools());
+        let index = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.def.name.clone(), i))
+            .collect();
+        Self { tools, index }
+    }
+
+    /// Every tool, in catalogue order.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    /// The tool named `name`.
+    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+        self.index.get(name).map(|&i| &self.tools[i])
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Every tool name.
@@ -132,4 +169,23 @@ pub mod name {
     pub const WEBHOOK_DELIVERIES_LIST: &str = "dunning_webhook_deliveries_list";
     pub const WEBHOOK_DELIVERIES_GET: &str = "dunning_webhook_deliveries_get";
     pub const WEBHOOK_DELIVERIES_RESEND: &str = "dunning_webhook_deliveries_resend";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Registry;
+
+    #[test]
+    fn the_registry_finds_every_tool_by_its_own_name_and_no_other() {
+        let registry = Registry::new();
+        for tool in registry.tools() {
+            let found = registry.get(&tool.def.name).map(|t| &t.def.name);
+            assert_eq!(found, Some(&tool.def.name), "one tool per name");
+        }
+        assert!(registry.get("dunning_no_such_tool").is_none());
+        assert_eq!(
+            registry.get(super::name::ME).map(|t| t.def.name.as_str()),
+            Some(super::name::ME)
+        );
+    }
 }

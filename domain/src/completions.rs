@@ -8,6 +8,7 @@ use dunning_core::{Completion, CompletionRef, Ctx, Output};
 use serde_json::{Map, Value, json};
 
 use crate::Domain;
+use crate::status::ChargeStatus;
 use crate::store::{self, Cond, Kind, Order, Query};
 
 /// Ids of a list tool's items (the first page of 100: for small sets only, such as an
@@ -186,7 +187,7 @@ pub fn complete(
             ("name", Order::Asc),
         )
     };
-    let status = |s: &str| vec![Cond::Eq("status", json!(s))];
+    let status = |s: ChargeStatus| vec![Cond::Eq("status", json!(s))];
     let by_id = |tool, kind| search(tool, kind, &[], Vec::new(), ("created_at", Order::Desc));
     let webhooks = || {
         ids(
@@ -217,9 +218,11 @@ pub fn complete(
             fixed(&["0", "5", "10", "20"])
         }
         (CompletionRef::Prompt("negativation_readiness"), "charge_id") => {
-            charges(status("overdue"))
+            charges(status(ChargeStatus::Overdue))
         }
-        (CompletionRef::Prompt("settle_and_document"), "charge_id") => charges(status("paid")),
+        (CompletionRef::Prompt("settle_and_document"), "charge_id") => {
+            charges(status(ChargeStatus::Paid))
+        }
         (CompletionRef::Prompt("design_ruler"), "segment") => {
             fixed(&["b2c", "b2b", "high_ticket", "recurring"])
         }

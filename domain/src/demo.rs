@@ -66,6 +66,42 @@ pub fn stable_id(name: &str) -> String {
     )
 }
 
+/// The demo organizations' slugs: what [`seed`] creates and [`reseed`] wipes first.
+/// Every other organization in a store is left alone.
+pub const ORGS: [&str; 2] = ["demo", "acme"];
+
+/// A person of the demo data, for a token minted without asking who.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// The organization's slug.
+    pub org: &'static str,
+    /// The person's e-mail.
+    pub person: &'static str,
+    /// The person's role (the token's scopes follow from it).
+    pub role: &'static str,
+}
+
+impl Identity {
+    /// The organization's id.
+    pub fn org_id(&self) -> String {
+        org_id(self.org)
+    }
+}
+
+/// Who the development token `serve` prints speaks for: the owner of `demo`.
+pub const fn dev_identity() -> Identity {
+    Identity {
+        org: ORGS[0],
+        person: "ana@demo.example",
+        role: "owner",
+    }
+}
+
+/// The id of the demo organization `slug`.
+pub fn org_id(slug: &str) -> String {
+    stable_id(&format!("org:{slug}"))
+}
+
 /// Members of the demo organizations: (org slug, e-mail, name, role).
 pub const MEMBERS: &[(&str, &str, &str, &str)] = &[
     ("demo", "ana@demo.example", "Ana Souza", "owner"),
@@ -83,7 +119,7 @@ pub fn seed_org(
     cnpj: &str,
     now: UnixTime,
 ) -> Result<String, DomainError> {
-    let id = stable_id(&format!("org:{slug}"));
+    let id = org_id(slug);
     let at = calendar::timestamp(now);
     store::write(domain.store(), WriteScope::Org(&id), |tx| {
         let org = Organization {
@@ -178,10 +214,40 @@ pub(crate) fn run_with(
                 entropy,
                 settings,
                 outbound,
+                domain.registry(),
             );
             run(&mut op)
         },
     )
+}
+
+/// Seeds the demo data in a store that holds no organization, and says whether it did:
+/// a store with any organization (demo or not) is someone's, and is never seeded.
+pub fn seed_if_empty(domain: &Domain, now: UnixTime) -> Result<bool, DomainError> {
+    if !store::read(domain.store(), |tx| Ok(tx.organizations()?))?.is_empty() {
+        return Ok(false);
+    }
+    seed(domain, now)?;
+    Ok(true)
+}
+
+/// Deletes every document of the demo organizations ([`ORGS`]), then seeds them again;
+/// the store's other organizations are not touched.
+pub fn reseed(domain: &Domain, now: UnixTime) -> Result<(), DomainError> {
+    let orgs = ORGS.map(org_id);
+    store::write(domain.store(), WriteScope::All, |tx| {
+        for org in &orgs {
+            for kind in Kind::ALL.iter().rev() {
+                for doc in tx.find(*kind, org, &store::Query::all())? {
+                    if let Some(id) = doc.get("id").and_then(|v| v.as_str()) {
+                        tx.delete(*kind, org, id)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    })?;
+    seed(domain, now)
 }
 
 /// Everything the demo seeding produced for one organization, for later groups to use.
@@ -193,8 +259,9 @@ pub struct Seeded {
 
 /// Seeds both demo organizations. Deterministic for a given `now`.
 pub fn seed(domain: &Domain, now: UnixTime) -> Result<(), DomainError> {
-    let demo = seed_org(domain, "demo", "Demo Cobranças Ltda", "11222333000181", now)?;
-    let acme = seed_org(domain, "acme", "Acme Serviços S.A.", "12345678000195", now)?;
+    let [demo, acme] = ORGS;
+    let demo = seed_org(domain, demo, "Demo Cobranças Ltda", "11222333000181", now)?;
+    let acme = seed_org(domain, acme, "Acme Serviços S.A.", "12345678000195", now)?;
     seed_entities(domain, &demo, 40, 200, now, 1)?;
     seed_entities(domain, &acme, 8, 30, now, 2)?;
     Ok(())
@@ -293,4 +360,31 @@ fn seed_entities(
         hook(domain, &who, now, &mut rng, &seeded, charges)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dev_identity_is_a_member_of_a_demo_organization_with_its_role() {
+        let dev = dev_identity();
+        assert!(ORGS.contains(&dev.org));
+        assert!(
+            MEMBERS
+                .iter()
+                .any(|m| (m.0, m.1, m.3) == (dev.org, dev.person, dev.role))
+        );
+        assert_eq!(dev.org_id(), stable_id("org:demo"));
+    }
+
+    #[test]
+    fn a_store_with_any_organization_is_never_seeded() {
+        let domain = Domain::new(crate::testing::store());
+        let now = UnixTime::from_millis(1_767_225_600_000);
+        seed_org(&domain, "other", "Outra Ltda", "11444777000161", now).unwrap();
+        assert!(!seed_if_empty(&domain, now).unwrap());
+        let orgs = store::read(domain.store(), |tx| Ok(tx.organizations()?)).unwrap();
+        assert_eq!(orgs.len(), 1, "only the organization that was there");
+    }
 }

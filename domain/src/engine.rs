@@ -23,6 +23,7 @@
 //! delivery for a person: the engine never negativates, protests or escalates by itself.
 
 use crate::Worker;
+use crate::status::{DeliveryStatus, RulerStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -450,14 +451,14 @@ fn text<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
 fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let q = Query::all().with(Cond::In(
         "status",
-        vec![json!("draft"), json!("active"), json!("paused")],
+        crate::status::values(&[RulerStatus::Draft, RulerStatus::Active, RulerStatus::Paused]),
     ));
     let rulers: Vec<Ruler> = find(op.tx, Kind::Ruler, op.org, &q)?;
-    if !rulers.iter().any(|r| r.status == "active") {
+    if !rulers.iter().any(|r| r.status == RulerStatus::Active) {
         return Ok(0);
     }
     let mut steps: HashMap<String, Vec<Step>> = HashMap::new();
-    for r in rulers.iter().filter(|r| r.status == "active") {
+    for r in rulers.iter().filter(|r| r.status == RulerStatus::Active) {
         let s: Vec<Step> = rulers::steps_of(op.tx, op.org, &r.id)?
             .into_iter()
             .filter(|s| s.active)
@@ -475,7 +476,7 @@ fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let to = today + Duration::days(2 * -lo + 7);
     let open = Query {
         conds: vec![
-            Cond::In("status", DUNNABLE.iter().map(|s| json!(s)).collect()),
+            Cond::In("status", crate::status::values(DUNNABLE)),
             Cond::Ge("due_date", json!(from.format("%Y-%m-%d").to_string())),
             Cond::Le("due_date", json!(to.format("%Y-%m-%d").to_string())),
         ],
@@ -498,7 +499,7 @@ fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
         let Some(ruler) = rulers::resolve_among(&rulers, &charge, &debtor) else {
             continue;
         };
-        if ruler.status != "active" {
+        if ruler.status != RulerStatus::Active {
             continue;
         }
         let Some(due) = text(&charge, "due_date").and_then(calendar::parse_date) else {
@@ -558,7 +559,7 @@ fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
                 channel: step.channel.clone(),
                 action: step.action.clone(),
                 origin: "ruler".into(),
-                status: "scheduled".into(),
+                status: DeliveryStatus::Scheduled,
                 to: contact
                     .as_ref()
                     .and_then(|c| text(c, "value"))
@@ -576,7 +577,7 @@ fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
                     made += 1;
                 }
                 Some(r) => {
-                    d.status = "canceled".into();
+                    crate::status::change(&mut d.status, &d.id, DeliveryStatus::Canceled)?;
                     d.canceled_at = Some(ts);
                     d.cancel_reason = Some(r.code);
                     d.error_message = Some(r.message);
@@ -634,7 +635,7 @@ fn recheck(op: &mut Op<'_>, d: &Delivery) -> Result<Option<(Refusal, Value, Valu
     if d.origin == "ruler" {
         if let Some(rid) = &d.ruler_id {
             let r: Option<Ruler> = load(op.tx, Kind::Ruler, op.org, rid)?;
-            if let Some(r) = r.filter(|r| r.status != "active") {
+            if let Some(r) = r.filter(|r| r.status != RulerStatus::Active) {
                 return Ok(Some((
                     Refusal {
                         code: "ruler_not_active".into(),
@@ -693,7 +694,10 @@ fn claim(
     let now_ts = op.timestamp();
     let q = Query {
         conds: vec![
-            Cond::In("status", vec![json!("scheduled"), json!("queued")]),
+            Cond::In(
+                "status",
+                crate::status::values(&[DeliveryStatus::Scheduled, DeliveryStatus::Queued]),
+            ),
             Cond::Le("scheduled_at", json!(now_ts)),
         ],
         sort: ("scheduled_at", Order::Asc),
@@ -707,7 +711,7 @@ fn claim(
         if out.len() >= limit {
             break;
         }
-        if d.status == "queued"
+        if d.status == DeliveryStatus::Queued
             && [&d.claim_until, &d.next_attempt_at]
                 .iter()
                 .any(|u| u.as_deref().is_some_and(|u| u > now_ts.as_str()))
@@ -716,8 +720,13 @@ fn claim(
         }
         let (charge, debtor) = match recheck(op, &d)? {
             Some((r, _, _)) => {
-                if d.status == "scheduled" || d.status == "queued" {
-                    deliveries::advance(op, &mut d, "canceled", Some((&r.code, &r.message)))?;
+                if d.status.is_waiting() {
+                    deliveries::advance_to(
+                        op,
+                        &mut d,
+                        DeliveryStatus::Canceled,
+                        Some((&r.code, &r.message)),
+                    )?;
                     report.canceled += 1;
                     report.channel(&d.channel).canceled += 1;
                 }
@@ -743,10 +752,15 @@ fn claim(
             match deliveries::render_delivery(op.tx, op.org, &d, &charge, &debtor, op.now)? {
                 Ok(r) => r,
                 Err(r) => {
-                    if d.status == "scheduled" {
-                        deliveries::advance(op, &mut d, "queued", None)?;
+                    if d.status == DeliveryStatus::Scheduled {
+                        deliveries::advance_to(op, &mut d, DeliveryStatus::Queued, None)?;
                     }
-                    deliveries::advance(op, &mut d, "failed", Some((&r.code, &r.message)))?;
+                    deliveries::advance_to(
+                        op,
+                        &mut d,
+                        DeliveryStatus::Failed,
+                        Some((&r.code, &r.message)),
+                    )?;
                     report.failed += 1;
                     report.channel(&d.channel).failed += 1;
                     continue;
@@ -754,8 +768,8 @@ fn claim(
             };
         let token = op.new_id();
         let until = calendar::timestamp(op.now.plus_millis(CLAIM_MS));
-        if d.status == "scheduled" {
-            d.status = "queued".into();
+        if d.status == DeliveryStatus::Scheduled {
+            crate::status::change(&mut d.status, &d.id, DeliveryStatus::Queued)?;
             d.queued_at = Some(now_ts.clone());
         }
         d.claim_token = Some(token.clone());

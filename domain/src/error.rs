@@ -77,7 +77,12 @@ impl DomainError {
     }
 
     /// An invalid transition of `what` from `from` to `to` (spec: CONFLICT naming the states).
-    pub fn transition(what: &str, id: &str, from: &str, to: &str) -> Self {
+    pub fn transition(
+        what: &str,
+        id: &str,
+        from: impl std::fmt::Display,
+        to: impl std::fmt::Display,
+    ) -> Self {
         Self::Conflict(format!(
             "invalid_transition: {what} {id} is {from} and cannot become {to}"
         ))

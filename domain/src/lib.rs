@@ -43,14 +43,16 @@ pub mod org;
 pub mod outbound;
 pub mod rules;
 mod run;
+pub mod scheduler;
 pub mod schema;
+pub mod status;
 pub mod store;
 #[doc(hidden)]
 pub mod testing;
 pub mod tool;
 pub mod webhooks;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use dunning_core::{
@@ -62,7 +64,6 @@ use serde_json::{Map, Value};
 pub use error::DomainError;
 pub use run::Worker;
 use store::Store;
-use tool::ToolSpec;
 
 /// How long idempotency keys are kept (at least 24 h, spec).
 pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;
@@ -70,8 +71,7 @@ pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3600 * 1000;
 /// The dunning domain.
 pub struct Domain {
     store: Arc<dyn Store>,
-    tools: Vec<ToolSpec>,
-    index: HashMap<String, usize>,
+    registry: catalog::Registry,
     outbound: outbound::Outbound,
     answer_limit: usize,
     webhook_driver: Arc<dyn webhooks::WebhookDriver>,
@@ -81,27 +81,17 @@ pub struct Domain {
 impl std::fmt::Debug for Domain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Domain")
-            .field("tools", &self.tools.len())
+            .field("tools", &self.registry.tools().len())
             .finish_non_exhaustive()
     }
 }
 
-/// Every tool, in catalogue order: [`catalog::tools`].
-pub use catalog::tools as all_tools;
-
 impl Domain {
-    /// A domain on `store`.
+    /// A domain on `store`, with its tool table built here, once.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        let tools = all_tools();
-        let index = tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.def.name.clone(), i))
-            .collect();
         Self {
             store,
-            tools,
-            index,
+            registry: catalog::Registry::new(),
             outbound: outbound::Outbound::new(org::Settings::default().outbound_per_minute),
             answer_limit: ceiling::MAX_ANSWER_BYTES,
             webhook_driver: Arc::new(webhooks::RecordingDriver::new()),
@@ -141,6 +131,11 @@ impl Domain {
     /// The outbound limiter.
     pub fn outbound(&self) -> &outbound::Outbound {
         &self.outbound
+    }
+
+    /// The tool table.
+    pub fn registry(&self) -> &catalog::Registry {
+        &self.registry
     }
 
     /// The store.
@@ -232,7 +227,12 @@ impl Membership {
 impl Dispatch for Domain {
     fn catalog(&self) -> Catalog {
         Catalog {
-            tools: self.tools.iter().map(|t| t.def.clone()).collect(),
+            tools: self
+                .registry
+                .tools()
+                .iter()
+                .map(|t| t.def.clone())
+                .collect(),
             resources: mcp::resources(self),
             templates: mcp::templates(self),
             prompts: mcp::prompts(self),

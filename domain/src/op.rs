@@ -42,6 +42,9 @@ pub struct Op<'a> {
     pub dry_run: bool,
     /// Outbound limiter (messages to debtors, webhook calls).
     pub outbound: &'a crate::outbound::Outbound,
+    /// The tool table, for a handler that runs another tool (an export pages through
+    /// a list tool): the domain's, built once.
+    pub registry: &'a crate::catalog::Registry,
     seed: [u8; 32],
     counter: u32,
 }
@@ -83,6 +86,7 @@ impl<'a> Op<'a> {
         seed: [u8; 32],
         settings: Settings,
         outbound: &'a crate::outbound::Outbound,
+        registry: &'a crate::catalog::Registry,
     ) -> Self {
         Self {
             tx,
@@ -94,6 +98,7 @@ impl<'a> Op<'a> {
             settings,
             dry_run: false,
             outbound,
+            registry,
             seed,
             counter: 0,
         }

@@ -15,15 +15,12 @@ use crate::{Domain, DomainError, IDEMPOTENCY_TTL_MS, ceiling, idempotency, org, 
 
 impl Domain {
     pub(crate) fn spec(&self, name: &str) -> Result<&ToolSpec, ToolError> {
-        self.index
-            .get(name)
-            .map(|&i| &self.tools[i])
-            .ok_or_else(|| {
-                ToolError::new(
-                    dunning_core::ToolErrorCode::NotFound,
-                    format!("Unknown tool {name}"),
-                )
-            })
+        self.registry.get(name).ok_or_else(|| {
+            ToolError::new(
+                dunning_core::ToolErrorCode::NotFound,
+                format!("Unknown tool {name}"),
+            )
+        })
     }
 
     fn settings(tx: &mut dyn store::Tx, org: &str) -> Result<org::Settings, DomainError> {
@@ -58,6 +55,7 @@ impl Domain {
             *call.ctx.entropy,
             settings,
             &self.outbound,
+            &self.registry,
         );
         op.dry_run = dry_run;
         f(&mut op)
@@ -259,6 +257,7 @@ impl Domain {
                 seed,
                 settings,
                 &self.outbound,
+                &self.registry,
             );
             f(&mut op)
         })

@@ -37,6 +37,7 @@ fn tick(bed: &Bed, who: &Principal) {
             entropy,
             settings,
             bed.domain.outbound(),
+            bed.domain.registry(),
         );
         charges::sweep_overdue(&mut op)?;
         bureau::advance(&mut op)?;

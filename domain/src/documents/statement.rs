@@ -51,14 +51,16 @@ pub struct StatementDoc {
     pub totals: StatementTotals,
 }
 
+/// A listed charge status in Portuguese; any other as the API names it.
 pub(super) fn status_text(s: &str) -> &str {
-    match s {
-        "pending" => "em aberto",
-        "overdue" => "vencida",
-        "partially_paid" => "paga em parte",
-        "paid" => "paga",
-        "renegotiated" => "renegociada",
-        other => other,
+    use crate::status::ChargeStatus as C;
+    match s.parse::<C>() {
+        Ok(C::Pending) => "em aberto",
+        Ok(C::Overdue) => "vencida",
+        Ok(C::PartiallyPaid) => "paga em parte",
+        Ok(C::Paid) => "paga",
+        Ok(C::Renegotiated) => "renegociada",
+        _ => s,
     }
 }
 

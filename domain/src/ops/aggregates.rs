@@ -18,6 +18,7 @@
 //!
 //! [`recount`] is the full recount, kept as the reference the deltas are tested against.
 
+use crate::status::ChargeStatus;
 use serde_json::{Value, json};
 
 use super::charges::Charge;
@@ -28,7 +29,7 @@ use crate::rules::money::Money;
 use crate::store::{Cond, Kind, Order, Query, load, save};
 
 /// Statuses whose balance a debtor still owes.
-const OPEN: [&str; 3] = ["pending", "overdue", "partially_paid"];
+const OPEN: &[ChargeStatus] = ChargeStatus::OPEN;
 
 /// What one charge adds to its debtor's aggregates.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,7 +40,7 @@ struct Share {
 }
 
 fn is_open(c: &Charge) -> bool {
-    OPEN.contains(&c.status.as_str())
+    c.status.is_open()
 }
 
 fn share(c: Option<&Charge>) -> Share {
@@ -47,7 +48,7 @@ fn share(c: Option<&Charge>) -> Share {
         return Share::default();
     };
     let due = c.amount - c.paid_amount;
-    let overdue = c.status == "overdue";
+    let overdue = c.status == ChargeStatus::Overdue;
     Share {
         open: due,
         overdue: if overdue { due } else { Money::ZERO },
@@ -156,7 +157,7 @@ pub fn recount(
         sort: ("debtor_id", Order::Asc),
         ..Query::all()
             .with(Cond::Eq("debtor_id", json!(debtor_id)))
-            .with(Cond::In("status", OPEN.iter().map(|s| json!(s)).collect()))
+            .with(Cond::In("status", crate::status::values(OPEN)))
     };
     let charges: Vec<Charge> = crate::store::find(op.tx, Kind::Charge, op.org, &q)?;
     let mut total = Share::default();

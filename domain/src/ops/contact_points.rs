@@ -10,6 +10,7 @@
 //! message ([`reachable`]).
 
 use crate::catalog::name;
+use crate::status::{ContactPointStatus, DebtorStatus, DeliveryStatus};
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -52,11 +53,11 @@ pub struct ContactPoint {
     /// Why.
     pub opt_out_reason: Option<String>,
     /// Status of the last delivery to it (kept by the deliveries module).
-    pub last_delivery_status: Option<String>,
+    pub last_delivery_status: Option<DeliveryStatus>,
     /// Bounces so far (kept by the deliveries module).
     pub bounce_count: u32,
     /// `active` or `invalid`.
-    pub status: String,
+    pub status: ContactPointStatus,
     /// Creation time.
     pub created_at: String,
     /// Last change.
@@ -66,7 +67,7 @@ pub struct ContactPoint {
 /// Whether a message on this contact point's channel may be sent to it now: active,
 /// not opted out, and for WhatsApp explicitly opted in (rule 4).
 pub fn reachable(cp: &ContactPoint) -> bool {
-    cp.status == "active"
+    cp.status == ContactPointStatus::Active
         && cp.consent != "opted_out"
         && (cp.channel != "whatsapp" || cp.consent == "opted_in")
 }
@@ -404,7 +405,7 @@ fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let args: NewCp = op.args_strict()?;
     let debtor_id = args.id.as_str();
     let debtor: Debtor = load_debtor(op, debtor_id)?;
-    if debtor.status != "active" {
+    if debtor.status != DebtorStatus::Active {
         return Err(DomainError::Conflict(format!(
             "debtor {debtor_id} is {}; contact points can only be added to active debtors",
             debtor.status
@@ -439,7 +440,7 @@ fn create_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
         label: fields::trimmed(args.label),
         is_primary: args.is_primary.unwrap_or(first_of_channel),
         consent: "unknown".into(),
-        status: "active".into(),
+        status: ContactPointStatus::Active,
         created_at: now.clone(),
         updated_at: now,
         ..ContactPoint::default()
@@ -551,7 +552,7 @@ fn delete_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if cp.is_primary {
         let next = of_debtor(op, debtor_id)?
             .into_iter()
-            .filter(|c| c.channel == cp.channel && c.status == "active")
+            .filter(|c| c.channel == cp.channel && c.status == ContactPointStatus::Active)
             .min_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
         if let Some(mut n) = next {
             let before = n.clone();

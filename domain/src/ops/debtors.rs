@@ -9,6 +9,7 @@
 use crate::catalog::name;
 use crate::list::{Filter, Listing};
 use crate::rules::money::Money;
+use crate::status::DebtorStatus;
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -73,7 +74,7 @@ pub struct Debtor {
     /// Blocks credit-bureau registration.
     pub credit_restriction_blocked: bool,
     /// `active` or `archived`.
-    pub status: String,
+    pub status: DebtorStatus,
     /// When archived.
     pub archived_at: Option<String>,
     /// Why archived.
@@ -199,7 +200,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Read, Some("debtors.view"))
             .arg("q", s::text("Search in name, CPF/CNPJ and external code", 1, 100))
-            .arg("status", s::csv_of("Debtor status", &["active", "archived"]))
+            .arg("status", s::csv_of("Debtor status", DebtorStatus::NAMES))
             .arg("tag", s::text("Only debtors carrying this tag", 1, 50))
             .arg("cnpj_cpf", s::string("Exact CPF or CNPJ (punctuation ignored)"))
             .arg("has_overdue", s::boolean("Only debtors with (true) or without (false) overdue charges"))
@@ -393,7 +394,7 @@ fn create_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
         ruler_id: None,
         do_not_contact: false,
         credit_restriction_blocked: false,
-        status: "active".into(),
+        status: DebtorStatus::Active,
         archived_at: None,
         archive_reason: None,
         open_amount: Money::ZERO,
@@ -416,7 +417,7 @@ fn update_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let args: DebtorArgs = op.args()?;
     let id = id.as_str();
     let before = load_debtor(op, id)?;
-    if before.status == "archived" {
+    if before.status == DebtorStatus::Archived {
         return Err(DomainError::transition("debtor", id, "archived", "updated"));
     }
     check_ruler(op, &args)?;
@@ -448,7 +449,7 @@ fn archive_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let IdReason { id, reason } = op.args_strict()?;
     let id = id.as_str();
     let mut d = load_debtor(op, id)?;
-    if d.status == "archived" {
+    if d.status == DebtorStatus::Archived {
         return Ok(ok(d));
     }
     if d.open_amount > Money::ZERO {
@@ -458,7 +459,7 @@ fn archive_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
         )));
     }
     let before = d.clone();
-    d.status = "archived".into();
+    crate::status::change(&mut d.status, &d.id, DebtorStatus::Archived)?;
     d.archived_at = Some(op.timestamp());
     d.archive_reason = reason;
     d.updated_at = op.timestamp();

@@ -29,6 +29,7 @@
 use crate::catalog::name;
 use crate::list::{Filter, Listing};
 use crate::rules::money::Money;
+use crate::status::{ChargeStatus, ProtestStatus};
 use chrono::{Duration, NaiveDate};
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
@@ -53,21 +54,11 @@ pub const TITLE_TYPES: &[&str] = &[
     "cheque",
 ];
 /// Every protest status.
-pub const STATUSES: &[&str] = &[
-    "requested",
-    "sent_to_notary",
-    "intimated",
-    "protested",
-    "paid_at_notary",
-    "withdrawn",
-    "canceled",
-    "rejected",
-    "failed",
-];
+pub const STATUSES: &[&str] = ProtestStatus::NAMES;
 /// A protest in course or in force.
-pub const ACTIVE: &[&str] = &["requested", "sent_to_notary", "intimated", "protested"];
+pub const ACTIVE: &[ProtestStatus] = ProtestStatus::ACTIVE;
 /// Statuses a protest can be withdrawn from (desistência).
-pub const WITHDRAWABLE: &[&str] = &["requested", "sent_to_notary", "intimated"];
+pub const WITHDRAWABLE: &[ProtestStatus] = ProtestStatus::WITHDRAWABLE;
 /// CDC art. 49: days the consumer may withdraw from a distance sale.
 pub const WITHDRAWAL_DAYS: i64 = 7;
 /// Business days the debtor has to pay at the notary after the intimation.
@@ -86,7 +77,7 @@ pub struct Protest {
     /// Its debtor.
     pub debtor_id: String,
     /// Status (see the module docs).
-    pub status: String,
+    pub status: ProtestStatus,
     /// The title: `duplicata_mercantil`, `duplicata_servico`, `contrato`,
     /// `nota_promissoria` or `cheque`.
     pub title_type: String,
@@ -193,10 +184,7 @@ pub fn tools() -> Vec<ToolSpec> {
 pub fn active_protest(op: &mut Op<'_>, charge_id: &str) -> Result<Option<Protest>, DomainError> {
     let q = Query::all()
         .with(Cond::Eq("charge_id", json!(charge_id)))
-        .with(Cond::In(
-            "status",
-            ACTIVE.iter().map(|s| json!(s)).collect(),
-        ));
+        .with(Cond::In("status", crate::status::values(ACTIVE)));
     Ok(find::<Protest>(op.tx, Kind::Protest, op.org, &q)?
         .into_iter()
         .next())
@@ -235,8 +223,8 @@ fn commit(
     let changes = before.map_or(Value::Null, |b| debtors::diff(b, &*p));
     op.event(code, "protest", &p.id.clone(), &*p, changes)?;
     if let Some(mut c) = load::<Charge>(op.tx, Kind::Charge, op.org, &p.charge_id)? {
-        if c.protest_status.as_deref() != Some(p.status.as_str()) {
-            c.protest_status = Some(p.status.clone());
+        if c.protest_status != Some(p.status) {
+            c.protest_status = Some(p.status);
             c.updated_at = op.timestamp();
             save(op.tx, Kind::Charge, op.org, &c)?;
         }
@@ -319,7 +307,7 @@ fn plan(op: &mut Op<'_>) -> Result<Plan, DomainError> {
     }
     let document_ids = documents_arg(&args.document_ids)?;
     let charge = charges::load_charge(op, id)?;
-    if charge.status != "overdue" {
+    if charge.status != ChargeStatus::Overdue {
         return Err(DomainError::Conflict(format!(
             "invalid_transition: charge {id} is {}; only overdue charges can be protested",
             charge.status
@@ -410,7 +398,7 @@ fn protest(op: &mut Op<'_>) -> Result<Output, DomainError> {
         id: op.new_id(),
         charge_id: plan.charge.id.clone(),
         debtor_id: plan.debtor.id.clone(),
-        status: "requested".into(),
+        status: ProtestStatus::Requested,
         title_type: plan.title_type,
         document_ids: plan.document_ids,
         amount: charges::updated_amount(&plan.charge, op.today()),
@@ -450,20 +438,20 @@ fn get_protest(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 /// What a cancel call will do: `Some(target status)`, `None` when already done.
-fn cancel_effect(args: &CancelArgs, p: &Protest) -> Result<Option<&'static str>, DomainError> {
+fn cancel_effect(args: &CancelArgs, p: &Protest) -> Result<Option<ProtestStatus>, DomainError> {
     match args.mode.as_str() {
         "withdraw" => {
-            if p.status == "withdrawn" {
+            if p.status == ProtestStatus::Withdrawn {
                 Ok(None)
-            } else if WITHDRAWABLE.contains(&p.status.as_str()) {
-                Ok(Some("withdrawn"))
+            } else if p.status.is_withdrawable() {
+                Ok(Some(ProtestStatus::Withdrawn))
             } else {
                 Err(DomainError::Conflict(format!(
                     "invalid_transition: protest {} is {} and cannot become withdrawn; only {} protests can be withdrawn{}",
                     p.id,
                     p.status,
-                    WITHDRAWABLE.join(", "),
-                    if p.status == "protested" {
+                    crate::status::joined(WITHDRAWABLE),
+                    if p.status == ProtestStatus::Protested {
                         " (a protested title is canceled with mode=cancel and a consent letter)"
                     } else {
                         ""
@@ -472,15 +460,15 @@ fn cancel_effect(args: &CancelArgs, p: &Protest) -> Result<Option<&'static str>,
             }
         }
         "cancel" => {
-            if p.status == "canceled" {
+            if p.status == ProtestStatus::Canceled {
                 return Ok(None);
             }
-            if p.status != "protested" {
+            if p.status != ProtestStatus::Protested {
                 return Err(DomainError::Conflict(format!(
                     "invalid_transition: protest {} is {} and cannot become canceled; only a protested title can be canceled{}",
                     p.id,
                     p.status,
-                    if WITHDRAWABLE.contains(&p.status.as_str()) {
+                    if p.status.is_withdrawable() {
                         " (before protest, use mode=withdraw)"
                     } else {
                         ""
@@ -493,7 +481,7 @@ fn cancel_effect(args: &CancelArgs, p: &Protest) -> Result<Option<&'static str>,
                     "must be true: cancelling a protested title needs the creditor's consent letter (carta de anuência, Lei 9.492/1997 art. 26)",
                 ));
             }
-            Ok(Some("canceled"))
+            Ok(Some(ProtestStatus::Canceled))
         }
         other => Err(DomainError::field(
             "mode",
@@ -512,7 +500,7 @@ fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
         .unwrap_or_default();
     let amount = p.amount.to_string();
     Ok(match effect {
-        Some("withdrawn") => format!(
+        Some(ProtestStatus::Withdrawn) => format!(
             "Withdraw the protest of charge {} ({amount}) against {name} at the {} (currently {})?",
             p.charge_id, p.notary_office, p.status
         ),
@@ -535,9 +523,9 @@ fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
     };
     let before = p.clone();
     let reason = args.reason;
-    p.status = to.into();
+    crate::status::change(&mut p.status, &p.id, to)?;
     p.finished_at = Some(op.timestamp());
-    if to == "withdrawn" {
+    if to == ProtestStatus::Withdrawn {
         p.withdrawal_reason = reason.or_else(|| Some("desistência do credor".into()));
     } else {
         p.cancellation_reason = reason.or_else(|| Some("carta de anuência do credor".into()));
@@ -563,24 +551,22 @@ fn notary_protocol(p: &Protest) -> String {
 /// Moves protests along as the default notary driver answers (see the module docs);
 /// called by the worker tick. Returns how many transitions it made.
 pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
-    let q = Query::all().with(Cond::In(
-        "status",
-        WITHDRAWABLE.iter().map(|s| json!(s)).collect(),
-    ));
+    let q = Query::all().with(Cond::In("status", crate::status::values(WITHDRAWABLE)));
     let protests: Vec<Protest> = find(op.tx, Kind::Protest, op.org, &q)?;
     let today = op.today();
     let mut n = 0;
     for mut p in protests {
         let charge = load::<Charge>(op.tx, Kind::Charge, op.org, &p.charge_id)?;
-        let status = charge.as_ref().map_or("canceled", |c| c.status.as_str());
-        if !matches!(status, "overdue" | "partially_paid") {
+        // A charge gone counts as canceled.
+        let status = charge.as_ref().map_or(ChargeStatus::Canceled, |c| c.status);
+        if !status.is_late() {
             let before = p.clone();
             p.finished_at = Some(op.timestamp());
-            if status == "paid" && p.status == "intimated" {
-                p.status = "paid_at_notary".into();
+            if status == ChargeStatus::Paid && p.status == ProtestStatus::Intimated {
+                crate::status::change(&mut p.status, &p.id, ProtestStatus::PaidAtNotary)?;
                 commit(op, "protest.paid_at_notary", Some(&before), &mut p)?;
             } else {
-                p.status = "withdrawn".into();
+                crate::status::change(&mut p.status, &p.id, ProtestStatus::Withdrawn)?;
                 p.withdrawal_reason = Some(format!("the charge became {status}"));
                 commit(op, "protest.canceled", Some(&before), &mut p)?;
             }
@@ -588,15 +574,15 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
             continue;
         }
         let before = p.clone();
-        match p.status.as_str() {
-            "requested" => {
-                p.status = "sent_to_notary".into();
+        match p.status {
+            ProtestStatus::Requested => {
+                crate::status::change(&mut p.status, &p.id, ProtestStatus::SentToNotary)?;
                 p.sent_to_notary_at = Some(op.timestamp());
                 p.protocol = Some(notary_protocol(&p));
                 commit(op, "protest.sent_to_notary", Some(&before), &mut p)?;
             }
-            "sent_to_notary" => {
-                p.status = "intimated".into();
+            ProtestStatus::SentToNotary => {
+                crate::status::change(&mut p.status, &p.id, ProtestStatus::Intimated)?;
                 p.intimated_at = Some(op.timestamp());
                 let deadline = calendar::add_business_days(today, NOTARY_PAYMENT_DAYS);
                 p.payment_deadline = Some(deadline.format("%Y-%m-%d").to_string());
@@ -611,7 +597,7 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                 if today <= deadline {
                     continue;
                 }
-                p.status = "protested".into();
+                crate::status::change(&mut p.status, &p.id, ProtestStatus::Protested)?;
                 p.protested_at = Some(op.timestamp());
                 commit(op, "protest.protested", Some(&before), &mut p)?;
             }

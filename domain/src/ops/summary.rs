@@ -13,6 +13,7 @@ use crate::op::{Op, ok};
 use crate::rules::calendar;
 use crate::rules::money::Money;
 use crate::schema as s;
+use crate::status::ChargeStatus;
 use crate::store::{Cond, Kind, Query};
 use crate::tool::{ToolSpec, tool};
 
@@ -71,13 +72,12 @@ fn summary(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if let Some(r) = args.ruler_id {
         base.push(Cond::Eq("ruler_id", json!(r)));
     }
-    let open_statuses = ["pending", "overdue", "partially_paid"];
     let q = Query {
         conds: [
             base.clone(),
             vec![Cond::In(
                 "status",
-                open_statuses.iter().map(|s| json!(s)).collect(),
+                crate::status::values(ChargeStatus::OPEN),
             )],
         ]
         .concat(),
@@ -91,7 +91,11 @@ fn summary(op: &mut Op<'_>) -> Result<Output, DomainError> {
     for c in &open {
         let due = remaining(c);
         open_c += due;
-        if c.get("status").and_then(Value::as_str) == Some("overdue") {
+        if c.get("status")
+            .and_then(Value::as_str)
+            .and_then(ChargeStatus::from_wire)
+            == Some(ChargeStatus::Overdue)
+        {
             overdue_c += due;
             overdue_n += 1;
             let days = c
@@ -111,7 +115,10 @@ fn summary(op: &mut Op<'_>) -> Result<Output, DomainError> {
         conds: [
             base,
             vec![
-                Cond::In("status", vec![json!("paid"), json!("partially_paid")]),
+                Cond::In(
+                    "status",
+                    crate::status::values(&[ChargeStatus::Paid, ChargeStatus::PartiallyPaid]),
+                ),
                 Cond::Ge("paid_at", json!(from.format("%Y-%m-%d").to_string())),
                 Cond::Le(
                     "paid_at",

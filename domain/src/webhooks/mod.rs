@@ -51,6 +51,7 @@
 //! binary builds it from `[webhooks]` and hands the same driver to the jobs thread's
 //! [`tick`] and to its [`Domain`].
 
+use crate::status::WebhookDeliveryStatus;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
@@ -170,7 +171,7 @@ pub struct WebhookDelivery {
     /// Its code.
     pub event_code: String,
     /// `pending`, `delivered` or `failed`.
-    pub status: String,
+    pub status: WebhookDeliveryStatus,
     /// Attempts made, in total.
     pub attempts: u32,
     /// Attempts made since the delivery was created or last resent.

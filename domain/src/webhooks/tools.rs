@@ -4,6 +4,7 @@ use super::*;
 use crate::args::{ById, fields};
 use crate::catalog::name;
 use crate::list::{Filter, Listing, Rows};
+use crate::status::WebhookDeliveryStatus;
 use crate::store::WriteScope;
 
 pub(super) const SIGNATURE_DOC: &str = "Every delivery is a POST of the event as JSON ({id, code, resource_type, resource_id, occurred_at, data, changes}) with headers X-Kobana-Event, X-Kobana-Event-Id, X-Kobana-Delivery-Id (the same on retries: deduplicate on it) and X-Kobana-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>], where each v1 is HMAC-SHA256 keyed with the webhook secret (the whole whsec_... string) over \"<t>.\" followed by the raw body; accept the request when any v1 matches and t is recent.";
@@ -111,7 +112,7 @@ pub fn tools() -> Vec<ToolSpec> {
             .read()
             .access(Scope::Admin, Some("webhooks.manage"))
             .req("id", s::id("Webhook id"))
-            .arg("status", s::csv_of("Delivery status", &["pending", "delivered", "failed"]))
+            .arg("status", s::csv_of("Delivery status", WebhookDeliveryStatus::NAMES))
             .arg("event_code", s::text("Event code, exact or a group such as charge.*", 1, 100))
             .arg("from", s::string("Created at or after (date YYYY-MM-DD or RFC 3339)"))
             .arg("to", s::string("Created at or before (date YYYY-MM-DD, inclusive, or RFC 3339)"))
@@ -435,7 +436,8 @@ pub(super) fn post_test(
             let mut d: WebhookDelivery = must(op.tx, Kind::WebhookDelivery, op.org, did)?;
             // Recorded only while the claim is ours (as [`finish`] does): a delivery is
             // attempted and recorded by exactly one worker.
-            if d.status == "pending" && Some(u64::from(d.attempts)) == claimed {
+            if d.status == WebhookDeliveryStatus::Pending && Some(u64::from(d.attempts)) == claimed
+            {
                 record(op, &mut d, &response)?;
             }
             Ok(created(delivery_view(&d)))
@@ -532,14 +534,17 @@ pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
     load_hook(op, &args.id)?;
     let mut conds = vec![Cond::Eq("webhook_id", json!(args.id))];
     if let Some(st) = args.status {
-        let known = ["pending", "delivered", "failed"];
-        if let Some(bad) = st.iter().find(|v| !known.contains(&v.as_str())) {
+        if let Some(bad) = st
+            .iter()
+            .find(|v| v.parse::<WebhookDeliveryStatus>().is_err())
+        {
             return Err(DomainError::field(
                 "status",
                 // Named as JSON (quoted), as the list's other refusals are.
                 format!(
-                    "{} is not one of pending, delivered, failed",
-                    Value::from(bad.as_str())
+                    "{} is not one of {}",
+                    Value::from(bad.as_str()),
+                    WebhookDeliveryStatus::NAMES.join(", ")
                 ),
             ));
         }
@@ -577,14 +582,7 @@ pub(super) fn describe_resend(op: &mut Op<'_>) -> Result<String, DomainError> {
 pub(super) fn resend_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
     op.refuse_unknown::<DeliveryRef>(&[])?;
     let (w, mut d) = load_delivery(op)?;
-    if d.status != "failed" {
-        return Err(DomainError::transition(
-            "webhook delivery",
-            &d.id,
-            &d.status,
-            "pending",
-        ));
-    }
+    crate::status::check(d.status, &d.id, WebhookDeliveryStatus::Pending)?;
     if !w.active {
         return Err(DomainError::Conflict(format!(
             "webhook {} is inactive; activate it before resending its deliveries",
@@ -593,7 +591,7 @@ pub(super) fn resend_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     let before = d.summary();
     let now = op.timestamp();
-    d.status = "pending".into();
+    crate::status::change(&mut d.status, &d.id, WebhookDeliveryStatus::Pending)?;
     d.round_attempts = 0;
     d.failed_at = None;
     d.next_retry_at = Some(now.clone());

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::Worker;
+use crate::status::WebhookDeliveryStatus;
 
 /// Queues a `pending` delivery for every active webhook whose filter matches the event
 /// (published catalogue codes only; `webhook.ping` goes only through the test tool).
@@ -64,7 +65,7 @@ pub(super) fn enqueue(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned(),
-        status: "pending".into(),
+        status: WebhookDeliveryStatus::Pending,
         attempts: 0,
         round_attempts: 0,
         response_code: None,
@@ -144,7 +145,7 @@ pub fn claim(op: &mut Op<'_>, limit: u32) -> Result<Vec<Claimed>, DomainError> {
     let now = op.timestamp();
     let q = Query {
         conds: vec![
-            Cond::Eq("status", json!("pending")),
+            Cond::Eq("status", json!(WebhookDeliveryStatus::Pending)),
             Cond::Le("next_retry_at", json!(now)),
         ],
         sort: ("next_retry_at", Order::Asc),
@@ -163,7 +164,7 @@ pub fn claim(op: &mut Op<'_>, limit: u32) -> Result<Vec<Claimed>, DomainError> {
             Some(h) if h.active => h,
             _ => {
                 let before = d.clone();
-                d.status = "failed".into();
+                crate::status::change(&mut d.status, &d.id, WebhookDeliveryStatus::Failed)?;
                 d.error = Some("webhook_inactive: the webhook is inactive or deleted".into());
                 d.failed_at = Some(now.clone());
                 d.next_retry_at = None;
@@ -222,13 +223,13 @@ pub fn finish(
         else {
             continue;
         };
-        if d.status != "pending" || d.attempts != c.attempts {
+        if d.status != WebhookDeliveryStatus::Pending || d.attempts != c.attempts {
             continue;
         }
         record(op, &mut d, &r)?;
-        match d.status.as_str() {
-            "delivered" => n.delivered += 1,
-            "failed" => n.failed += 1,
+        match d.status {
+            WebhookDeliveryStatus::Delivered => n.delivered += 1,
+            WebhookDeliveryStatus::Failed => n.failed += 1,
             _ => n.retrying += 1,
         }
     }
@@ -252,7 +253,7 @@ pub(super) fn record(
     d.updated_at = now.clone();
     let mut final_code = None;
     if r.is_success() {
-        d.status = "delivered".into();
+        crate::status::change(&mut d.status, &d.id, WebhookDeliveryStatus::Delivered)?;
         d.delivered_at = Some(now.clone());
         d.next_retry_at = None;
         d.error = None;
@@ -267,7 +268,7 @@ pub(super) fn record(
         match RETRY_SCHEDULE_SECS.get(round - 1) {
             Some(delay) => d.next_retry_at = Some(stamp(op.now.plus_millis(delay * 1000))),
             None => {
-                d.status = "failed".into();
+                crate::status::change(&mut d.status, &d.id, WebhookDeliveryStatus::Failed)?;
                 d.failed_at = Some(now);
                 d.next_retry_at = None;
                 final_code = Some("webhook_delivery.failed");

@@ -30,76 +30,21 @@
 //! memberships: cleared when full), an entry is never used at or past the token's `exp`,
 //! and the key-set version is part of the key, so rotating keys drops every entry.
 //!
-//! Keys: the [`Keys`] holder is shared with the JWKS refresher thread of `serve`.
+//! Keys: the [`TrustedKeys`] holder ([`crate::keys`]) is shared with the JWKS refresher
+//! thread of `serve`.
 
 use std::collections::HashMap;
 use std::mem;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use dunning_core::jwt::{self, Claims, KeySet, Validation};
+use dunning_core::jwt::{self, Claims, Validation};
 use dunning_core::{Audience, AuthError, Authenticate, Principal, UnixTime};
 use dunning_domain::{Domain, Membership};
 use sha2::{Digest, Sha256};
 
-/// The current verification keys, swapped whole when the JWKS is refreshed.
-#[derive(Debug, Default)]
-pub(crate) struct Keys {
-    current: RwLock<Arc<KeySet>>,
-    /// Unix ms of the last time a failed signature asked for an early refresh.
-    nudged_at: AtomicU64,
-    /// An early refresh was asked for and not yet done.
-    wanted: AtomicBool,
-}
-
-impl Keys {
-    /// A holder with `keys`.
-    pub(crate) fn new(keys: KeySet) -> Self {
-        Self {
-            current: RwLock::new(Arc::new(keys)),
-            nudged_at: AtomicU64::new(0),
-            wanted: AtomicBool::new(false),
-        }
-    }
-
-    /// The key set in force.
-    pub(crate) fn get(&self) -> Arc<KeySet> {
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Replaces the key set; whether it changed.
-    pub(crate) fn set(&self, keys: KeySet) -> bool {
-        let mut cur = self.current.write().unwrap_or_else(PoisonError::into_inner);
-        let changed = cur.version() != keys.version();
-        *cur = Arc::new(keys);
-        changed
-    }
-
-    /// A token failed its signature check: the refresher may fetch the JWKS early (a key
-    /// rotation it has not seen yet). At most once per `min_ms`; whether this call won.
-    pub(crate) fn nudge(&self, now: UnixTime, min_ms: u64) -> bool {
-        let now = now.as_millis();
-        let last = self.nudged_at.load(Ordering::Relaxed);
-        let won = now.saturating_sub(last) >= min_ms
-            && self
-                .nudged_at
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok();
-        if won {
-            self.wanted.store(true, Ordering::Release);
-        }
-        won
-    }
-
-    /// Whether an early refresh was asked for since the last call.
-    pub(crate) fn take_wanted(&self) -> bool {
-        self.wanted.swap(false, Ordering::AcqRel)
-    }
-}
+use crate::keys::TrustedKeys;
 
 /// Verified tokens: claims by `SHA-256(token, audience, key-set version)`.
 #[derive(Debug)]
@@ -274,7 +219,7 @@ impl MembershipCache {
 
 /// The [`Authenticate`] implementation of the product: JWT, caches, store.
 pub(crate) struct Authenticator {
-    keys: Arc<Keys>,
+    keys: Arc<TrustedKeys>,
     validation: Validation,
     cache: TokenCache,
     members: MembershipCache,
@@ -296,7 +241,7 @@ impl std::fmt::Debug for Authenticator {
 impl Authenticator {
     /// Verifies with `keys` against `validation`; resolves people in `domain`'s store.
     pub(crate) fn new(
-        keys: Arc<Keys>,
+        keys: Arc<TrustedKeys>,
         validation: Validation,
         cache_size: usize,
         domain: Domain,
@@ -475,18 +420,6 @@ mod tests {
         assert!(c.get(&k, UnixTime::from_secs(1)).is_none());
     }
 
-    #[test]
-    fn nudge_is_rate_limited() {
-        let k = Keys::new(KeySet::default());
-        assert!(!k.take_wanted());
-        assert!(k.nudge(UnixTime::from_secs(100), 30_000));
-        assert!(k.take_wanted());
-        assert!(!k.take_wanted());
-        assert!(!k.nudge(UnixTime::from_secs(110), 30_000));
-        assert!(!k.take_wanted());
-        assert!(k.nudge(UnixTime::from_secs(131), 30_000));
-    }
-
     /// A store with the demo organization's people, an authenticator over it, and a
     /// token of Caio (operator) it accepts.
     fn fixture() -> (Authenticator, Domain, String, UnixTime) {
@@ -509,8 +442,11 @@ mod tests {
         demo::seed_org(&domain, "demo", "Demo", "11222333000181", now).unwrap();
         let seed = [7u8; 32];
         let endpoint = Endpoint::new("http://127.0.0.1:1", "/mcp", None);
-        let jwk = Jwk::ed25519(Some(&token::dev_kid(&seed)), &jwt::ed25519_public(&seed));
-        let keys = Arc::new(Keys::new(KeySet::new(vec![jwk.unwrap()])));
+        let jwk = Jwk::ed25519(
+            Some(&crate::keys::dev_kid(&seed)),
+            &jwt::ed25519_public(&seed),
+        );
+        let keys = Arc::new(TrustedKeys::new(jwt::KeySet::new(vec![jwk.unwrap()])));
         let validation = Validation::new(
             &endpoint.issuer,
             &endpoint.mcp_audience,

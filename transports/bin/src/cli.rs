@@ -95,13 +95,9 @@ pub(crate) struct ServeArgs {
     /// it; JSON logs leave it out, since they are usually shipped somewhere).
     #[arg(long)]
     pub(crate) print_token: bool,
-    /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
-    /// in real time (send windows, business days, token times); `INSTANT@MS` reads
-    /// INSTANT at the real time MS (ms since the epoch), so processes started at
-    /// different moments agree to the millisecond. Give `serve`, `token` and `demo` the
-    /// same value.
-    #[arg(long, value_name = "INSTANT[@MS]", hide = true, value_parser = crate::clock::parse_flag)]
-    pub(crate) clock: Option<crate::clock::Clock>,
+    /// The test clock.
+    #[command(flatten)]
+    pub(crate) clock: ClockArg,
 }
 
 /// `token` options.
@@ -122,6 +118,27 @@ pub(crate) struct TokenArgs {
     /// Audience.
     #[arg(long, value_enum, default_value = "mcp")]
     pub(crate) audience: AudienceArg,
+    /// The data dir, its store and the test clock.
+    #[command(flatten)]
+    pub(crate) data: DataArgs,
+}
+
+/// `demo` options.
+#[derive(Debug, Args)]
+#[command(mut_arg("store", |a| a.help(DEMO_STORE_HELP)))]
+pub(crate) struct DemoArgs {
+    /// The data dir, its store and the test clock.
+    #[command(flatten)]
+    pub(crate) data: DataArgs,
+}
+
+/// `demo --store` says what it does there; the flag is [`DataArgs::store`].
+const DEMO_STORE_HELP: &str = "The server's store, when it runs on PostgreSQL: re-seeds the demo organizations there [default: the store the data directory's server recorded (store.json), else SQLite in the data directory]";
+
+/// Where `token` and `demo` find the data: the data dir, the store the data dir's server
+/// serves, and the test clock. One struct, so both read them the same way.
+#[derive(Debug, Args)]
+pub(crate) struct DataArgs {
     /// Data directory.
     #[arg(long, value_name = "DIR", default_value = "./data")]
     pub(crate) data_dir: PathBuf,
@@ -129,6 +146,15 @@ pub(crate) struct TokenArgs {
     /// directory's server recorded (store.json), else SQLite in the data directory].
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
+    /// The test clock.
+    #[command(flatten)]
+    pub(crate) clock: ClockArg,
+}
+
+/// The test clock: every subcommand takes it, so that `serve`, `token` and `demo`
+/// started with the same value agree on the time.
+#[derive(Debug, Args)]
+pub(crate) struct ClockArg {
     /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
     /// in real time (send windows, business days, token times); `INSTANT@MS` reads
     /// INSTANT at the real time MS (ms since the epoch), so processes started at
@@ -138,22 +164,9 @@ pub(crate) struct TokenArgs {
     pub(crate) clock: Option<crate::clock::Clock>,
 }
 
-/// `demo` options.
-#[derive(Debug, Args)]
-pub(crate) struct DemoArgs {
-    /// Data directory.
-    #[arg(long, value_name = "DIR", default_value = "./data")]
-    pub(crate) data_dir: PathBuf,
-    /// The server's store, when it runs on PostgreSQL: re-seeds the demo organizations
-    /// there [default: the store the data directory's server recorded (store.json), else
-    /// SQLite in the data directory].
-    #[arg(long, value_name = "URL")]
-    pub(crate) store: Option<String>,
-    /// For tests only: the wall clock reads this RFC 3339 instant at start and advances
-    /// in real time (send windows, business days, token times); `INSTANT@MS` reads
-    /// INSTANT at the real time MS (ms since the epoch), so processes started at
-    /// different moments agree to the millisecond. Give `serve`, `token` and `demo` the
-    /// same value.
-    #[arg(long, value_name = "INSTANT[@MS]", hide = true, value_parser = crate::clock::parse_flag)]
-    pub(crate) clock: Option<crate::clock::Clock>,
+impl ClockArg {
+    /// The clock the flag asks for (the real one without it).
+    pub(crate) fn clock(&self) -> crate::clock::Clock {
+        crate::clock::Clock::from_flag(self.clock)
+    }
 }

@@ -36,10 +36,10 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use dunning_core::UnixTime;
-use dunning_domain::Domain;
+use dunning_domain::store::Store;
 use dunning_domain::store::postgres::PostgresStore;
 use dunning_domain::store::sqlite::SqliteStore;
-use dunning_domain::store::{self, Kind, Query, Store};
+use dunning_domain::{Domain, demo};
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
@@ -200,11 +200,7 @@ impl DataDir {
                 let store: Arc<dyn Store> = pg.clone();
                 let seeded = pg
                     .exclusively(|| {
-                        if has_organizations(&*store) {
-                            return Ok(false);
-                        }
-                        dunning_domain::demo::seed(&Domain::new(store.clone()), now)
-                            .map(|()| true)
+                        demo::seed_if_empty(&Domain::new(store.clone()), now)
                             .map_err(|e| format!("demo data: {e}"))
                     })
                     .map_err(|e| format!("store: {e}"))??;
@@ -216,11 +212,8 @@ impl DataDir {
                 let store = SqliteStore::open(&db, readers)
                     .map_err(|e| format!("{}: {e}", db.display()))?;
                 let store: Arc<dyn Store> = Arc::new(store);
-                if fresh || !has_organizations(&*store) {
-                    let domain = Domain::new(store.clone());
-                    dunning_domain::demo::seed(&domain, now)
-                        .map_err(|e| format!("demo data: {e}"))?;
-                }
+                demo::seed_if_empty(&Domain::new(store.clone()), now)
+                    .map_err(|e| format!("demo data: {e}"))?;
                 (store, fresh)
             }
         };
@@ -458,29 +451,6 @@ pub(crate) fn served_store(
              its configuration file, `store = \"...\"`, where token and demo find it)"
         ))),
     }
-}
-
-fn has_organizations(store: &dyn Store) -> bool {
-    store::read(store, |tx| Ok(tx.organizations()?)).is_ok_and(|orgs| !orgs.is_empty())
-}
-
-/// Deletes every document of the demo organizations, then seeds them again.
-pub(crate) fn reseed(domain: &Domain, now: UnixTime) -> Result<(), String> {
-    let orgs = ["demo", "acme"].map(|slug| dunning_domain::demo::stable_id(&format!("org:{slug}")));
-    store::write(domain.store(), store::WriteScope::All, |tx| {
-        for org in &orgs {
-            for kind in Kind::ALL.iter().rev() {
-                for doc in tx.find(*kind, org, &Query::all())? {
-                    if let Some(id) = doc.get("id").and_then(|v| v.as_str()) {
-                        tx.delete(*kind, org, id)?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    })
-    .map_err(|e| format!("clearing demo data: {e}"))?;
-    dunning_domain::demo::seed(domain, now).map_err(|e| format!("demo data: {e}"))
 }
 
 #[cfg(test)]

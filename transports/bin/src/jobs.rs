@@ -1,21 +1,13 @@
-//! The jobs thread: the periodic work of the product, and the work that must not wait for
-//! its period.
+//! The jobs thread: runs what the domain's [`Scheduler`] says is due, and what it says
+//! a successful tool call wakes; the schedule itself (periods, order, wake-ups) is the
+//! domain's, this thread owns only the clock, the drivers and the logs.
 //!
 //! ```text
-//! every engine_interval  -> ruler engine tick (sends, workflows), then every export left
-//!                           queued or processing is built (exports::drain), then the
-//!                           webhook outbox
-//! every sweep_interval   -> idempotency records past retention are forgotten, and the
-//!                           authorization server's expired codes and refresh tokens
-//! Wake                   -> exports::drain at once (an export was just queued)
-//! Stop                   -> return
+//! Scheduler::due(now)     -> each Job, in order, then sleep until Scheduler::next_wake
+//! Run(jobs)               -> those jobs at once (the observer, [`JobsThread::waking`],
+//!                            sends Scheduler::after_call of every successful call)
+//! Stop                    -> return
 //! ```
-//!
-//! Why a wake-up: an export used to move `queued -> processing` on one engine tick and be
-//! built on the next, 60 s apart (an export of 204 rows took 83 s). The observer of the
-//! adapters ([`JobsThread::waking`]) sees every answered `dunning_exports_create` and
-//! wakes this thread, which claims and builds the export in the same breath; each
-//! finished export gets a log line.
 //!
 //! Metrics: the domain's workers return what they did (`engine::TickReport` with its
 //! counts by channel, `webhooks::TickReport` with the attempts' outcomes,
@@ -33,6 +25,7 @@ use dunning_core::{RequestLog, Server};
 use dunning_domain::Domain;
 use dunning_domain::engine::{self, DeliveryDriver, SendPolicy};
 use dunning_domain::ops::exports;
+use dunning_domain::scheduler::{Job, Scheduler};
 use dunning_domain::webhooks::WebhookDriver;
 use dunning_runtime::{CloseReason, Observer};
 
@@ -40,13 +33,10 @@ use crate::clock::Clock;
 use crate::settings;
 use crate::telemetry::metrics as m;
 
-/// The tool whose success wakes the thread.
-const EXPORTS_CREATE: &str = "dunning_exports_create";
-
 /// What the thread is told.
 enum Signal {
-    /// Build the queued exports now.
-    Wake,
+    /// Run these jobs now.
+    Run(Vec<Job>),
     /// Return.
     Stop,
 }
@@ -67,44 +57,34 @@ impl JobsThread {
         webhooks: Arc<dyn WebhookDriver>,
         channels: (Arc<dyn DeliveryDriver>, SendPolicy),
     ) -> Self {
-        let sweep_every = Duration::from_secs(s.sweep_interval_secs.max(1));
-        let tick_every = Duration::from_secs(s.engine_interval_secs.max(1));
         let (signals, inbox) = mpsc::channel();
+        let mut schedule = Scheduler::new(
+            Instant::now(),
+            Duration::from_secs(s.engine_interval_secs),
+            Duration::from_secs(s.sweep_interval_secs),
+        );
         let handle = thread::Builder::new()
             .name("jobs".into())
             .spawn(move || {
                 let domain = server.dispatch();
-                let mut next_sweep = Instant::now();
-                let mut next_tick = Instant::now();
+                let drivers = Drivers {
+                    clock,
+                    webhooks: &*webhooks,
+                    channels: &*channels.0,
+                    policy: &channels.1,
+                };
                 loop {
-                    let now = Instant::now();
-                    if now >= next_tick {
-                        next_tick = now + tick_every;
-                        engine_tick(domain, clock, &*channels.0, &channels.1);
-                        build_exports(domain, clock);
-                        webhooks_tick(domain, clock, &*webhooks);
-                        record_backlog(domain, clock);
+                    for job in schedule.due(Instant::now()) {
+                        drivers.run(domain, job);
                     }
-                    if now >= next_sweep {
-                        next_sweep = now + sweep_every;
-                        match domain.sweep_idempotency(clock.now()) {
-                            Ok(0) => {}
-                            Ok(n) => tracing::info!(forgotten = n, "idempotency sweep"),
-                            Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),
-                        }
-                        match domain.sweep_grants(clock.now()) {
-                            Ok(0) => {}
-                            Ok(n) => tracing::info!(forgotten = n, "expired OAuth grants swept"),
-                            Err(e) => tracing::warn!(error = %e, "OAuth grant sweep failed"),
-                        }
-                    }
-                    let wait = next_sweep
-                        .min(next_tick)
+                    let wait = schedule
+                        .next_wake()
                         .saturating_duration_since(Instant::now());
                     match inbox.recv_timeout(wait) {
-                        Ok(Signal::Wake) => {
-                            build_exports(domain, clock);
-                            record_backlog(domain, clock);
+                        Ok(Signal::Run(jobs)) => {
+                            for job in jobs {
+                                drivers.run(domain, job);
+                            }
                         }
                         Err(RecvTimeoutError::Timeout) => {}
                         Ok(Signal::Stop) | Err(RecvTimeoutError::Disconnected) => break,
@@ -115,8 +95,8 @@ impl JobsThread {
         Self { signals, handle }
     }
 
-    /// An observer that forwards to `inner` and wakes this thread when an export was
-    /// queued.
+    /// An observer that forwards to `inner` and wakes this thread with the jobs a
+    /// successful call wakes ([`Scheduler::after_call`]).
     pub(crate) fn waking(&self, inner: Arc<dyn Observer>) -> Waking {
         Waking {
             inner,
@@ -157,12 +137,47 @@ impl Observer for Waking {
     fn request_finished(&self, request_id: &str, log: &RequestLog, status: u16, elapsed: Duration) {
         self.inner
             .request_finished(request_id, log, status, elapsed);
-        let queued = log.tool.as_deref() == Some(EXPORTS_CREATE)
-            && log.tool_error.is_none()
-            && (200..300).contains(&status);
-        if queued {
-            // Never blocks (an unbounded channel); a replayed create wakes it for nothing.
-            let _ = self.signals.send(Signal::Wake);
+        let Some(tool) = log.tool.as_deref() else {
+            return;
+        };
+        if log.tool_error.is_some() || !(200..300).contains(&status) {
+            return;
+        }
+        let jobs = Scheduler::after_call(tool);
+        if !jobs.is_empty() {
+            // Never blocks (an unbounded channel); a replayed call wakes it for nothing.
+            let _ = self.signals.send(Signal::Run(jobs));
+        }
+    }
+}
+
+/// What the jobs run through: the clock and the outbound drivers.
+struct Drivers<'a> {
+    clock: Clock,
+    webhooks: &'a dyn WebhookDriver,
+    channels: &'a dyn DeliveryDriver,
+    policy: &'a SendPolicy,
+}
+
+impl Drivers<'_> {
+    /// Runs one job, logging (and counting) what it did.
+    fn run(&self, domain: &Domain, job: Job) {
+        let clock = self.clock;
+        match job {
+            Job::Engine => engine_tick(domain, clock, self.channels, self.policy),
+            Job::Exports => build_exports(domain, clock),
+            Job::Webhooks => webhooks_tick(domain, clock, self.webhooks),
+            Job::Backlog => record_backlog(domain, clock),
+            Job::SweepIdempotency => match domain.sweep_idempotency(clock.now()) {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(forgotten = n, "idempotency sweep"),
+                Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),
+            },
+            Job::SweepGrants => match domain.sweep_grants(clock.now()) {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(forgotten = n, "expired OAuth grants swept"),
+                Err(e) => tracing::warn!(error = %e, "OAuth grant sweep failed"),
+            },
         }
     }
 }

@@ -11,9 +11,11 @@
 //! meet the core. Its own pieces: [`auth`] (JWT → cache → store), [`limiter`] (GCRA per
 //! organization and token), [`telemetry`] (request log line and `/metrics`),
 //! [`settings`] (TOML file and flags), [`datadir`] (database and keys on disk), [`clock`]
-//! (the one wall clock every command reads), [`webhook_http`] (the webhook driver that
-//! posts for real), [`channels`] (messages to debtors: e-mail, WhatsApp, SMS, and
-//! their providers' callbacks).
+//! (the one wall clock every command reads), [`keys`] (every key held: verification,
+//! development, requestState), [`outbound`] (every client toward another machine:
+//! webhooks, channel providers, JWKS, client metadata, OTLP), [`channels`] (messages to
+//! debtors: which driver, their budgets, the providers' callbacks), [`jobs`] (runs the
+//! domain's schedule). The domain decides; these modules wire it to the OS.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -22,18 +24,18 @@ mod arenas;
 mod auth;
 mod channels;
 mod cli;
-mod client_metadata;
 mod clock;
 mod datadir;
 mod fdlimit;
 mod instructions;
 mod jobs;
+mod keys;
 mod limiter;
+mod outbound;
 mod serve;
 mod settings;
 mod telemetry;
 mod token;
-mod webhook_http;
 
 use std::process::ExitCode;
 
@@ -41,7 +43,6 @@ use clap::Parser as _;
 use dunning_domain::Domain;
 
 use crate::cli::{Cli, Command, DemoArgs, TokenArgs};
-use crate::clock::Clock;
 use crate::datadir::{DataDir, DirError};
 
 fn main() -> ExitCode {
@@ -72,8 +73,8 @@ fn main() -> ExitCode {
 /// It never creates anything: on a data dir that `serve` (or `demo`) did not initialize
 /// it refuses (exit code 2) instead of making a key the running server does not trust.
 fn token_command(args: &TokenArgs) -> Result<(), DirError> {
-    let now = Clock::from_flag(args.clock).now();
-    let opened = DataDir::open_initialized(&args.data_dir, args.store.as_deref())?;
+    let now = args.data.clock.clock().now();
+    let opened = DataDir::open_initialized(&args.data.data_dir, args.data.store.as_deref())?;
     let (org_id, member) = token::lookup(&*opened.store, &args.org, &args.person)?;
     let scope = match (&args.scope, &member) {
         (Some(s), Some(_)) => s.clone(),
@@ -113,13 +114,14 @@ fn token_command(args: &TokenArgs) -> Result<(), DirError> {
 /// with `--store` or when the data dir's server recorded one, in the PostgreSQL database
 /// the replicas share.
 fn demo_command(args: &DemoArgs) -> Result<(), DirError> {
-    let now = Clock::from_flag(args.clock).now();
-    let store = datadir::served_store(&args.data_dir, args.store.as_deref())?;
-    let dir = DataDir::create(&args.data_dir)?;
+    let now = args.data.clock.clock().now();
+    let store = datadir::served_store(&args.data.data_dir, args.data.store.as_deref())?;
+    let dir = DataDir::create(&args.data.data_dir)?;
     // The whole directory, keys included, so that `token` works on it at once.
     let init = dir.initialize(store.as_deref(), 0, now, true)?;
     if !init.fresh {
-        datadir::reseed(&Domain::new(init.store), now)?;
+        dunning_domain::demo::reseed(&Domain::new(init.store), now)
+            .map_err(|e| format!("demo data: {e}"))?;
     }
     if store.is_some() {
         eprintln!("demo data seeded in the PostgreSQL store");

@@ -15,44 +15,38 @@
 //! second one exits at once. Then the threads are stopped and the process exits 0.
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-use dunning_core::jwt::{Jwk, KeySet, Validation};
+use dunning_core::jwt::Validation;
 use dunning_core::oauth::{AsConfig, AuthorizationServer};
-use dunning_core::{Config, Dispatch, Keys, Server, StateKey};
+use dunning_core::{Config, Dispatch, Keys, Server};
 use dunning_domain::Domain;
 use dunning_domain::oauth::OAuthStore;
 use dunning_runtime::{Observer, Options};
 use socket2::{Domain as SockDomain, Socket, Type};
 use zeroize::Zeroizing;
 
-use crate::auth::{self, Authenticator};
+use crate::auth::Authenticator;
 use crate::cli::{AudienceArg, ServeArgs, Transport};
-use crate::client_metadata::{Fetcher, WithClientMetadata};
-use crate::clock::{Clock, ShiftedEnv};
+use crate::clock::ShiftedEnv;
 use crate::datadir::{DataDir, Endpoint, StoreRecord};
 use crate::fdlimit;
 use crate::instructions::INSTRUCTIONS;
 use crate::jobs::JobsThread;
+use crate::keys::{self, TrustedKeys};
 use crate::limiter::Gcra;
 use crate::limiter::shared::SharedGcra;
+use crate::outbound::client_metadata::{Fetcher, WithClientMetadata};
+use crate::outbound::webhook::HttpDriver;
 use crate::settings::{JwksSource, Settings, WebhookDriver};
-use crate::telemetry::metrics::{self as metric, Prometheus};
+use crate::telemetry::metrics::Prometheus;
 use crate::telemetry::{self, Telemetry, listener, otel};
 use crate::token;
-use crate::webhook_http::HttpDriver;
 
 /// Pending connections the kernel queues before `accept`.
 const LISTEN_BACKLOG: i32 = 1024;
-
-/// Largest JWKS document fetched.
-const MAX_JWKS_BYTES: u64 = 1024 * 1024;
 
 /// Lifetime of the development token printed at startup.
 const DEV_TOKEN_TTL_SECS: i64 = 24 * 3600;
@@ -100,7 +94,7 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         max_in_flight = settings.limits.max_in_flight,
         "effective settings"
     );
-    let clock = Clock::from_flag(args.clock);
+    let clock = args.clock.clock();
     if clock.is_shifted() {
         tracing::warn!(now = %dunning_domain::rules::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");
     }
@@ -158,7 +152,7 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
     );
 
     let dev_seed = init.dev_key;
-    let keys = Arc::new(auth::Keys::new(initial_keys(
+    let keys = Arc::new(TrustedKeys::new(keys::initial(
         settings,
         dev_seed.as_deref(),
     )?));
@@ -191,7 +185,7 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         confirmation_ttl_ms: settings.confirmation.ttl_secs.saturating_mul(1000),
         ..Config::default()
     };
-    let state_keys = state_keys(settings, init.state_key)?;
+    let state_keys = keys::state_keys(settings, init.state_key)?;
     // Messages to debtors: the drivers `[channels]` asks for (the jobs thread sends
     // through them) and the routes their providers and debtors call back on.
     let links = crate::channels::unsubscribe::Links::new(&public_url, &state_keys);
@@ -261,14 +255,15 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         .listen(LISTEN_BACKLOG)
         .map_err(|e| format!("listen on {bound}: {e}"))?;
     let listener = TcpListener::from(socket);
+    let dev = dunning_domain::demo::dev_identity();
     let dev_token = dev_seed.as_deref().map(|seed| {
         token::mint(
             seed,
             &endpoint,
             &token::Request {
-                org_id: &dunning_domain::demo::stable_id("org:demo"),
-                person: "ana@demo.example",
-                scope: &token::role_scopes("owner"),
+                org_id: &dev.org_id(),
+                person: dev.person,
+                scope: &token::role_scopes(dev.role),
                 ttl: DEV_TOKEN_TTL_SECS,
                 audience: AudienceArg::Mcp,
             },
@@ -324,7 +319,7 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
         (channel_drivers, crate::channels::policy(&settings.channels)),
     );
     let refresher = match &settings.auth.jwks {
-        Some(JwksSource::Url(url)) => Some(spawn_refresher(
+        Some(JwksSource::Url(url)) => Some(keys::spawn_refresher(
             keys.clone(),
             url.clone(),
             dev_seed.as_deref().copied(),
@@ -475,7 +470,7 @@ fn embedded_authorization_server(
     c.client_metadata_documents = true;
     Some(AuthorizationServer::new(
         c,
-        &token::dev_kid(seed),
+        &keys::dev_kid(seed),
         Zeroizing::new(*seed),
         state_keys.clone(),
         WithClientMetadata {
@@ -483,114 +478,6 @@ fn embedded_authorization_server(
             fetcher: Fetcher::new(false),
         },
     ))
-}
-
-/// The verification keys at startup: the development key and/or the configured JWKS.
-fn initial_keys(s: &Settings, dev_seed: Option<&[u8; 32]>) -> Result<KeySet, String> {
-    let dev = dev_seed.map(dev_key_set).transpose()?.unwrap_or_default();
-    let jwks = match &s.auth.jwks {
-        None => return Ok(dev),
-        Some(JwksSource::File(path)) => read_jwks_file(path)?,
-        Some(JwksSource::Url(url)) => {
-            let mut last = String::new();
-            let mut got = None;
-            for attempt in 0..3 {
-                if attempt > 0 {
-                    thread::sleep(Duration::from_secs(1));
-                }
-                match fetch_jwks(url) {
-                    Ok(k) => {
-                        got = Some(k);
-                        break;
-                    }
-                    Err(e) => last = e,
-                }
-            }
-            match got {
-                Some(k) => k,
-                None if !dev.is_empty() => {
-                    tracing::error!(url = %url, error = %last, "JWKS unavailable; only the development key is trusted until it is fetched");
-                    return Ok(dev);
-                }
-                None => return Err(format!("JWKS {url}: {last}")),
-            }
-        }
-    };
-    for why in jwks.skipped() {
-        tracing::warn!(reason = %why, "JWKS key skipped");
-    }
-    metric::jwks_refreshed();
-    Ok(jwks.merged(&dev))
-}
-
-fn dev_key_set(seed: &[u8; 32]) -> Result<KeySet, String> {
-    let public = dunning_core::jwt::ed25519_public(seed);
-    let jwk = Jwk::ed25519(Some(&token::dev_kid(seed)), &public).map_err(|e| e.to_string())?;
-    Ok(KeySet::new(vec![jwk]))
-}
-
-fn read_jwks_file(path: &Path) -> Result<KeySet, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    KeySet::from_jwks(&bytes).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Fetches and parses a JWKS document (bounded time and size).
-fn fetch_jwks(url: &str) -> Result<KeySet, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into();
-    let bytes = agent
-        .get(url)
-        .header("Accept", "application/jwk-set+json, application/json")
-        .call()
-        .map_err(|e| e.to_string())?
-        .body_mut()
-        .with_config()
-        .limit(MAX_JWKS_BYTES)
-        .read_to_vec()
-        .map_err(|e| e.to_string())?;
-    KeySet::from_jwks(&bytes).map_err(|e| e.to_string())
-}
-
-/// Refetches the JWKS every `period`, or early when a failed signature asked for it.
-fn spawn_refresher(
-    keys: Arc<auth::Keys>,
-    url: String,
-    dev_seed: Option<[u8; 32]>,
-    period: Duration,
-    stop: Arc<AtomicBool>,
-) -> JoinHandle<()> {
-    let dev_seed = dev_seed.map(Zeroizing::new);
-    thread::Builder::new()
-        .name("jwks-refresh".into())
-        .spawn(move || {
-            let mut last = Instant::now();
-            while !stop.load(Ordering::Acquire) {
-                thread::sleep(Duration::from_millis(200));
-                if last.elapsed() < period && !keys.take_wanted() {
-                    continue;
-                }
-                last = Instant::now();
-                match fetch_jwks(&url) {
-                    Ok(k) => {
-                        metric::jwks_refreshed();
-                        let k = match dev_seed.as_deref().map(dev_key_set) {
-                            Some(Ok(dev)) => k.merged(&dev),
-                            _ => k,
-                        };
-                        if keys.set(k) {
-                            tracing::info!(url = %url, "JWKS changed");
-                        }
-                    }
-                    Err(e) => {
-                        metric::jwks_failed();
-                        tracing::warn!(url = %url, error = %e, "JWKS refresh failed; keeping the current keys");
-                    }
-                }
-            }
-        })
-        .unwrap_or_else(|e| panic!("spawning the JWKS refresher: {e}"))
 }
 
 /// The webhook driver `[webhooks]` asks for: the recording one (nothing leaves the
@@ -632,44 +519,6 @@ fn worker_entropy(now: dunning_core::UnixTime) -> [u8; 32] {
         seed[8..12].copy_from_slice(&std::process::id().to_be_bytes());
     }
     seed
-}
-
-/// The requestState keys: the configured ones (first seals), else the data dir's own.
-fn state_keys(s: &Settings, own: Zeroizing<[u8; 32]>) -> Result<Keys, String> {
-    if s.confirmation.keys.is_empty() {
-        return Ok(Keys {
-            request_state: vec![StateKey {
-                id: "d1".into(),
-                secret: Zeroizing::new(own.to_vec()),
-            }],
-        });
-    }
-    let mut out = Vec::new();
-    for k in &s.confirmation.keys {
-        let secret = match (&k.secret, &k.file) {
-            (Some(b64), None) => decode_secret(b64.trim())
-                .ok_or_else(|| format!("[confirmation] key {:?}: not base64", k.id))?,
-            (None, Some(path)) => {
-                Zeroizing::new(std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?)
-            }
-            _ => return Err(format!("[confirmation] key {:?}: secret or file", k.id)),
-        };
-        if secret.len() < 32 {
-            return Err(format!("[confirmation] key {:?}: at least 32 bytes", k.id));
-        }
-        out.push(StateKey {
-            id: k.id.clone(),
-            secret,
-        });
-    }
-    Ok(Keys { request_state: out })
-}
-
-fn decode_secret(text: &str) -> Option<Zeroizing<Vec<u8>>> {
-    [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD]
-        .iter()
-        .find_map(|e| e.decode(text).ok())
-        .map(Zeroizing::new)
 }
 
 #[cfg(test)]

@@ -397,7 +397,7 @@ pub(crate) enum WebhookDriver {
     /// Record every request and answer 200 (development, demos, tests).
     #[default]
     Record,
-    /// POST for real (`ureq`, `https` through rustls: `crate::webhook_http`).
+    /// POST for real (`ureq`, `https` through rustls: `crate::outbound::webhook`).
     Http,
 }
 
@@ -694,7 +694,7 @@ mod tests {
             log_level: None,
             metrics_listen: None,
             print_token: false,
-            clock: None,
+            clock: crate::cli::ClockArg { clock: None },
         }
     }
 

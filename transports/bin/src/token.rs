@@ -32,11 +32,6 @@ pub(crate) struct Request<'a> {
     pub(crate) audience: AudienceArg,
 }
 
-/// The `kid` of the development key: its RFC 7638 thumbprint.
-pub(crate) fn dev_kid(seed: &[u8; 32]) -> String {
-    jwt::ed25519_thumbprint(&jwt::ed25519_public(seed))
-}
-
 /// Signs a development token.
 pub(crate) fn mint(seed: &[u8; 32], endpoint: &Endpoint, r: &Request<'_>, now: UnixTime) -> String {
     let iat = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
@@ -60,7 +55,7 @@ pub(crate) fn mint(seed: &[u8; 32], endpoint: &Endpoint, r: &Request<'_>, now: U
         "iat": iat,
         "exp": iat.saturating_add(r.ttl),
     });
-    jwt::sign_ed25519(&dev_kid(seed), &claims, seed)
+    jwt::sign_ed25519(&crate::keys::dev_kid(seed), &claims, seed)
 }
 
 /// The scopes a role allows, as a token's `scope` claim (`org::role_scopes`).
@@ -118,7 +113,11 @@ mod tests {
         let seed = [3u8; 32];
         let e = Endpoint::new("http://127.0.0.1:9", "/mcp", None);
         let keys = KeySet::new(vec![
-            Jwk::ed25519(Some(&dev_kid(&seed)), &jwt::ed25519_public(&seed)).unwrap(),
+            Jwk::ed25519(
+                Some(&crate::keys::dev_kid(&seed)),
+                &jwt::ed25519_public(&seed),
+            )
+            .unwrap(),
         ]);
         let v = Validation::new(&e.issuer, &e.mcp_audience, &e.api_audience);
         let now = UnixTime::from_secs(1_800_000_000);

@@ -2,6 +2,7 @@
 //! one.
 
 use super::*;
+use crate::status::{AgreementStatus, ChargeStatus};
 
 pub(super) fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
@@ -26,18 +27,11 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
         ));
     }
     let mut a = load_agreement(op, id)?;
-    if matches!(a.status.as_str(), "accepted" | "active") {
+    if a.status.is_in_force() {
         sync_installments(op, &mut a)?;
         return Ok(ok(a));
     }
-    if a.status != "proposed" {
-        return Err(DomainError::transition(
-            "agreement",
-            id,
-            &a.status,
-            "accepted",
-        ));
-    }
+    crate::status::check(a.status, id, AgreementStatus::Accepted)?;
     let accepted_at = match args.accepted_at.as_deref() {
         None => op.timestamp(),
         Some(raw) => {
@@ -69,7 +63,7 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut originals = Vec::with_capacity(a.charge_ids.len());
     for cid in &a.charge_ids {
         let c = charges::load_charge(op, cid)?;
-        if !matches!(c.status.as_str(), "overdue" | "partially_paid") {
+        if !c.status.is_late() {
             return Err(DomainError::Conflict(format!(
                 "invalid_transition: charge {cid} of agreement {id} is now {} and cannot become renegotiated; cancel this agreement and propose a new one",
                 c.status
@@ -110,14 +104,14 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
                 ..NewCharge::default()
             },
         )?;
+        crate::status::change(&mut inst.status, &c.id, c.status.into())?;
         inst.charge_id = Some(c.id);
-        inst.status = c.status;
     }
     for cid in &a.charge_ids {
         charges::mark_renegotiated(op, cid, Some(&agreement_id))?;
     }
     crate::ops::bureau::settle_for_agreement(op, &a.charge_ids)?;
-    a.status = "accepted".into();
+    crate::status::change(&mut a.status, &a.id, AgreementStatus::Accepted)?;
     a.accepted_at = Some(accepted_at);
     a.accepted_by = Some(accepted_by.to_owned());
     a.accepted_by_user = Some(op.principal.subject.clone());
@@ -127,14 +121,14 @@ pub(super) fn accept(op: &mut Op<'_>) -> Result<Output, DomainError> {
 
 /// Checks a cancellation; `None` when already canceled.
 pub(super) fn cancel_check(op: &mut Op<'_>, a: &Agreement) -> Result<Option<()>, DomainError> {
-    match a.status.as_str() {
-        "canceled" => Ok(None),
-        "proposed" => Ok(Some(())),
-        "accepted" => {
+    match a.status {
+        AgreementStatus::Canceled => Ok(None),
+        AgreementStatus::Proposed => Ok(Some(())),
+        AgreementStatus::Accepted => {
             for i in &a.installments {
                 let Some(cid) = &i.charge_id else { continue };
                 let c = charges::load_charge(op, cid)?;
-                if c.paid_amount > Money::ZERO || c.status == "paid" {
+                if c.paid_amount > Money::ZERO || c.status == ChargeStatus::Paid {
                     return Err(DomainError::Conflict(format!(
                         "invalid_transition: agreement {} has a payment on installment {} (charge {cid}, {}); an agreement with payments is active and cannot be canceled",
                         a.id, i.number, c.status
@@ -160,11 +154,11 @@ pub(super) fn describe_cancel(op: &mut Op<'_>) -> Result<String, DomainError> {
         .map(|d| d.name)
         .unwrap_or_default();
     let total = a.total_amount.to_string();
-    Ok(match (check, a.status.as_str()) {
+    Ok(match (check, a.status) {
         (None, _) => {
             format!("Agreement {id} of {name} is already canceled; nothing will change. Continue?")
         }
-        (Some(()), "accepted") => format!(
+        (Some(()), AgreementStatus::Accepted) => format!(
             "Cancel the accepted agreement {id} of {name} ({total} in {} payment(s))? Its {} installment charge(s) are canceled and the {} original charge(s) return to dunning as overdue.",
             a.installments.len(),
             a.installments.len(),
@@ -184,7 +178,7 @@ pub(super) fn cancel_charge(op: &mut Op<'_>, cid: &str, reason: &str) -> Result<
         return Ok(());
     }
     let before = c.clone();
-    c.status = "canceled".into();
+    crate::status::change(&mut c.status, &c.id, ChargeStatus::Canceled)?;
     c.canceled_at = Some(op.timestamp());
     c.cancellation_reason = Some(reason.to_owned());
     charges::commit(op, "charge.canceled", Some(&before), &mut c)
@@ -199,7 +193,7 @@ pub(super) fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     let before = a.clone();
     let reason = reason.unwrap_or_else(|| "canceled".to_owned());
-    if a.status == "accepted" {
+    if a.status == AgreementStatus::Accepted {
         let why = format!("agreement {} canceled: {reason}", a.id);
         for i in a.installments.clone() {
             if let Some(cid) = &i.charge_id {
@@ -208,22 +202,22 @@ pub(super) fn cancel(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
         for cid in a.charge_ids.clone() {
             let mut c = charges::load_charge(op, &cid)?;
-            if c.status != "renegotiated" || c.agreement_id.as_deref() != Some(id) {
+            if c.status != ChargeStatus::Renegotiated || c.agreement_id.as_deref() != Some(id) {
                 continue;
             }
             let prev = c.clone();
-            c.status = if c.paid_amount > Money::ZERO {
-                "partially_paid"
+            let back = if c.paid_amount > Money::ZERO {
+                ChargeStatus::PartiallyPaid
             } else {
-                "overdue"
-            }
-            .into();
+                ChargeStatus::Overdue
+            };
+            crate::status::change(&mut c.status, &c.id, back)?;
             c.agreement_id = None;
             charges::commit(op, "charge.updated", Some(&prev), &mut c)?;
         }
         sync_installments(op, &mut a)?;
     }
-    a.status = "canceled".into();
+    crate::status::change(&mut a.status, &a.id, AgreementStatus::Canceled)?;
     a.canceled_at = Some(op.timestamp());
     a.cancellation_reason = Some(reason);
     commit(op, "agreement.canceled", Some(&before), &mut a)?;

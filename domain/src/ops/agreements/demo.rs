@@ -68,7 +68,7 @@ pub fn seed_demo(
     let overdue: Vec<Charge> = store::read(domain.store(), |tx| {
         let q = Query {
             conds: vec![
-                Cond::Eq("status", json!("overdue")),
+                Cond::Eq("status", json!(ChargeStatus::Overdue)),
                 Cond::Le("due_date", json!(old_enough)),
             ],
             sort: ("due_date", Order::Desc),

@@ -15,8 +15,11 @@ pub(super) fn sync_installments(op: &mut Op<'_>, a: &mut Agreement) -> Result<bo
     for i in &mut a.installments {
         let Some(cid) = &i.charge_id else { continue };
         if let Some(c) = load::<Charge>(op.tx, Kind::Charge, op.org, cid)? {
-            if i.status != c.status || i.paid_amount != c.paid_amount {
-                i.status = c.status;
+            let mirrored = InstallmentStatus::from(c.status);
+            if i.status != mirrored || i.paid_amount != c.paid_amount {
+                if i.status != mirrored {
+                    crate::status::change(&mut i.status, cid, mirrored)?;
+                }
                 i.paid_amount = c.paid_amount;
                 changed = true;
             }
@@ -137,7 +140,7 @@ pub(super) fn holding(
 ) -> Result<Option<(Agreement, String)>, DomainError> {
     let q = Query::all()
         .with(Cond::Eq("debtor_id", json!(debtor_id)))
-        .with(Cond::In("status", OPEN.iter().map(|s| json!(s)).collect()));
+        .with(Cond::In("status", crate::status::values(OPEN)));
     let open: Vec<Agreement> = find(op.tx, Kind::Agreement, op.org, &q)?;
     for a in open {
         if let Some(c) = charge_ids.iter().find(|c| a.charge_ids.contains(c)) {
@@ -176,7 +179,7 @@ pub(super) fn create_agreement(op: &mut Op<'_>) -> Result<Output, DomainError> {
         id,
         debtor_id: t.debtor.id.clone(),
         charge_ids: ids,
-        status: "proposed".into(),
+        status: AgreementStatus::Proposed,
         charges: t.parts.clone(),
         original_amount: t.principal,
         fine_amount: t.fine,
@@ -269,7 +272,7 @@ pub(super) fn notify_proposal(
             dunning_core::Audience::Mcp => "manual",
         }
         .into(),
-        status: "scheduled".into(),
+        status: DeliveryStatus::Scheduled,
         to: cp.get("value").and_then(Value::as_str).map(str::to_owned),
         message: Some(message),
         subject: Some("Proposta de acordo".into()),

@@ -39,6 +39,7 @@
 
 use crate::catalog::name;
 use crate::rules::money::Money;
+use crate::status::{AgreementStatus, ChargeStatus, DeliveryStatus, InstallmentStatus};
 use std::collections::BTreeSet;
 
 use chrono::{Months, NaiveDate};
@@ -76,18 +77,9 @@ use terms::*;
 pub use worker::*;
 
 /// Every agreement status.
-pub const STATUSES: &[&str] = &[
-    "draft",
-    "proposed",
-    "accepted",
-    "active",
-    "completed",
-    "expired",
-    "canceled",
-    "broken",
-];
+pub const STATUSES: &[&str] = AgreementStatus::NAMES;
 /// Agreements that hold their charges.
-pub const OPEN: &[&str] = &["proposed", "accepted", "active"];
+pub const OPEN: &[AgreementStatus] = AgreementStatus::OPEN;
 /// Most charges in one agreement.
 pub const MAX_CHARGES: usize = 50;
 /// Most installments (besides the down payment).
@@ -114,7 +106,7 @@ pub struct ChargePart {
     /// Its due date.
     pub due_date: String,
     /// Its status then.
-    pub status: String,
+    pub status: ChargeStatus,
     /// Its amount (BRL).
     pub amount: Money,
     /// Paid so far (BRL).
@@ -146,7 +138,7 @@ pub struct Installment {
     /// The charge generated on acceptance.
     pub charge_id: Option<String>,
     /// `scheduled` until accepted, then the charge's status.
-    pub status: String,
+    pub status: InstallmentStatus,
     /// Paid so far on its charge (BRL).
     pub paid_amount: Money,
 }
@@ -162,7 +154,7 @@ pub struct Agreement {
     /// The charges folded in.
     pub charge_ids: Vec<String>,
     /// Status (see the module docs).
-    pub status: String,
+    pub status: AgreementStatus,
     /// The charges as they stood when proposed.
     pub charges: Vec<ChargePart>,
     /// Open principal of the charges (BRL).

@@ -107,7 +107,7 @@ pub(super) fn schedule(
             kind: "down_payment".into(),
             amount: down,
             due_date: fmt_date(calendar::next_business_day(first)),
-            status: "scheduled".into(),
+            status: InstallmentStatus::Scheduled,
             ..Installment::default()
         });
     }
@@ -128,7 +128,7 @@ pub(super) fn schedule(
             kind: "installment".into(),
             amount,
             due_date: fmt_date(calendar::next_business_day(due)),
-            status: "scheduled".into(),
+            status: InstallmentStatus::Scheduled,
             ..Installment::default()
         });
     }
@@ -243,7 +243,7 @@ pub(super) fn terms(op: &mut Op<'_>, args: &TermsArgs) -> Result<Terms, DomainEr
                 ),
             ));
         }
-        if !matches!(c.status.as_str(), "overdue" | "partially_paid") {
+        if !c.status.is_late() {
             return Err(DomainError::Conflict(format!(
                 "invalid_transition: charge {id} is {} and cannot become renegotiated; only overdue or partially paid charges can be folded into an agreement",
                 c.status
@@ -257,7 +257,7 @@ pub(super) fn terms(op: &mut Op<'_>, args: &TermsArgs) -> Result<Terms, DomainEr
             charge_id: c.id.clone(),
             description: c.description.clone().or_else(|| c.external_id.clone()),
             due_date: c.due_date.clone(),
-            status: c.status.clone(),
+            status: c.status,
             amount: c.amount,
             paid_amount: c.paid_amount,
             principal: p,

@@ -2,22 +2,23 @@
 //! `break_after_days` of an overdue installment.
 
 use super::*;
+use crate::status::{AgreementStatus, ChargeStatus};
 
 /// Moves agreements along with the clock and their installments' payments (see the
 /// module docs); called by the worker tick. Returns how many agreements changed status.
 pub fn check_broken(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let q = Query::all().with(Cond::In(
         "status",
-        vec![json!("proposed"), json!("accepted"), json!("active")],
+        crate::status::values(AgreementStatus::OPEN),
     ));
     let agreements: Vec<Agreement> = find(op.tx, Kind::Agreement, op.org, &q)?;
     let today = op.today();
     let mut n = 0;
     for mut a in agreements {
         let before = a.clone();
-        if a.status == "proposed" {
+        if a.status == AgreementStatus::Proposed {
             if ts_ms(&a.expires_at).is_some_and(|e| e < op.now.as_millis()) {
-                a.status = "expired".into();
+                crate::status::change(&mut a.status, &a.id, AgreementStatus::Expired)?;
                 a.expired_at = Some(op.timestamp());
                 commit(op, "agreement.expired", Some(&before), &mut a)?;
                 n += 1;
@@ -38,22 +39,22 @@ pub fn check_broken(op: &mut Op<'_>) -> Result<u32, DomainError> {
                 continue;
             };
             any_paid |= c.paid_amount > Money::ZERO;
-            all_paid &= c.status == "paid";
+            all_paid &= c.status == ChargeStatus::Paid;
             let days = charges::days_overdue(&c, today);
             if charges::is_open(&c) && days > i64::from(a.break_after_days) && late.is_none() {
                 late = Some((i.number, days));
             }
         }
         if all_paid {
-            a.status = "completed".into();
+            crate::status::change(&mut a.status, &a.id, AgreementStatus::Completed)?;
             a.completed_at = Some(op.timestamp());
             commit(op, "agreement.completed", Some(&before), &mut a)?;
             n += 1;
         } else if let Some((number, days)) = late {
             break_agreement(op, &mut a, &before, number, days)?;
             n += 1;
-        } else if a.status == "accepted" && any_paid {
-            a.status = "active".into();
+        } else if a.status == AgreementStatus::Accepted && any_paid {
+            crate::status::change(&mut a.status, &a.id, AgreementStatus::Active)?;
             a.activated_at = Some(op.timestamp());
             commit(op, "agreement.activated", Some(&before), &mut a)?;
             n += 1;
@@ -111,7 +112,7 @@ pub(super) fn break_agreement(
         a.balance_charge_id = Some(c.id);
     }
     sync_installments(op, a)?;
-    a.status = "broken".into();
+    crate::status::change(&mut a.status, &a.id, AgreementStatus::Broken)?;
     a.broken_at = Some(op.timestamp());
     commit(op, "agreement.broken", Some(before), a)
 }

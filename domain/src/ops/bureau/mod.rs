@@ -36,6 +36,7 @@
 
 use crate::catalog::name;
 use crate::rules::money::Money;
+use crate::status::BureauStatus;
 use chrono::{Months, NaiveDate};
 use dunning_core::{Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
@@ -65,26 +66,14 @@ pub use worker::*;
 
 /// Bureaus.
 pub const BUREAUS: &[&str] = &["serasa", "spc", "boa_vista", "quod"];
-/// Every record status, the active ones first and the early ones first of those (so
-/// [`ACTIVE`] and [`EARLY`] are its beginnings).
-pub const STATUSES: &[&str] = &[
-    "pending_notice",
-    "notice_sent",
-    "awaiting_window",
-    "requested",
-    "included",
-    "removal_requested",
-    "removed",
-    "rejected",
-    "failed",
-    "canceled",
-];
+/// Every record status, the active ones first and the early ones first of those.
+pub const STATUSES: &[&str] = BureauStatus::NAMES;
 /// Statuses of a record that is (or is about to be) on the bureau's files: from
 /// `pending_notice` to `removal_requested`.
-pub const ACTIVE: &[&str] = STATUSES.split_at(6).0;
+pub const ACTIVE: &[BureauStatus] = BureauStatus::ACTIVE;
 /// Statuses a record may still be canceled from (before any request to the bureau):
 /// `pending_notice`, `notice_sent`, `awaiting_window`.
-pub const EARLY: &[&str] = STATUSES.split_at(3).0;
+pub const EARLY: &[BureauStatus] = BureauStatus::EARLY;
 /// Removal reasons.
 pub const REMOVAL_REASONS: &[&str] = &["paid", "agreement", "error", "canceled", "dispute"];
 /// Longest notice window a caller may ask for (days).
@@ -105,7 +94,7 @@ pub struct BureauRecord {
     /// `serasa`, `spc`, `boa_vista` or `quod`.
     pub bureau: String,
     /// Status (see the module docs).
-    pub status: String,
+    pub status: BureauStatus,
     /// Amount registered (the charge's updated amount when negativated, BRL).
     pub amount: Money,
     /// The delivery that carried the prior notice.
@@ -230,10 +219,7 @@ pub fn active_record(
 ) -> Result<Option<BureauRecord>, DomainError> {
     let q = Query::all()
         .with(Cond::Eq("charge_id", json!(charge_id)))
-        .with(Cond::In(
-            "status",
-            ACTIVE.iter().map(|s| json!(s)).collect(),
-        ));
+        .with(Cond::In("status", crate::status::values(ACTIVE)));
     Ok(
         find::<BureauRecord>(op.tx, Kind::CreditBureauRecord, op.org, &q)?
             .into_iter()
@@ -279,15 +265,19 @@ fn commit(
     save(op.tx, Kind::CreditBureauRecord, op.org, &*r)?;
     let changes = before.map_or(Value::Null, |b| debtors::diff(b, &*r));
     op.event(code, "credit_bureau_record", &r.id.clone(), &*r, changes)?;
-    mirror_on_charge(op, &r.charge_id, &r.status)
+    mirror_on_charge(op, &r.charge_id, r.status)
 }
 
 /// Keeps the charge's `negativation_status` in step (no charge event: the record's
 /// event is the change).
-fn mirror_on_charge(op: &mut Op<'_>, charge_id: &str, status: &str) -> Result<(), DomainError> {
+fn mirror_on_charge(
+    op: &mut Op<'_>,
+    charge_id: &str,
+    status: BureauStatus,
+) -> Result<(), DomainError> {
     if let Some(mut c) = load::<Charge>(op.tx, Kind::Charge, op.org, charge_id)? {
-        if c.negativation_status.as_deref() != Some(status) {
-            c.negativation_status = Some(status.to_owned());
+        if c.negativation_status != Some(status) {
+            c.negativation_status = Some(status);
             c.updated_at = op.timestamp();
             save(op.tx, Kind::Charge, op.org, &c)?;
         }
@@ -302,7 +292,7 @@ fn cancel_record(
     why: &str,
 ) -> Result<(), DomainError> {
     let before = r.clone();
-    r.status = "canceled".into();
+    crate::status::change(&mut r.status, &r.id, BureauStatus::Canceled)?;
     r.canceled_at = Some(op.timestamp());
     r.removal_reason = reason.map(str::to_owned);
     r.error_message = Some(why.to_owned());
@@ -311,7 +301,7 @@ fn cancel_record(
 
 fn request_removal(op: &mut Op<'_>, r: &mut BureauRecord, reason: &str) -> Result<(), DomainError> {
     let before = r.clone();
-    r.status = "removal_requested".into();
+    crate::status::change(&mut r.status, &r.id, BureauStatus::RemovalRequested)?;
     r.removal_requested_at = Some(op.timestamp());
     r.removal_reason = Some(reason.to_owned());
     commit(op, "credit_bureau.removal_requested", Some(&before), r)
@@ -326,12 +316,12 @@ pub fn settle_for_agreement(op: &mut Op<'_>, charge_ids: &[String]) -> Result<u3
         let Some(mut r) = active_record(op, cid)? else {
             continue;
         };
-        match r.status.as_str() {
-            "included" => {
+        match r.status {
+            BureauStatus::Included => {
                 request_removal(op, &mut r, "agreement")?;
                 n += 1;
             }
-            s if EARLY.contains(&s) => {
+            s if s.is_early() => {
                 cancel_record(
                     op,
                     &mut r,
@@ -360,8 +350,8 @@ mod tests {
             "included",
             "removal_requested",
         ];
-        assert_eq!(ACTIVE, active);
-        assert_eq!(EARLY, &active[..3]);
+        assert_eq!(crate::status::names(ACTIVE), active);
+        assert_eq!(crate::status::names(EARLY), &active[..3]);
         assert!(STATUSES.ends_with(&["removed", "rejected", "failed", "canceled"]));
     }
 }

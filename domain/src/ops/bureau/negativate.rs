@@ -1,6 +1,7 @@
 //! Negativation: the checks of rule 1, the record, and the prior notice sent at once.
 
 use super::*;
+use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};
 
 /// Where the prior notice goes.
 pub(super) struct NoticeTarget {
@@ -116,7 +117,7 @@ pub(super) fn plan(op: &mut Op<'_>) -> Result<Plan, DomainError> {
         }
     };
     let charge = charges::load_charge(op, id)?;
-    if charge.status != "overdue" {
+    if charge.status != ChargeStatus::Overdue {
         return Err(DomainError::Conflict(format!(
             "invalid_transition: charge {id} is {}; only overdue charges can be negativated",
             charge.status
@@ -210,7 +211,7 @@ pub(super) fn negativate(op: &mut Op<'_>) -> Result<Output, DomainError> {
         charge_id: p.charge.id.clone(),
         debtor_id: p.debtor.id.clone(),
         bureau: p.bureau.clone(),
-        status: "pending_notice".into(),
+        status: BureauStatus::PendingNotice,
         amount: charges::updated_amount(&p.charge, today),
         notice_days: p.notice_days,
         requested_by: op.principal.subject.clone(),
@@ -221,7 +222,7 @@ pub(super) fn negativate(op: &mut Op<'_>) -> Result<Output, DomainError> {
     save(op.tx, Kind::CreditBureauRecord, op.org, &r)?;
     let delivery = send_notice(op, &p)?;
     let before = r.clone();
-    r.status = "notice_sent".into();
+    crate::status::change(&mut r.status, &r.id, BureauStatus::NoticeSent)?;
     r.notice_delivery_id = Some(delivery.id.clone());
     r.notice_channel = Some(delivery.channel.clone());
     r.notice_to = delivery.to.clone();
@@ -261,7 +262,7 @@ pub(super) fn send_notice(op: &mut Op<'_>, p: &Plan) -> Result<Delivery, DomainE
         channel: p.target.channel.into(),
         action: "notify".into(),
         origin: "api".into(),
-        status: "sent".into(),
+        status: DeliveryStatus::Sent,
         to: Some(p.target.to.clone()),
         template_id: Some("negativation_notice".into()),
         subject: rendered.subject,

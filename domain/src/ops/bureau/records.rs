@@ -30,15 +30,15 @@ pub(super) fn get_record(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 /// What a removal does to a record in its status, or why it cannot.
-pub(super) fn removal_effect(r: &BureauRecord) -> Result<Option<&'static str>, DomainError> {
-    match r.status.as_str() {
-        "included" => Ok(Some("removal_requested")),
-        s if EARLY.contains(&s) => Ok(Some("canceled")),
-        "removal_requested" | "removed" | "canceled" => Ok(None),
+pub(super) fn removal_effect(r: &BureauRecord) -> Result<Option<BureauStatus>, DomainError> {
+    match r.status {
+        BureauStatus::Included => Ok(Some(BureauStatus::RemovalRequested)),
+        s if s.is_early() => Ok(Some(BureauStatus::Canceled)),
+        BureauStatus::RemovalRequested | BureauStatus::Removed | BureauStatus::Canceled => Ok(None),
         other => Err(DomainError::Conflict(format!(
             "invalid_transition: credit bureau record {} is {other}; only included records (removal) or records still awaiting their notice window ({}) can be removed",
             r.id,
-            EARLY.join(", ")
+            crate::status::joined(EARLY)
         ))),
     }
 }
@@ -71,7 +71,7 @@ pub(super) fn describe_remove(op: &mut Op<'_>) -> Result<String, DomainError> {
         .unwrap_or_default();
     let amount = r.amount.to_string();
     Ok(match removal_effect(&r)? {
-        Some("removal_requested") => format!(
+        Some(BureauStatus::RemovalRequested) => format!(
             "Ask {} to remove {name}'s registration of {amount} for charge {} (reason: {reason})?",
             bureau_name(&r.bureau),
             r.charge_id
@@ -93,7 +93,7 @@ pub(super) fn remove(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let reason = reason_arg(&args)?;
     let mut r = load_record(op, &args.id)?;
     match removal_effect(&r)? {
-        Some("removal_requested") => request_removal(op, &mut r, &reason)?,
+        Some(BureauStatus::RemovalRequested) => request_removal(op, &mut r, &reason)?,
         Some(_) => cancel_record(
             op,
             &mut r,

@@ -2,6 +2,7 @@
 //! payment or agreement.
 
 use super::*;
+use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};
 
 /// The default bureau driver: records the request and answers with a protocol at once
 /// (nothing leaves the machine).
@@ -33,11 +34,11 @@ pub(super) fn stop_reason(
             format!("charge {} no longer exists", r.charge_id),
         )));
     };
-    let reason = match c.status.as_str() {
-        "overdue" | "partially_paid" => None,
-        "paid" => Some(Some("paid")),
-        "renegotiated" => Some(Some("agreement")),
-        "canceled" => Some(Some("canceled")),
+    let reason = match c.status {
+        ChargeStatus::Overdue | ChargeStatus::PartiallyPaid => None,
+        ChargeStatus::Paid => Some(Some("paid")),
+        ChargeStatus::Renegotiated => Some(Some("agreement")),
+        ChargeStatus::Canceled => Some(Some("canceled")),
         _ => Some(None),
     };
     if let Some(reason) = reason {
@@ -73,39 +74,47 @@ pub(super) fn stop_reason(
 /// which should run often (removals are due within 5 business days of payment, STJ
 /// Súmula 548). Returns how many transitions it made.
 pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
-    let q = Query::all().with(Cond::In(
-        "status",
-        ACTIVE.iter().map(|s| json!(s)).collect(),
-    ));
+    let q = Query::all().with(Cond::In("status", crate::status::values(ACTIVE)));
     let records: Vec<BureauRecord> = find(op.tx, Kind::CreditBureauRecord, op.org, &q)?;
     let mut n = 0;
     for mut r in records {
         let charge = load::<Charge>(op.tx, Kind::Charge, op.org, &r.charge_id)?;
-        match r.status.as_str() {
-            "pending_notice" | "notice_sent" | "awaiting_window" => {
+        match r.status {
+            BureauStatus::PendingNotice
+            | BureauStatus::NoticeSent
+            | BureauStatus::AwaitingWindow => {
                 if let Some((reason, why)) = stop_reason(op, &r, charge.as_ref())? {
                     cancel_record(op, &mut r, reason, &why)?;
                     n += 1;
                     continue;
                 }
-                if r.status == "pending_notice" {
+                if r.status == BureauStatus::PendingNotice {
                     // A notice was never recorded (it is sent by `negativate`): nothing
                     // may happen until one is.
                     continue;
                 }
-                if r.status == "notice_sent" {
+                if r.status == BureauStatus::NoticeSent {
                     let notice = match &r.notice_delivery_id {
                         Some(did) => load::<Delivery>(op.tx, Kind::Delivery, op.org, did)?,
                         None => None,
                     };
-                    match notice.as_ref().map(|d| d.status.as_str()) {
-                        Some("sent" | "delivered" | "read" | "clicked") => {
+                    match notice.as_ref().map(|d| d.status) {
+                        Some(s) if s.was_sent() => {
                             let before = r.clone();
-                            r.status = "awaiting_window".into();
+                            crate::status::change(
+                                &mut r.status,
+                                &r.id,
+                                BureauStatus::AwaitingWindow,
+                            )?;
                             commit(op, "credit_bureau.awaiting_window", Some(&before), &mut r)?;
                             n += 1;
                         }
-                        Some("failed" | "bounced" | "canceled") | None => {
+                        Some(
+                            DeliveryStatus::Failed
+                            | DeliveryStatus::Bounced
+                            | DeliveryStatus::Canceled,
+                        )
+                        | None => {
                             cancel_record(
                                 op,
                                 &mut r,
@@ -118,16 +127,18 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                         Some(_) => continue,
                     }
                 }
-                if r.status == "awaiting_window" && due_now(r.eligible_at.as_deref(), op.now) {
+                if r.status == BureauStatus::AwaitingWindow
+                    && due_now(r.eligible_at.as_deref(), op.now)
+                {
                     n += include(op, &mut r)?;
                 }
             }
-            "requested" => n += include(op, &mut r)?,
-            "included" => {
-                let reason = match charge.as_ref().map(|c| c.status.as_str()) {
-                    Some("paid") => Some("paid"),
-                    Some("renegotiated") => Some("agreement"),
-                    Some("canceled") | None => Some("canceled"),
+            BureauStatus::Requested => n += include(op, &mut r)?,
+            BureauStatus::Included => {
+                let reason = match charge.as_ref().map(|c| c.status) {
+                    Some(ChargeStatus::Paid) => Some("paid"),
+                    Some(ChargeStatus::Renegotiated) => Some("agreement"),
+                    Some(ChargeStatus::Canceled) | None => Some("canceled"),
                     _ => None,
                 };
                 if let Some(reason) = reason {
@@ -135,9 +146,9 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
                     n += 1;
                 }
             }
-            "removal_requested" => {
+            BureauStatus::RemovalRequested => {
                 let before = r.clone();
-                r.status = "removed".into();
+                crate::status::change(&mut r.status, &r.id, BureauStatus::Removed)?;
                 r.removed_at = Some(op.timestamp());
                 commit(op, "credit_bureau.removed", Some(&before), &mut r)?;
                 n += 1;
@@ -151,22 +162,22 @@ pub fn advance(op: &mut Op<'_>) -> Result<u32, DomainError> {
 /// `awaiting_window → requested → included` (the default driver answers at once).
 pub(super) fn include(op: &mut Op<'_>, r: &mut BureauRecord) -> Result<u32, DomainError> {
     let mut n = 0;
-    if r.status == "awaiting_window" {
+    if r.status == BureauStatus::AwaitingWindow {
         let before = r.clone();
-        r.status = "requested".into();
+        crate::status::change(&mut r.status, &r.id, BureauStatus::Requested)?;
         r.requested_at = Some(op.timestamp());
         commit(op, "credit_bureau.requested", Some(&before), r)?;
         n += 1;
     }
     if r.notice_sent_at.is_none() || r.notice_delivery_id.is_none() {
         let before = r.clone();
-        r.status = "rejected".into();
+        crate::status::change(&mut r.status, &r.id, BureauStatus::Rejected)?;
         r.error_message = Some("no prior notice on record (CDC art. 43 §2)".into());
         commit(op, "credit_bureau.failed", Some(&before), r)?;
         return Ok(n + 1);
     }
     let before = r.clone();
-    r.status = "included".into();
+    crate::status::change(&mut r.status, &r.id, BureauStatus::Included)?;
     r.included_at = Some(op.timestamp());
     r.protocol = Some(bureau_protocol(r));
     commit(op, "credit_bureau.included", Some(&before), r)?;

@@ -4,6 +4,7 @@
 //! it. The debtor must still be active, and the due date may not be in the past (a draft
 //! kept for a while is issued with a new `due_date`).
 
+use crate::status::{ChargeStatus, DebtorStatus};
 use chrono::NaiveDate;
 use dunning_core::Output;
 use serde::Deserialize;
@@ -33,10 +34,10 @@ pub(super) fn issue_draft(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = id.as_str();
     let mut c = load_charge(op, id)?;
     let today = op.today();
-    match c.status.as_str() {
-        "draft" => {
+    match c.status {
+        ChargeStatus::Draft => {
             let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, &c.debtor_id)?;
-            if debtor.status != "active" {
+            if debtor.status != DebtorStatus::Active {
                 return Err(DomainError::Conflict(format!(
                     "debtor {} is {}; charges can only be issued for active debtors",
                     debtor.id, debtor.status
@@ -53,12 +54,12 @@ pub(super) fn issue_draft(op: &mut Op<'_>) -> Result<Output, DomainError> {
             }
             let before = c.clone();
             c.due_date = due.format("%Y-%m-%d").to_string();
-            c.status = "pending".into();
+            crate::status::change(&mut c.status, &c.id, ChargeStatus::Pending)?;
             register(op, &mut c)?;
             commit(op, "charge.issued", Some(&before), &mut c)?;
         }
-        "pending" if asked.is_none_or(|d| d == due_date(&c)) => {}
-        "pending" => {
+        ChargeStatus::Pending if asked.is_none_or(|d| d == due_date(&c)) => {}
+        ChargeStatus::Pending => {
             return Err(DomainError::Conflict(format!(
                 "charge {id} is already issued (pending); change its due date with dunning_charges_update"
             )));

@@ -3,6 +3,7 @@
 use crate::args::{Amount, ById, Date, IdReason, ListArgs, fields};
 use crate::list::{Filter, Listing};
 use crate::rules::money::Money;
+use crate::status::ChargeStatus;
 use std::collections::HashMap;
 
 use chrono::NaiveDate;
@@ -407,7 +408,7 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let args: UpdateArgs = op.args_strict()?;
     let id = args.id.as_str();
     let mut c = load_charge(op, id)?;
-    if !matches!(c.status.as_str(), "pending" | "overdue") {
+    if !c.status.is_editable() {
         return Err(DomainError::Conflict(format!(
             "invalid_transition: charge {id} is {}; only pending or overdue charges can be updated",
             c.status
@@ -465,9 +466,9 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if c.due_date != before.due_date || c.amount != before.amount {
         register(op, &mut c)?;
     }
-    if c.status == "overdue" && effective_due_date(&c) >= today {
+    if c.status == ChargeStatus::Overdue && effective_due_date(&c) >= today {
         // Re-dated to the future: the clock no longer makes it overdue.
-        c.status = "pending".into();
+        crate::status::change(&mut c.status, &c.id, ChargeStatus::Pending)?;
     }
     commit(op, "charge.updated", Some(&before), &mut c)?;
     let d = debtor_of(op, &c)?;
@@ -489,7 +490,7 @@ pub(super) fn delete_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let ById { id } = op.args_strict()?;
     let id = id.as_str();
     let c = load_charge(op, id)?;
-    if c.status != "draft" {
+    if c.status != ChargeStatus::Draft {
         return Err(DomainError::Conflict(format!(
             "invalid_transition: charge {id} is {}; only draft charges can be deleted (cancel it instead)",
             c.status
@@ -518,12 +519,10 @@ pub(super) fn cancel_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = id.as_str();
     let mut c = load_charge(op, id)?;
     let today = op.today();
-    if c.status != "canceled" {
-        if !is_open(&c) {
-            return Err(DomainError::transition("charge", id, &c.status, "canceled"));
-        }
+    if c.status != ChargeStatus::Canceled {
+        crate::status::check(c.status, id, ChargeStatus::Canceled)?;
         let before = c.clone();
-        c.status = "canceled".into();
+        crate::status::change(&mut c.status, &c.id, ChargeStatus::Canceled)?;
         c.canceled_at = Some(op.timestamp());
         c.cancellation_reason = fields::trimmed(reason);
         commit(op, "charge.canceled", Some(&before), &mut c)?;
@@ -599,7 +598,7 @@ pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError>
     let id = id.as_str();
     let c = load_charge(op, id)?;
     let name = debtor_name(op, &c)?;
-    if c.status == "paid" {
+    if c.status == ChargeStatus::Paid {
         return Ok(format!(
             "{} for {name} is already paid; nothing will change. Continue?",
             label(&c)
@@ -607,9 +606,7 @@ pub(super) fn describe_mark_paid(op: &mut Op<'_>) -> Result<String, DomainError>
     }
     // The state first (as `mark_paid` does): a canceled charge is a conflict, whatever
     // the arguments.
-    if !is_open(&c) {
-        return Err(DomainError::transition("charge", id, &c.status, "paid"));
-    }
+    crate::status::check(c.status, id, ChargeStatus::Paid)?;
     let p = payment_args(op, args, &c)?;
     let outcome = if p.amount >= p.owed {
         "paid in full".to_owned()
@@ -633,10 +630,8 @@ pub(super) fn mark_paid(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = id.as_str();
     let mut c = load_charge(op, id)?;
     let today = op.today();
-    if c.status != "paid" {
-        if !is_open(&c) {
-            return Err(DomainError::transition("charge", id, &c.status, "paid"));
-        }
+    if c.status != ChargeStatus::Paid {
+        crate::status::check(c.status, id, ChargeStatus::Paid)?;
         let p = payment_args(op, args, &c)?;
         let before = c.clone();
         let total = c.paid_amount + p.amount;
@@ -649,14 +644,14 @@ pub(super) fn mark_paid(op: &mut Op<'_>) -> Result<Output, DomainError> {
             recorded_by: op.principal.subject.clone(),
         });
         let code = if p.amount >= p.owed {
-            c.status = "paid".into();
+            crate::status::change(&mut c.status, &c.id, ChargeStatus::Paid)?;
             c.paid_at = Some(p.paid_at);
             c.paid_via = Some(p.via);
             c.dunning_paused = false;
             c.dunning_paused_until = None;
             "charge.paid"
         } else {
-            c.status = "partially_paid".into();
+            crate::status::change(&mut c.status, &c.id, ChargeStatus::PartiallyPaid)?;
             "charge.partially_paid"
         };
         commit(op, code, Some(&before), &mut c)?;
@@ -687,7 +682,7 @@ pub(super) fn pause_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let id = id.as_str();
     let mut c = load_charge(op, id)?;
     if !is_open(&c) {
-        return Err(DomainError::transition("charge", id, &c.status, "paused"));
+        return Err(DomainError::transition("charge", id, c.status, "paused"));
     }
     let today = op.today();
     if until.is_some_and(|u| u < today) {
@@ -737,7 +732,7 @@ pub struct Decision {
     /// When.
     pub decided_at: String,
     /// Status of the charge when decided.
-    pub charge_status: String,
+    pub charge_status: ChargeStatus,
     /// Updated amount when decided.
     pub updated_amount: Money,
     /// What the decision changed, in words.
@@ -751,7 +746,7 @@ pub struct Decision {
 /// What a decision does to the charge, or why it cannot be taken.
 fn decision_effect(c: &Charge, decision: &str) -> Result<&'static str, DomainError> {
     let needs_overdue = |effect| {
-        if c.status == "overdue" {
+        if c.status == ChargeStatus::Overdue {
             Ok(effect)
         } else {
             Err(DomainError::Conflict(format!(
@@ -765,28 +760,20 @@ fn decision_effect(c: &Charge, decision: &str) -> Result<&'static str, DomainErr
             "invalid_transition: charge {} is {}; decisions apply to open charges ({})",
             c.id,
             c.status,
-            OPEN.join(", ")
+            crate::status::joined(OPEN)
         )));
     }
     match decision {
         "write_off" => {
-            if c.status == "overdue" {
-                Ok("the charge becomes written_off and leaves dunning")
-            } else {
-                Err(DomainError::transition(
-                    "charge",
-                    &c.id,
-                    &c.status,
-                    "written_off",
-                ))
-            }
+            crate::status::check(c.status, &c.id, ChargeStatus::WrittenOff)?;
+            Ok("the charge becomes written_off and leaves dunning")
         }
         "negativate" => needs_overdue(
             "recorded; run dunning_charges_negativate to register the debtor (notice rules apply)",
         ),
         "protest" => needs_overdue("recorded; run dunning_charges_protest to send it to a notary"),
         "send_to_legal" => {
-            if matches!(c.status.as_str(), "overdue" | "partially_paid") {
+            if c.status.is_late() {
                 Ok("dunning is paused while the debt is with the legal team")
             } else {
                 Err(DomainError::Conflict(format!(
@@ -841,7 +828,7 @@ pub(super) fn decide(op: &mut Op<'_>) -> Result<Output, DomainError> {
         reason: reason.clone(),
         decided_by: op.principal.subject.clone(),
         decided_at: now.clone(),
-        charge_status: c.status.clone(),
+        charge_status: c.status,
         updated_amount: super::updated_amount(&c, today),
         effect: effect.to_owned(),
         created_at: now.clone(),
@@ -852,7 +839,7 @@ pub(super) fn decide(op: &mut Op<'_>) -> Result<Output, DomainError> {
     match decision {
         "write_off" => {
             let before = c.clone();
-            c.status = "written_off".into();
+            crate::status::change(&mut c.status, &c.id, ChargeStatus::WrittenOff)?;
             c.written_off_at = Some(op.timestamp());
             c.dunning_paused = false;
             c.dunning_paused_until = None;

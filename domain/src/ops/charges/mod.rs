@@ -35,6 +35,7 @@ mod statement;
 
 use crate::catalog::name;
 use crate::rules::money::Money;
+use crate::status::{BureauStatus, ChargeStatus, DebtorStatus, ProtestStatus};
 use chrono::NaiveDate;
 use dunning_core::Scope;
 use serde::{Deserialize, Serialize};
@@ -55,21 +56,10 @@ use crate::store::{Cond, Kind, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};
 
 /// Every charge status (domain.md §1.1).
-pub const STATUSES: &[&str] = &[
-    "draft",
-    "pending",
-    "overdue",
-    "partially_paid",
-    "paid",
-    "canceled",
-    "renegotiated",
-    "written_off",
-    "refunded",
-    "chargeback",
-];
+pub const STATUSES: &[&str] = ChargeStatus::NAMES;
 
 /// Statuses in which something is still owed and dunning may run.
-pub const OPEN: &[&str] = &["pending", "overdue", "partially_paid"];
+pub const OPEN: &[ChargeStatus] = ChargeStatus::OPEN;
 
 /// A discount for paying early.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -121,7 +111,7 @@ pub struct Charge {
     /// `boleto`, `pix` or `bolepix`.
     pub payment_method: String,
     /// Status (§1.1).
-    pub status: String,
+    pub status: ChargeStatus,
     /// Sum of the payments received (BRL).
     pub paid_amount: Money,
     /// When the charge was fully paid.
@@ -155,9 +145,9 @@ pub struct Charge {
     /// The agreement that folded or issued this charge.
     pub agreement_id: Option<String>,
     /// Credit-bureau state (kept by the bureau module).
-    pub negativation_status: Option<String>,
+    pub negativation_status: Option<BureauStatus>,
     /// Protest state (kept by the protest module).
-    pub protest_status: Option<String>,
+    pub protest_status: Option<ProtestStatus>,
     /// When written off.
     pub written_off_at: Option<String>,
     /// Tags.
@@ -212,12 +202,12 @@ pub fn breakdown(c: &Charge, on: NaiveDate) -> Breakdown {
         paid,
         ..Breakdown::default()
     };
-    match c.status.as_str() {
-        "draft" => {
+    match c.status {
+        ChargeStatus::Draft => {
             b.total = principal;
             return b;
         }
-        "pending" | "overdue" | "partially_paid" => {}
+        ChargeStatus::Pending | ChargeStatus::Overdue | ChargeStatus::PartiallyPaid => {}
         _ => return b,
     }
     let eff = effective_due_date(c);
@@ -271,7 +261,7 @@ pub fn is_paused(c: &Charge, today: NaiveDate) -> bool {
 
 /// Whether something is still owed on `c`.
 pub fn is_open(c: &Charge) -> bool {
-    OPEN.contains(&c.status.as_str())
+    c.status.is_open()
 }
 
 /// A charge as every read returns it: the stored fields plus `effective_due_date`,
@@ -362,7 +352,7 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let yesterday = today - chrono::Duration::days(1);
     let q = Query {
         conds: vec![
-            Cond::Eq("status", json!("pending")),
+            Cond::Eq("status", json!(ChargeStatus::Pending)),
             Cond::Le("due_date", json!(yesterday.format("%Y-%m-%d").to_string())),
         ],
         // The (status, due_date) index answers this without a scan.
@@ -378,7 +368,7 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
         }
         let before = c.clone();
         strip_computed(&mut c);
-        c.status = "overdue".into();
+        crate::status::change(&mut c.status, &c.id, ChargeStatus::Overdue)?;
         c.updated_at = op.timestamp();
         save(op.tx, Kind::Charge, op.org, &c)?;
         let data = view(&c, today);
@@ -403,16 +393,9 @@ pub fn mark_renegotiated(
     agreement_id: Option<&str>,
 ) -> Result<Charge, DomainError> {
     let mut c = load_charge(op, id)?;
-    if !matches!(c.status.as_str(), "overdue" | "partially_paid") {
-        return Err(DomainError::transition(
-            "charge",
-            id,
-            &c.status,
-            "renegotiated",
-        ));
-    }
+    crate::status::check(c.status, id, ChargeStatus::Renegotiated)?;
     let before = c.clone();
-    c.status = "renegotiated".into();
+    crate::status::change(&mut c.status, &c.id, ChargeStatus::Renegotiated)?;
     c.agreement_id = agreement_id.map(str::to_owned);
     commit(op, "charge.renegotiated", Some(&before), &mut c)?;
     Ok(c)
@@ -457,7 +440,7 @@ pub struct NewCharge {
 /// can an agreement issuing installments.
 pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
     let debtor: Debtor = must(op.tx, Kind::Debtor, op.org, &n.debtor_id)?;
-    if debtor.status != "active" {
+    if debtor.status != DebtorStatus::Active {
         return Err(DomainError::Conflict(format!(
             "debtor {} is {}; charges can only be created for active debtors",
             debtor.id, debtor.status
@@ -487,7 +470,11 @@ pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
         due_date: due.clone(),
         original_due_date: due,
         payment_method: n.payment_method,
-        status: if n.draft { "draft" } else { "pending" }.into(),
+        status: if n.draft {
+            ChargeStatus::Draft
+        } else {
+            ChargeStatus::Pending
+        },
         fine_percentage: n.fine_percentage,
         interest_percentage: n.interest_percentage,
         discount: n.discount,
@@ -803,7 +790,7 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-/// The debtor statement tool (#8): [`crate::catalog::tools`] lists it right after the debtor
+/// The debtor statement tool (#8): [`crate::catalog::Registry::new`] lists it right after the debtor
 /// tools, in catalogue order.
 pub fn statement_tools() -> Vec<ToolSpec> {
     vec![

@@ -14,6 +14,7 @@ use crate::ops::debtors::{Debtor, load_debtor};
 use crate::org::Organization;
 use crate::rules::calendar;
 use crate::rules::money::Money;
+use crate::status::{AgreementStatus, ChargeStatus};
 use crate::store::{Cond, Kind, Query, find, must};
 
 fn creditor(op: &mut Op<'_>) -> Result<Party, DomainError> {
@@ -54,20 +55,24 @@ enum Settled {
 }
 
 fn settled(op: &mut Op<'_>, c: &Charge) -> Result<Option<Settled>, DomainError> {
-    match c.status.as_str() {
-        "paid" => Ok(Some(Settled::Paid(
+    match c.status {
+        ChargeStatus::Paid => Ok(Some(Settled::Paid(
             c.paid_amount,
             local_date(c.paid_at.as_deref()).unwrap_or_else(|| op.today()),
             c.paid_via.clone().unwrap_or_else(|| "manual".into()),
         ))),
-        "renegotiated" => {
+        ChargeStatus::Renegotiated => {
             let Some(aid) = &c.agreement_id else {
                 return Ok(None);
             };
             let Some(a) = op.tx.get(Kind::Agreement, op.org, aid)? else {
                 return Ok(None);
             };
-            if a.get("status").and_then(Value::as_str) != Some("completed") {
+            if a.get("status")
+                .and_then(Value::as_str)
+                .and_then(AgreementStatus::from_wire)
+                != Some(AgreementStatus::Completed)
+            {
                 return Ok(None);
             }
             let part = a
@@ -130,12 +135,12 @@ pub(super) fn settlement_letter(op: &mut Op<'_>) -> Result<Output, DomainError> 
 }
 
 /// Statuses a statement lists (rule 9).
-const LISTED: &[&str] = &[
-    "pending",
-    "overdue",
-    "partially_paid",
-    "paid",
-    "renegotiated",
+const LISTED: &[ChargeStatus] = &[
+    ChargeStatus::Pending,
+    ChargeStatus::Overdue,
+    ChargeStatus::PartiallyPaid,
+    ChargeStatus::Paid,
+    ChargeStatus::Renegotiated,
 ];
 
 /// `dunning_debtors_statement`: a page of its lines (JSON), 100 per page by default.
@@ -164,10 +169,7 @@ pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     let q = Query::all()
         .with(Cond::Eq("debtor_id", json!(id)))
-        .with(Cond::In(
-            "status",
-            LISTED.iter().map(|s| json!(s)).collect(),
-        ));
+        .with(Cond::In("status", crate::status::values(LISTED)));
     let q = Query {
         // Through the debtor index; ordered by due date below.
         sort: ("debtor_id", crate::store::Order::Asc),
@@ -213,12 +215,7 @@ pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
         return Ok(pdf(documents::debtor_statement(&doc), path));
     }
     let t = doc.totals;
-    let count = |st: &[&str]| {
-        charges
-            .iter()
-            .filter(|c| st.contains(&c.status.as_str()))
-            .count()
-    };
+    let count = |st: &[ChargeStatus]| charges.iter().filter(|c| st.contains(&c.status)).count();
     Ok(ok(json!({
         "debtor": {
             "id": debtor.id,
@@ -241,9 +238,9 @@ pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
             "updated_amount": t.updated,
             "overdue_count": doc.lines.iter().filter(|l| l.days_overdue > 0).count(),
             "overdue_updated_amount": t.overdue,
-            "paid_count": count(&["paid"]),
+            "paid_count": count(&[ChargeStatus::Paid]),
             "paid_amount": t.paid,
-            "renegotiated_count": count(&["renegotiated"]),
+            "renegotiated_count": count(&[ChargeStatus::Renegotiated]),
             "renegotiated_amount": t.renegotiated,
         },
     })))
@@ -271,9 +268,9 @@ fn build(
         let amount = c.amount;
         let paid = c.paid_amount;
         let t = &mut doc.totals;
-        match c.status.as_str() {
-            "paid" => t.paid += paid,
-            "renegotiated" => t.renegotiated += (amount - paid).or_zero(),
+        match c.status {
+            ChargeStatus::Paid => t.paid += paid,
+            ChargeStatus::Renegotiated => t.renegotiated += (amount - paid).or_zero(),
             _ => {
                 t.open += (amount - paid).or_zero();
                 t.updated += b.total;
@@ -285,7 +282,7 @@ fn build(
         doc.lines.push(StatementLine {
             description: c.description.clone().unwrap_or_else(|| c.id.clone()),
             due_date: due_date(c),
-            status: c.status.clone(),
+            status: c.status.to_string(),
             amount,
             paid,
             updated: b.total,

@@ -1,6 +1,7 @@
 //! Collection conduct (domain.md §1.2 rules 4 and 6): who may receive a message, on which channel, and when.
 
 use super::*;
+use crate::status::{AgreementStatus, ChargeStatus, ContactPointStatus, DebtorStatus};
 
 /// Why a message may not go out: a machine `code`, a precise message, and the argument
 /// it is about when the caller chose it (then it is a validation error, else a conflict).
@@ -70,13 +71,15 @@ pub fn charge_stop(
 ) -> Result<Option<Refusal>, DomainError> {
     let id = text(charge, "id").unwrap_or_default();
     let status = text(charge, "status").unwrap_or_default();
-    if !DUNNABLE.contains(&status) {
-        let why = match status {
-            "draft" => "it has not been issued yet",
-            "paid" | "refunded" | "chargeback" => "it is paid",
-            "canceled" => "it was canceled",
-            "renegotiated" => "it was renegotiated in an agreement",
-            "written_off" => "it was written off",
+    let known = status.parse::<ChargeStatus>().ok();
+    if !known.is_some_and(|s| DUNNABLE.contains(&s)) {
+        use ChargeStatus as S;
+        let why = match known {
+            Some(S::Draft) => "it has not been issued yet",
+            Some(S::Paid | S::Refunded | S::Chargeback) => "it is paid",
+            Some(S::Canceled) => "it was canceled",
+            Some(S::Renegotiated) => "it was renegotiated in an agreement",
+            Some(S::WrittenOff) => "it was written off",
             _ => "dunning stops on it",
         };
         return Ok(Some(Refusal::conflict(
@@ -96,7 +99,7 @@ pub fn charge_stop(
     if let Some(aid) = text(charge, "agreement_id") {
         if let Some(a) = tx.get(Kind::Agreement, org, aid)? {
             let st = text(&a, "status").unwrap_or_default();
-            if matches!(st, "accepted" | "active") {
+            if st.parse().is_ok_and(AgreementStatus::is_in_force) {
                 return Ok(Some(Refusal::conflict(
                     "in_agreement",
                     format!(
@@ -119,7 +122,7 @@ pub fn debtor_refusal(debtor: &Value) -> Option<Refusal> {
             format!("debtor {id} ({name}) is marked do_not_contact: no channel may be used"),
         ));
     }
-    if text(debtor, "status") == Some("archived") {
+    if text(debtor, "status").and_then(DebtorStatus::from_wire) == Some(DebtorStatus::Archived) {
         return Some(Refusal::conflict(
             "debtor_archived",
             format!("debtor {id} ({name}) is archived"),
@@ -140,7 +143,9 @@ pub fn contact_refusal(cp: &Value, channel: &str) -> Option<Refusal> {
             field: Some("contact_point_id"),
         });
     }
-    if text(cp, "status") == Some("invalid") {
+    if text(cp, "status").and_then(ContactPointStatus::from_wire)
+        == Some(ContactPointStatus::Invalid)
+    {
         return Some(Refusal::conflict(
             "contact_point_invalid",
             format!("contact point {id} ({value}) is invalid"),

@@ -1,6 +1,7 @@
 //! Demo deliveries.
 
 use super::*;
+use crate::status::ChargeStatus;
 
 /// How many demo deliveries.
 #[derive(Debug, serde::Deserialize)]
@@ -17,12 +18,12 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let q = Query {
         conds: vec![Cond::In(
             "status",
-            vec![
-                json!("pending"),
-                json!("overdue"),
-                json!("partially_paid"),
-                json!("paid"),
-            ],
+            crate::status::values(&[
+                ChargeStatus::Pending,
+                ChargeStatus::Overdue,
+                ChargeStatus::PartiallyPaid,
+                ChargeStatus::Paid,
+            ]),
         )],
         sort: ("due_date", Order::Asc),
         limit: None,
@@ -30,17 +31,18 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
     };
     let charges = op.tx.find(Kind::Charge, op.org, &q)?;
     let steps: Vec<rulers::Step> = find(op.tx, Kind::Step, op.org, &Query::all())?;
+    use DeliveryStatus as S;
     let cycle = [
-        "sent",
-        "delivered",
-        "read",
-        "clicked",
-        "failed",
-        "bounced",
-        "canceled",
-        "scheduled",
-        "delivered",
-        "read",
+        S::Sent,
+        S::Delivered,
+        S::Read,
+        S::Clicked,
+        S::Failed,
+        S::Bounced,
+        S::Canceled,
+        S::Scheduled,
+        S::Delivered,
+        S::Read,
     ];
     let mut made = 0usize;
     for charge in charges {
@@ -63,8 +65,9 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             continue;
         };
         let status = cycle[made % cycle.len()];
-        let paid = text(&charge, "status") == Some("paid");
-        if status == "scheduled" && paid {
+        let paid =
+            text(&charge, "status").and_then(ChargeStatus::from_wire) == Some(ChargeStatus::Paid);
+        if status == S::Scheduled && paid {
             continue;
         }
         let step = steps
@@ -72,12 +75,14 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             .find(|s| s.channel == channel && s.action == "notify");
         let days_ago = 1 + (made as u64 % 9);
         let at_ms = op.now.as_millis().saturating_sub(days_ago * 86_400_000);
-        let at = if status == "scheduled" {
+        let at = if status == S::Scheduled {
             calendar::timestamp(op.now.plus_millis(86_400_000))
         } else {
             calendar::timestamp(UnixTime::from_millis(at_ms))
         };
         let now = op.timestamp();
+        // Never handed to a provider.
+        let unsent = [S::Scheduled, S::Canceled].contains(&status);
         let mut d = Delivery {
             id: op.new_id(),
             charge_id: text(&charge, "id").unwrap_or_default().to_owned(),
@@ -88,17 +93,17 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             channel: channel.clone(),
             action: "notify".into(),
             origin: if step.is_some() { "ruler" } else { "manual" }.into(),
-            status: status.into(),
+            status,
             to: text(&cp, "value").map(str::to_owned),
             template_id: step.is_none().then(|| "reminder".to_owned()),
             scheduled_at: at.clone(),
-            attempt: u32::from(status != "scheduled" && status != "canceled"),
+            attempt: u32::from(!unsent),
             requested_by: Some("system:demo".into()),
             created_at: now.clone(),
             updated_at: now,
             ..Delivery::default()
         };
-        if status != "scheduled" && status != "canceled" {
+        if !unsent {
             let c = creditor(op.tx, op.org)?;
             if let Some(t) = delivery_template(op.tx, op.org, &d)? {
                 let r = render_template(&t, &charge, &debtor, &c, op.now);
@@ -110,11 +115,11 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
             d.provider_message_id = Some(format!("demo-{}", &d.id[..8]));
         }
         match status {
-            "delivered" | "read" | "clicked" => d.delivered_at = Some(at.clone()),
-            "failed" | "bounced" => {
+            S::Delivered | S::Read | S::Clicked => d.delivered_at = Some(at.clone()),
+            S::Failed | S::Bounced => {
                 d.failed_at = Some(at.clone());
                 d.error_code = Some(
-                    if status == "bounced" {
+                    if status == S::Bounced {
                         "mailbox_full"
                     } else {
                         "provider_timeout"
@@ -123,16 +128,16 @@ pub fn seed_demo_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
                 );
                 d.error_message = Some("demo failure".into());
             }
-            "canceled" => {
+            S::Canceled => {
                 d.canceled_at = Some(at.clone());
                 d.cancel_reason = Some("charge_paused".into());
             }
             _ => {}
         }
-        if matches!(status, "read" | "clicked") {
+        if [S::Read, S::Clicked].contains(&status) {
             d.read_at = Some(at.clone());
         }
-        if status == "clicked" {
+        if status == S::Clicked {
             d.clicked_at = Some(at.clone());
         }
         save(op.tx, Kind::Delivery, op.org, &d)?;

@@ -15,6 +15,7 @@
 //! paid, canceled, renegotiated or written off, paused, or in an accepted/active
 //! agreement get nothing (rule 6).
 
+use crate::status::DeliveryStatus;
 use chrono::NaiveDateTime;
 use dunning_core::{Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
@@ -51,17 +52,7 @@ pub use tools::*;
 pub use unsubscribe::*;
 
 /// Delivery statuses.
-pub const STATUSES: &[&str] = &[
-    "scheduled",
-    "queued",
-    "sent",
-    "delivered",
-    "read",
-    "clicked",
-    "canceled",
-    "failed",
-    "bounced",
-];
+pub const STATUSES: &[&str] = DeliveryStatus::NAMES;
 /// Channels a person can message a debtor on.
 pub const MESSAGE_CHANNELS: &[&str] = &["email", "sms", "whatsapp"];
 /// Delivery channels (step channels).
@@ -94,7 +85,7 @@ pub struct Delivery {
     /// `ruler`, `manual` or `api`.
     pub origin: String,
     /// Status (see the module docs).
-    pub status: String,
+    pub status: DeliveryStatus,
     /// Address or number the message goes to.
     pub to: Option<String>,
     /// Built-in template name or step id used.
@@ -150,57 +141,63 @@ pub struct Delivery {
     pub updated_at: String,
 }
 
-/// Allowed transitions of the delivery machine.
+/// Allowed transitions of the delivery machine, by wire string ([`DeliveryStatus`]'s
+/// table; an unknown string has none).
 pub fn can_transition(from: &str, to: &str) -> bool {
-    matches!(
-        (from, to),
-        ("scheduled", "queued")
-            | ("queued", "sent")
-            | ("sent", "delivered")
-            | ("delivered", "read")
-            | ("read", "clicked")
-            | ("scheduled" | "queued", "canceled")
-            | ("queued" | "sent", "failed" | "bounced")
-    )
+    match (from.parse::<DeliveryStatus>(), to.parse::<DeliveryStatus>()) {
+        (Ok(from), Ok(to)) => from.can_become(to),
+        _ => false,
+    }
 }
 
-/// Moves a delivery along its machine (`delivered`, `read`, `clicked`, `bounced`,
-/// `failed`, `canceled` — provider callbacks and cancellations), stamping the time and
-/// writing `delivery.<status>`. Anything else is a CONFLICT naming both states.
+/// [`advance_to`] by wire string: an unknown one is refused as any illegal transition.
 pub fn advance(
     op: &mut Op<'_>,
     d: &mut Delivery,
     to: &str,
     code: Option<(&str, &str)>,
 ) -> Result<(), DomainError> {
-    if !can_transition(&d.status, to) {
-        return Err(DomainError::transition("delivery", &d.id, &d.status, to));
+    match to.parse() {
+        Ok(to) => advance_to(op, d, to, code),
+        Err(_) => Err(DomainError::transition("delivery", &d.id, d.status, to)),
     }
+}
+
+/// Moves a delivery along its machine (`delivered`, `read`, `clicked`, `bounced`,
+/// `failed`, `canceled` — provider callbacks and cancellations), stamping the time and
+/// writing `delivery.<status>`. Anything else is a CONFLICT naming both states.
+pub fn advance_to(
+    op: &mut Op<'_>,
+    d: &mut Delivery,
+    to: DeliveryStatus,
+    code: Option<(&str, &str)>,
+) -> Result<(), DomainError> {
+    use DeliveryStatus as S;
     let now = op.timestamp();
     let before = d.clone();
+    crate::status::change(&mut d.status, &d.id, to)?;
     match to {
-        "queued" => d.queued_at = Some(now.clone()),
-        "sent" => d.sent_at = Some(now.clone()),
-        "delivered" => d.delivered_at = Some(now.clone()),
-        "read" => d.read_at = Some(now.clone()),
-        "clicked" => d.clicked_at = Some(now.clone()),
-        "failed" | "bounced" => d.failed_at = Some(now.clone()),
-        "canceled" => d.canceled_at = Some(now.clone()),
-        _ => {}
+        S::Queued => d.queued_at = Some(now.clone()),
+        S::Sent => d.sent_at = Some(now.clone()),
+        S::Delivered => d.delivered_at = Some(now.clone()),
+        S::Read => d.read_at = Some(now.clone()),
+        S::Clicked => d.clicked_at = Some(now.clone()),
+        S::Failed | S::Bounced => d.failed_at = Some(now.clone()),
+        S::Canceled => d.canceled_at = Some(now.clone()),
+        S::Scheduled => {}
     }
     if let Some((c, m)) = code {
-        if to == "canceled" {
+        if to == S::Canceled {
             d.cancel_reason = Some(c.to_owned());
         } else {
             d.error_code = Some(c.to_owned());
         }
         d.error_message = Some(m.to_owned());
     }
-    if to != "queued" {
+    if to != S::Queued {
         d.claim_token = None;
         d.claim_until = None;
     }
-    d.status = to.to_owned();
     d.updated_at = now;
     save(op.tx, Kind::Delivery, op.org, &*d)?;
     let changes = crate::ops::debtors::diff(&before, &*d);
@@ -226,12 +223,12 @@ pub fn cancel_pending(
 ) -> Result<u32, DomainError> {
     let q = Query::all().with(cond).with(Cond::In(
         "status",
-        vec![json!("scheduled"), json!("queued")],
+        crate::status::values(&[DeliveryStatus::Scheduled, DeliveryStatus::Queued]),
     ));
     let pending: Vec<Delivery> = find(op.tx, Kind::Delivery, op.org, &q)?;
     let mut n = 0;
     for mut d in pending {
-        advance(op, &mut d, "canceled", Some((code, message)))?;
+        advance_to(op, &mut d, DeliveryStatus::Canceled, Some((code, message)))?;
         n += 1;
     }
     Ok(n)

@@ -15,6 +15,7 @@
 
 use super::*;
 use crate::engine::{DriverError, DriverReceipt, Failure, SendPolicy};
+use crate::status::{ContactPointStatus, DeliveryStatus};
 
 /// What became of one send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +45,7 @@ pub fn record_send(
     let Some(mut d) = load::<Delivery>(op.tx, Kind::Delivery, op.org, id)? else {
         return Ok(SendOutcome::Gone);
     };
-    if d.status != "queued" || d.claim_token.as_deref() != Some(token) {
+    if d.status != DeliveryStatus::Queued || d.claim_token.as_deref() != Some(token) {
         return Ok(SendOutcome::Gone);
     }
     let outcome = match result {
@@ -56,16 +57,26 @@ pub fn record_send(
             d.body = Some(rendered.body.clone());
             d.error_code = None;
             d.error_message = None;
-            advance(op, &mut d, "sent", None)?;
+            advance_to(op, &mut d, DeliveryStatus::Sent, None)?;
             SendOutcome::Sent
         }
         Err(e) => match e.kind {
             Failure::Failed => {
-                advance(op, &mut d, "failed", Some((&e.code, &e.message)))?;
+                advance_to(
+                    op,
+                    &mut d,
+                    DeliveryStatus::Failed,
+                    Some((&e.code, &e.message)),
+                )?;
                 SendOutcome::Failed
             }
             Failure::Bounced { hard } => {
-                advance(op, &mut d, "bounced", Some((&e.code, &e.message)))?;
+                advance_to(
+                    op,
+                    &mut d,
+                    DeliveryStatus::Bounced,
+                    Some((&e.code, &e.message)),
+                )?;
                 count_bounce(op, &d, hard)?;
                 SendOutcome::Failed
             }
@@ -74,7 +85,7 @@ pub fn record_send(
                     "{} (gave up after {} attempts)",
                     e.message, policy.max_attempts
                 );
-                advance(op, &mut d, "failed", Some((&e.code, &why)))?;
+                advance_to(op, &mut d, DeliveryStatus::Failed, Some((&e.code, &why)))?;
                 SendOutcome::Failed
             }
             Failure::Retry => {
@@ -128,7 +139,7 @@ pub(crate) fn count_bounce(op: &mut Op<'_>, d: &Delivery, hard: bool) -> Result<
         let n = m.get("bounce_count").and_then(Value::as_u64).unwrap_or(0);
         m.insert("bounce_count".into(), json!(n + 1));
         if hard {
-            m.insert("status".into(), json!("invalid"));
+            m.insert("status".into(), json!(ContactPointStatus::Invalid));
         }
         m.insert("updated_at".into(), json!(now));
     })

@@ -281,7 +281,11 @@ pub(super) fn manual_delivery(
         channel: plan.channel.clone(),
         action: "notify".into(),
         origin: origin(op).into(),
-        status: if due_now { "queued" } else { "scheduled" }.into(),
+        status: if due_now {
+            DeliveryStatus::Queued
+        } else {
+            DeliveryStatus::Scheduled
+        },
         to: text(&plan.contact, "value").map(str::to_owned),
         template_id: c.template_id.clone(),
         message: c.message.clone(),
@@ -516,7 +520,7 @@ pub(super) fn plan_resend(
     } = op.args_strict()?;
     let id = id.as_str();
     let src: Delivery = must(op.tx, Kind::Delivery, op.org, id)?;
-    if matches!(src.status.as_str(), "scheduled" | "queued") {
+    if src.status.is_waiting() {
         return Err(DomainError::Conflict(format!(
             "delivery {id} is {} and has not been sent yet; nothing to resend",
             src.status

@@ -17,6 +17,7 @@
 use super::*;
 use crate::Domain;
 use crate::Worker;
+use crate::status::DeliveryStatus;
 
 /// What a provider said about one of its messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,15 +92,15 @@ pub fn apply_provider_status(
     domain.with_worker_op(&CALLBACKS, &org, now, seed, |op| apply(op, &id, state))
 }
 
-fn rank(status: &str) -> u8 {
+fn rank(status: DeliveryStatus) -> u8 {
+    use DeliveryStatus as S;
     match status {
-        "scheduled" | "queued" => 0,
-        "sent" => 1,
-        "delivered" => 2,
-        "read" => 3,
-        "clicked" => 4,
-        // failed, bounced, canceled: terminal.
-        _ => u8::MAX,
+        S::Scheduled | S::Queued => 0,
+        S::Sent => 1,
+        S::Delivered => 2,
+        S::Read => 3,
+        S::Clicked => 4,
+        S::Failed | S::Bounced | S::Canceled => u8::MAX,
     }
 }
 
@@ -109,28 +110,28 @@ fn apply(op: &mut Op<'_>, id: &str, state: &ProviderState) -> Result<Applied, Do
     };
     let unchanged = |d: &Delivery| {
         Ok(Applied::Unchanged {
-            status: d.status.clone(),
+            status: d.status.to_string(),
         })
     };
-    let here = rank(&d.status);
+    let here = rank(d.status);
     match state {
         ProviderState::Sent => return unchanged(&d),
         ProviderState::Delivered | ProviderState::Read => {
             let target = if *state == ProviderState::Read {
-                "read"
+                DeliveryStatus::Read
             } else {
-                "delivered"
+                DeliveryStatus::Delivered
             };
             // Only a sent message moves forward; a queued one (the callback outran the
             // send's record, which links the id) cannot be reached here.
             if here == 0 || here == u8::MAX || here >= rank(target) {
                 return unchanged(&d);
             }
-            if d.status == "sent" {
-                advance(op, &mut d, "delivered", None)?;
+            if d.status == DeliveryStatus::Sent {
+                advance_to(op, &mut d, DeliveryStatus::Delivered, None)?;
             }
-            if target == "read" {
-                advance(op, &mut d, "read", None)?;
+            if target == DeliveryStatus::Read {
+                advance_to(op, &mut d, DeliveryStatus::Read, None)?;
             }
         }
         ProviderState::Failed {
@@ -138,20 +139,22 @@ fn apply(op: &mut Op<'_>, id: &str, state: &ProviderState) -> Result<Applied, Do
             message,
             bounce,
         } => {
-            if here == u8::MAX || here >= rank("delivered") {
+            if here == u8::MAX || here >= rank(DeliveryStatus::Delivered) {
                 return unchanged(&d);
             }
             let to = if *bounce == Bounce::No {
-                "failed"
+                DeliveryStatus::Failed
             } else {
-                "bounced"
+                DeliveryStatus::Bounced
             };
-            advance(op, &mut d, to, Some((code, message)))?;
+            advance_to(op, &mut d, to, Some((code, message)))?;
             if *bounce != Bounce::No {
                 count_bounce(op, &d, *bounce == Bounce::Hard)?;
             }
         }
     }
     touch_contact_point(op, &d)?;
-    Ok(Applied::Changed { status: d.status })
+    Ok(Applied::Changed {
+        status: d.status.to_string(),
+    })
 }

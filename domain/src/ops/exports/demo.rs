@@ -8,6 +8,7 @@ use super::{create_export, process};
 use crate::Domain;
 use crate::error::DomainError;
 use crate::rules::calendar;
+use crate::status::WebhookDeliveryStatus;
 use crate::store::{self, Cond, Kind, Order, Query};
 
 /// Answers 503 for the deliveries whose payload mentions `failing`, 200 otherwise.
@@ -101,7 +102,7 @@ pub fn seed_demo(
         })?;
         let next = store::read(domain.store(), |tx| {
             let q = Query {
-                conds: vec![Cond::Eq("status", json!("pending"))],
+                conds: vec![Cond::Eq("status", json!(WebhookDeliveryStatus::Pending))],
                 sort: ("next_retry_at", Order::Asc),
                 limit: Some(1),
                 offset: 0,

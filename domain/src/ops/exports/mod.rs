@@ -17,9 +17,9 @@
 //!
 //! The webhook tools (#58–#67) are listed after these, from [`crate::webhooks`].
 
-use crate::catalog::name;
+use crate::catalog::{Registry, name};
+use crate::status::ExportStatus;
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use dunning_core::{File, Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
@@ -63,7 +63,7 @@ pub struct Export {
     /// Filters of the resource's list tool.
     pub filters: Map<String, Value>,
     /// `queued`, `processing`, `processed`, `expired` or `failed`.
-    pub status: String,
+    pub status: ExportStatus,
     /// Data rows (header excluded), once processed.
     pub row_count: Option<u64>,
     /// How far the file is, 0 to 100: 0 once the worker took it, 100 when processed. The
@@ -290,18 +290,9 @@ fn resource(name: &str) -> Option<&'static Resource> {
     RESOURCES.iter().find(|r| r.name == name)
 }
 
-/// The list tools exports page through (built once).
-fn list_tool(name: &str) -> Option<&'static ToolSpec> {
-    static LISTS: OnceLock<Vec<ToolSpec>> = OnceLock::new();
-    LISTS
-        .get_or_init(|| {
-            crate::all_tools()
-                .into_iter()
-                .filter(|t| RESOURCES.iter().any(|r| r.list_tool == t.def.name))
-                .collect()
-        })
-        .iter()
-        .find(|t| t.def.name == name)
+/// The list tool `r` pages through, from the registry the operation was lent.
+fn list_tool<'r>(registry: &'r Registry, r: &Resource) -> Option<&'r ToolSpec> {
+    registry.get(r.list_tool)
 }
 
 fn export_output() -> Value {
@@ -362,6 +353,7 @@ fn run_list(
         seed,
         settings,
         op.outbound,
+        op.registry,
     );
     sub.dry_run = op.dry_run;
     (spec.run)(&mut sub)
@@ -413,7 +405,7 @@ fn check_filters(
     r: &Resource,
     filters: &Map<String, Value>,
 ) -> Result<(), DomainError> {
-    match list_tool(r.list_tool) {
+    match list_tool(op.registry, r) {
         Some(spec) => {
             if !op.principal.may(&spec.def.access) {
                 return Err(DomainError::Forbidden(format!(
@@ -513,7 +505,7 @@ fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
         format: "csv".into(),
         dialect,
         filters,
-        status: "queued".into(),
+        status: ExportStatus::Queued,
         row_count: None,
         progress: None,
         file_name: None,
@@ -552,14 +544,14 @@ fn past(ts: Option<&str>, now: UnixTime) -> bool {
 fn download_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let ById { id } = op.args()?;
     let e = load_export(op, &id)?;
-    let expired = e.status == "expired"
-        || (e.status == "processed" && past(e.download_expires_at.as_deref(), op.now));
+    let expired = e.status == ExportStatus::Expired
+        || (e.status == ExportStatus::Processed && past(e.download_expires_at.as_deref(), op.now));
     if expired {
         return Err(DomainError::Conflict(format!(
             "export {id} is expired: its file was kept 24 hours after processing; create a new export"
         )));
     }
-    if e.status != "processed" {
+    if e.status != ExportStatus::Processed {
         return Err(DomainError::Conflict(format!(
             "export {id} is {}; the file can be downloaded only when it is processed",
             e.status
@@ -583,7 +575,7 @@ fn download_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
 /// next tick). Returns how many exports changed.
 pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let mut n = 0;
-    let by_status = |st: &str| Query {
+    let by_status = |st: ExportStatus| Query {
         conds: vec![Cond::Eq("status", json!(st))],
         sort: ("created_at", Order::Asc),
         limit: Some(BATCH),
@@ -595,14 +587,14 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
         op.org,
         &Query {
             limit: None,
-            ..by_status("processed")
+            ..by_status(ExportStatus::Processed)
         },
     )?;
     for mut e in processed {
         if past(e.download_expires_at.as_deref(), op.now) {
             let before = e.public();
             let now = op.timestamp();
-            e.status = "expired".into();
+            crate::status::change(&mut e.status, &e.id, ExportStatus::Expired)?;
             e.csv = None;
             e.expired_at = Some(now.clone());
             e.updated_at = now;
@@ -612,16 +604,26 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
             n += 1;
         }
     }
-    let processing: Vec<Export> = find(op.tx, Kind::Export, op.org, &by_status("processing"))?;
+    let processing: Vec<Export> = find(
+        op.tx,
+        Kind::Export,
+        op.org,
+        &by_status(ExportStatus::Processing),
+    )?;
     for e in processing {
         build_one(op, e)?;
         n += 1;
     }
-    let queued: Vec<Export> = find(op.tx, Kind::Export, op.org, &by_status("queued"))?;
+    let queued: Vec<Export> = find(
+        op.tx,
+        Kind::Export,
+        op.org,
+        &by_status(ExportStatus::Queued),
+    )?;
     for mut e in queued {
         let before = e.public();
         let now = op.timestamp();
-        e.status = "processing".into();
+        crate::status::change(&mut e.status, &e.id, ExportStatus::Processing)?;
         e.progress = Some(0);
         e.processing_started_at = Some(now.clone());
         e.updated_at = now;
@@ -645,7 +647,10 @@ pub fn drain(domain: &Domain, now: UnixTime) -> Result<Vec<Export>, DomainError>
     let before = store::read(domain.store(), |tx| {
         let mut ids = Vec::new();
         for org in tx.organizations()? {
-            let q = open(vec![json!("queued"), json!("processing")]);
+            let q = open(crate::status::values(&[
+                ExportStatus::Queued,
+                ExportStatus::Processing,
+            ]));
             for e in find::<Export>(tx, Kind::Export, &org, &q)? {
                 ids.push((org.clone(), e.id));
             }
@@ -661,7 +666,7 @@ pub fn drain(domain: &Domain, now: UnixTime) -> Result<Vec<Export>, DomainError>
         let mut done = Vec::new();
         for (org, id) in &before {
             if let Some(e) = store::load::<Export>(tx, Kind::Export, org, id)? {
-                if matches!(e.status.as_str(), "processed" | "failed") {
+                if e.status.is_finished() {
                     done.push(e);
                 }
             }
@@ -689,7 +694,7 @@ fn build_one(op: &mut Op<'_>, mut e: Export) -> Result<(), DomainError> {
         Ok((csv, rows)) => {
             let digest = Sha256::digest(csv.as_bytes());
             let day = calendar::local(op.now).format("%Y%m%d-%H%M%S");
-            e.status = "processed".into();
+            crate::status::change(&mut e.status, &e.id, ExportStatus::Processed)?;
             e.row_count = Some(rows);
             e.progress = Some(100);
             e.file_name = Some(format!("{}-{day}-{}.csv", e.resource, &e.id[..8]));
@@ -704,7 +709,7 @@ fn build_one(op: &mut Op<'_>, mut e: Export) -> Result<(), DomainError> {
             op.event("export.processed", "export", &e.id, &e.public(), changes)?;
         }
         Err(Failure::Refused(why)) => {
-            e.status = "failed".into();
+            crate::status::change(&mut e.status, &e.id, ExportStatus::Failed)?;
             e.failed_at = Some(now);
             e.error_message = Some(why);
             save(op.tx, Kind::Export, op.org, &e)?;
@@ -745,7 +750,7 @@ fn rows(
     filters: &Map<String, Value>,
 ) -> Result<Vec<Value>, Failure> {
     let mut out = Vec::new();
-    match list_tool(r.list_tool) {
+    match list_tool(op.registry, r) {
         Some(spec) => {
             let mut page = 1u64;
             loop {

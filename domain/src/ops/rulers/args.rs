@@ -345,10 +345,11 @@ pub(super) fn apply_step(
             if let Some(list) = string_list(c, "charge_status", &cp, out) {
                 let bad: Vec<&String> = list
                     .iter()
-                    .filter(|s| !DUNNABLE.contains(&s.as_str()))
+                    .filter(|s| !s.parse::<ChargeStatus>().is_ok_and(ChargeStatus::is_open))
                     .collect();
                 if bad.is_empty() {
-                    st.conditions.charge_status = list;
+                    st.conditions.charge_status =
+                        list.iter().filter_map(|s| s.parse().ok()).collect();
                 } else {
                     out.push(issue(
                         &join(&cp, "charge_status"),
@@ -358,7 +359,7 @@ pub(super) fn apply_step(
                                 .map(|s| s.as_str())
                                 .collect::<Vec<_>>()
                                 .join(", "),
-                            DUNNABLE.join(", ")
+                            crate::status::joined(DUNNABLE)
                         ),
                     ));
                 }

@@ -3,6 +3,7 @@
 use super::*;
 use crate::args::{ById, IdReason, fields};
 use crate::list::{Filter, Listing, Rows};
+use crate::status::{ChargeStatus, RulerStatus};
 
 /// `dunning_rulers_create`.
 #[derive(Debug, Deserialize)]
@@ -130,7 +131,7 @@ pub(super) fn create_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
         id: op.new_id(),
         name,
         description: args.description,
-        status: "draft".into(),
+        status: RulerStatus::Draft,
         is_default: args.is_default.unwrap_or(false),
         filters: Filters::default(),
         send_window: SendWindow::default(),
@@ -194,7 +195,7 @@ pub(super) fn create_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
 }
 
 pub(super) fn refuse_archived(r: &Ruler, what: &str) -> Result<(), DomainError> {
-    if r.status == "archived" {
+    if r.status == RulerStatus::Archived {
         return Err(DomainError::Conflict(format!(
             "invalid_transition: ruler {} ({}) is archived and {what}",
             r.id, r.name
@@ -252,24 +253,24 @@ pub(super) fn update_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
 pub(super) fn transition(
     op: &mut Op<'_>,
     r: &mut Ruler,
-    to: &str,
+    to: RulerStatus,
     code: &str,
     reason: Option<String>,
 ) -> Result<(), DomainError> {
     let before = r.clone();
-    r.status = to.to_owned();
+    crate::status::change(&mut r.status, &r.id, to)?;
     let now = op.timestamp();
     match to {
-        "active" => {
+        RulerStatus::Active => {
             r.activated_at = Some(now.clone());
             r.pause_reason = None;
         }
-        "paused" => {
+        RulerStatus::Paused => {
             r.paused_at = Some(now.clone());
             r.pause_reason = reason;
         }
-        "archived" => r.archived_at = Some(now.clone()),
-        _ => {}
+        RulerStatus::Archived => r.archived_at = Some(now.clone()),
+        RulerStatus::Draft => {}
     }
     r.updated_at = now;
     save(op.tx, Kind::Ruler, op.org, r)?;
@@ -282,9 +283,10 @@ pub(super) fn activate_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let ById { id } = op.args_strict()?;
     let id = id.as_str();
     let mut r = load_ruler(op.tx, op.org, id)?;
-    match r.status.as_str() {
-        "active" => {}
-        "draft" | "paused" => {
+    if r.status != RulerStatus::Active {
+        // The steps only matter to a ruler that may become active at all: the
+        // transition refuses the others.
+        if r.status.can_become(RulerStatus::Active) {
             let steps = steps_of(op.tx, op.org, id)?;
             if !steps.iter().any(|s| s.active) {
                 return Err(DomainError::Conflict(format!(
@@ -292,9 +294,8 @@ pub(super) fn activate_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
                     r.name
                 )));
             }
-            transition(op, &mut r, "active", "ruler.activated", None)?;
         }
-        from => return Err(DomainError::transition("ruler", id, from, "active")),
+        transition(op, &mut r, RulerStatus::Active, "ruler.activated", None)?;
     }
     Ok(ok(full_view(op, &r)?))
 }
@@ -303,10 +304,8 @@ pub(super) fn pause_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let IdReason { id, reason } = op.args_strict()?;
     let id = id.as_str();
     let mut r = load_ruler(op.tx, op.org, id)?;
-    match r.status.as_str() {
-        "paused" => {}
-        "active" => transition(op, &mut r, "paused", "ruler.paused", reason)?,
-        from => return Err(DomainError::transition("ruler", id, from, "paused")),
+    if r.status != RulerStatus::Paused {
+        transition(op, &mut r, RulerStatus::Paused, "ruler.paused", reason)?;
     }
     Ok(ok(full_view(op, &r)?))
 }
@@ -314,7 +313,7 @@ pub(super) fn pause_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
 pub(super) fn archive_checks(op: &mut Op<'_>) -> Result<Ruler, DomainError> {
     let ById { id } = op.args_strict()?;
     let r = load_ruler(op.tx, op.org, &id)?;
-    if r.is_default && r.status != "archived" {
+    if r.is_default && r.status != RulerStatus::Archived {
         return Err(DomainError::Conflict(format!(
             "ruler {id} ({}) is the organization's default ruler and cannot be archived; make another ruler the default first",
             r.name
@@ -330,7 +329,7 @@ pub(super) fn describe_archive(op: &mut Op<'_>) -> Result<String, DomainError> {
         .count(Kind::Step, op.org, &[Cond::Eq("ruler_id", json!(r.id))])?;
     let conds = [
         Cond::Eq("ruler_id", json!(r.id)),
-        Cond::In("status", DUNNABLE.iter().map(|s| json!(s)).collect()),
+        Cond::In("status", crate::status::values(DUNNABLE)),
     ];
     let charges = op.tx.count(Kind::Charge, op.org, &conds)?;
     Ok(format!(
@@ -341,8 +340,8 @@ pub(super) fn describe_archive(op: &mut Op<'_>) -> Result<String, DomainError> {
 
 pub(super) fn archive_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut r = archive_checks(op)?;
-    if r.status != "archived" {
-        transition(op, &mut r, "archived", "ruler.archived", None)?;
+    if r.status != RulerStatus::Archived {
+        transition(op, &mut r, RulerStatus::Archived, "ruler.archived", None)?;
     }
     Ok(ok(full_view(op, &r)?))
 }
@@ -508,7 +507,7 @@ pub(super) fn preview_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
         (None, Some(d), Some(a)) => (
             json!({
-                "id": null, "status": "pending", "amount": a,
+                "id": null, "status": ChargeStatus::Pending, "amount": a,
                 "due_date": d.format("%Y-%m-%d").to_string(), "tags": [],
             }),
             sample_debtor(),

@@ -18,6 +18,7 @@
 //! Here: the documents and their resolution. Beside: [`schedule`] (the arithmetic),
 //! `args` (argument parsing and validation), `tools` (declarations), `handlers`, `demo`.
 
+use crate::status::{ChargeStatus, RulerStatus};
 use std::collections::BTreeSet;
 
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Weekday};
@@ -62,11 +63,11 @@ pub const VARIABLES: &[&str] = &[
     "charge.url",
 ];
 /// Charge statuses dunning applies to (rule 6 stops on every other one).
-pub const DUNNABLE: &[&str] = &["pending", "overdue", "partially_paid"];
+pub const DUNNABLE: &[ChargeStatus] = ChargeStatus::OPEN;
 /// Day names of a send window (Sunday is never a collection day).
 pub const WEEKDAYS: &[&str] = &["mon", "tue", "wed", "thu", "fri", "sat"];
 /// Ruler statuses.
-pub const STATUSES: &[&str] = &["draft", "active", "paused", "archived"];
+pub const STATUSES: &[&str] = RulerStatus::NAMES;
 /// Smallest and largest step offset (days relative to the due date).
 pub const OFFSET_RANGE: (i64, i64) = (-30, 365);
 
@@ -365,7 +366,7 @@ pub struct Conditions {
     /// Charge amount at least this (BRL).
     pub min_amount: Option<Money>,
     /// Charge status among these (empty: any dunnable status).
-    pub charge_status: Vec<String>,
+    pub charge_status: Vec<ChargeStatus>,
 }
 
 /// A step of a ruler.
@@ -413,7 +414,7 @@ pub struct Ruler {
     #[serde(default)]
     pub description: Option<String>,
     /// `draft`, `active`, `paused` or `archived`.
-    pub status: String,
+    pub status: RulerStatus,
     /// The organization's fallback ruler.
     pub is_default: bool,
     /// Segment filters.
@@ -475,7 +476,7 @@ pub fn resolve(
         org,
         &Query::all().with(Cond::In(
             "status",
-            vec![json!("draft"), json!("active"), json!("paused")],
+            crate::status::values(&[RulerStatus::Draft, RulerStatus::Active, RulerStatus::Paused]),
         )),
     )?;
     Ok(resolve_among(&rulers, charge, debtor).cloned())
@@ -485,7 +486,10 @@ pub fn resolve(
 pub fn resolve_among<'r>(rulers: &'r [Ruler], charge: &Value, debtor: &Value) -> Option<&'r Ruler> {
     for holder in [charge, debtor] {
         if let Some(id) = holder.get("ruler_id").and_then(Value::as_str) {
-            if let Some(r) = rulers.iter().find(|r| r.id == id && r.status != "archived") {
+            if let Some(r) = rulers
+                .iter()
+                .find(|r| r.id == id && r.status != RulerStatus::Archived)
+            {
                 return Some(r);
             }
         }
@@ -493,14 +497,16 @@ pub fn resolve_among<'r>(rulers: &'r [Ruler], charge: &Value, debtor: &Value) ->
     rulers
         .iter()
         .find(|r| {
-            r.status == "active"
+            r.status == RulerStatus::Active
                 && !r.is_default
                 && !r.filters.is_empty()
                 && r.filters.matches(charge, debtor)
         })
         .or_else(|| {
             rulers.iter().find(|r| {
-                r.is_default && r.status != "archived" && r.filters.matches(charge, debtor)
+                r.is_default
+                    && r.status != RulerStatus::Archived
+                    && r.filters.matches(charge, debtor)
             })
         })
 }

@@ -78,12 +78,11 @@ pub fn condition_refusal(step: &Step, charge: &Value) -> Option<String> {
         }
     }
     let status = charge.get("status").and_then(Value::as_str).unwrap_or("");
-    if !step.conditions.charge_status.is_empty()
-        && !step.conditions.charge_status.iter().any(|s| s == status)
-    {
+    let among = |s: ChargeStatus| step.conditions.charge_status.contains(&s);
+    if !step.conditions.charge_status.is_empty() && !status.parse().is_ok_and(among) {
         return Some(format!(
             "charge status {status} is not among the step's charge_status ({})",
-            step.conditions.charge_status.join(", ")
+            crate::status::joined(&step.conditions.charge_status)
         ));
     }
     None

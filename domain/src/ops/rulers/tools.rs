@@ -124,7 +124,10 @@ pub(super) fn step_props() -> Vec<(&'static str, Value)> {
                     ("min_amount", s::money("Charge amount at least")),
                     (
                         "charge_status",
-                        s::array("Charge status among these", s::one_of("status", DUNNABLE)),
+                        s::array(
+                            "Charge status among these",
+                            s::one_of("status", &crate::status::names(DUNNABLE)),
+                        ),
                     ),
                 ],
                 &[],

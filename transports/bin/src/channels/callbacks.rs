@@ -5,9 +5,9 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /channels/whatsapp` | the verification handshake ([`super::whatsapp`]) |
+//! | `GET /channels/whatsapp` | the verification handshake ([`crate::outbound::whatsapp`]) |
 //! | `POST /channels/whatsapp` | statuses, `X-Hub-Signature-256` |
-//! | `POST /channels/sms` | a status, `X-Twilio-Signature` ([`super::sms`]) |
+//! | `POST /channels/sms` | a status, `X-Twilio-Signature` ([`crate::outbound::sms`]) |
 //! | `GET`/`POST /channels/unsubscribe?t=…` | the e-mails' unsubscribe link ([`super::unsubscribe`]) |
 //!
 //! For a status, in order: the signature over the raw body (`401` and nothing read
@@ -26,10 +26,11 @@ use http::{HeaderValue, StatusCode};
 use serde_json::Value;
 
 use super::CALLBACKS;
+use super::form;
 use super::settings::{Channels, WhatsAppDriver, secret};
 use super::unsubscribe::{self, Links};
-use super::{form, sms, whatsapp};
 use crate::clock::Clock;
+use crate::outbound::{sms, whatsapp};
 
 /// The WhatsApp callback's path.
 pub(crate) const WHATSAPP: &str = "/channels/whatsapp";

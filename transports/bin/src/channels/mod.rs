@@ -21,12 +21,11 @@ use dunning_domain::engine::{DeliveryDriver, DriverError, DriverReceipt, Failure
 use serde_json::Value;
 
 pub(crate) mod callbacks;
-pub(crate) mod email;
 pub(crate) mod form;
 pub(crate) mod settings;
-pub(crate) mod sms;
 pub(crate) mod unsubscribe;
-pub(crate) mod whatsapp;
+
+use crate::outbound::{email, sms, whatsapp};
 
 use settings::{Channels, EmailDriver, SmsDriver, WhatsAppDriver};
 

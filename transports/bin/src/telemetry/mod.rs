@@ -66,10 +66,11 @@ REST API: {}
                 let _ = writeln!(text, "Metrics: http://{addr}/metrics");
             }
             if let Some(token) = b.dev_token {
+                let dev = dunning_domain::demo::dev_identity();
                 let _ = writeln!(
                     text,
-                    "Development token (ana@demo.example, organization demo, MCP audience, 24 h):
-{token}"
+                    "Development token ({}, organization {}, MCP audience, 24 h):\n{token}",
+                    dev.person, dev.org
                 );
             }
             text.push_str("Ready: stop with Ctrl-C (SIGINT) or SIGTERM.\n");
@@ -78,9 +79,13 @@ REST API: {}
         }
         LogFormat::Json => {
             let token = b.dev_token.filter(|_| b.print_token);
-            let hint = (b.dev_token.is_some() && token.is_none()).then_some(
-                "kobana-dunning token --org demo --person ana@demo.example (or --print-token)",
-            );
+            let dev = dunning_domain::demo::dev_identity();
+            let hint = (b.dev_token.is_some() && token.is_none()).then(|| {
+                format!(
+                    "kobana-dunning token --org {} --person {} (or --print-token)",
+                    dev.org, dev.person
+                )
+            });
             tracing::info!(
                 target: BANNER,
                 version = env!("CARGO_PKG_VERSION"),

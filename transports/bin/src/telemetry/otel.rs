@@ -5,17 +5,14 @@
 //! variables (and `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME`, `OTEL_BSP_*`,
 //! which the SDK reads itself).
 //!
-//! The exporter posts through [`UreqClient`], on the `ureq` the binary already has for
+//! The exporter posts through [`UreqClient`] (`crate::outbound::otlp`), on the `ureq` the binary already has for
 //! JWKS and webhooks: no second HTTP stack (reqwest, hyper) and nothing tied to a tokio
 //! runtime. The SDK's batch processor runs on a thread of its own and drives the export
 //! future with a plain executor, so a blocking post is fine there. Spans are batched
 //! (flushed every 5 s by default, and at shutdown: [`Otel::shutdown`]); only the request
 //! spans go (a per-layer filter), whatever the log level.
 
-use std::time::Duration;
-
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -24,9 +21,7 @@ use tracing_subscriber::filter::Targets;
 
 use super::BoxedLayer;
 use super::request::TARGET;
-
-/// Longest answer of a collector read (it is discarded but for its status).
-const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+use crate::outbound::otlp::UreqClient;
 
 /// The running exporter: keep it, and [`Otel::shutdown`] it last (it flushes).
 #[derive(Debug)]
@@ -58,14 +53,9 @@ pub(crate) fn traces_url(base: &str) -> String {
 /// Starts the exporter: the file's endpoint if given (it wins over the variables), else
 /// what the SDK reads from the environment.
 pub(crate) fn start(file_endpoint: Option<&str>) -> Result<(Otel, BoxedLayer), String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(10)))
-        .http_status_as_error(false)
-        .build()
-        .into();
     let mut builder = SpanExporter::builder()
         .with_http()
-        .with_http_client(UreqClient(agent))
+        .with_http_client(UreqClient::new())
         .with_protocol(Protocol::HttpBinary);
     if let Some(base) = file_endpoint {
         builder = builder.with_endpoint(traces_url(base));
@@ -101,33 +91,6 @@ impl Otel {
         if let Err(e) = self.provider.shutdown() {
             tracing::warn!(error = %e, "OTLP exporter shutdown");
         }
-    }
-}
-
-/// The OTLP exporter's HTTP client: one blocking `ureq` request per export.
-#[derive(Debug)]
-struct UreqClient(ureq::Agent);
-
-#[async_trait::async_trait]
-impl HttpClient for UreqClient {
-    async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
-        let (parts, body) = request.into_parts();
-        let mut req = self.0.post(parts.uri.to_string());
-        for (name, value) in &parts.headers {
-            if let Ok(v) = value.to_str() {
-                req = req.header(name.as_str(), v);
-            }
-        }
-        let mut answer = req.send(&body[..])?;
-        let status = answer.status().as_u16();
-        let bytes = answer
-            .body_mut()
-            .with_config()
-            .limit(MAX_ANSWER_BYTES)
-            .read_to_vec()?;
-        Ok(Response::builder()
-            .status(status)
-            .body(Bytes::from(bytes))?)
     }
 }
 

@@ -22,11 +22,12 @@ pub(crate) fn catalogue(net: &mut Net) {
         listed.json["result"]["nextCursor"].is_null(),
         "one page of tools"
     );
-    let routes: BTreeMap<String, (&'static str, String)> = dunning_domain::all_tools()
-        .into_iter()
+    let routes: BTreeMap<String, (&'static str, String)> = dunning_domain::catalog::Registry::new()
+        .tools()
+        .iter()
         .map(|t| {
-            let r = t.def.route.expect("every tool has a /v1 route");
-            (t.def.name, (r.method, r.path))
+            let r = t.def.route.clone().expect("every tool has a /v1 route");
+            (t.def.name.clone(), (r.method, r.path))
         })
         .collect();
     let names: BTreeSet<&str> = defs.iter().filter_map(|d| d["name"].as_str()).collect();

@@ -176,9 +176,10 @@ fn main() {
         let record = Arc::clone(&record);
         Trial::test(name, move || f(record.get()?, &arg))
     };
-    let catalogue: BTreeSet<String> = dunning_domain::all_tools()
-        .into_iter()
-        .map(|t| t.def.name)
+    let catalogue: BTreeSet<String> = dunning_domain::catalog::Registry::new()
+        .tools()
+        .iter()
+        .map(|t| t.def.name.clone())
         .collect();
     let mut trials: Vec<Trial> = catalogue
         .iter()

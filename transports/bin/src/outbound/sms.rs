@@ -27,8 +27,8 @@ use serde_json::Value;
 use sha1::Sha1;
 use subtle::ConstantTimeEq;
 
-use super::settings::{Sms, secret};
 use super::whatsapp::{agent, no_answer, read_answer};
+use crate::channels::settings::{Sms, secret};
 
 /// The callback's path.
 pub(crate) const PATH: &str = "/channels/sms";
@@ -85,7 +85,7 @@ impl Twilio {
         }
         pairs.push(("Body", &r.body));
         pairs.push(("StatusCallback", &self.callback));
-        Ok(super::form::body(&pairs))
+        Ok(crate::channels::form::body(&pairs))
     }
 
     /// Sends one SMS.

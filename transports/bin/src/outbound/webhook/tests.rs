@@ -17,7 +17,7 @@ use serde_json::json;
 use super::HttpDriver;
 use super::resolve::GlobalResolver;
 
-#[path = "../../../../domain/tests/support/webhooks.rs"]
+#[path = "../../../../../domain/tests/support/webhooks.rs"]
 mod support;
 use support::*;
 

@@ -2,7 +2,7 @@
 //! `https` URL, the embedded authorization server reads the JSON there.
 //!
 //! The URL is the client's choice, so it is fetched under the webhook rules
-//! ([`crate::webhook_http::guarded_agent`]): only globally routable addresses, no proxy,
+//! ([`crate::outbound::webhook::guarded_agent`]): only globally routable addresses, no proxy,
 //! no redirects; plus 2 s to connect and 5 s in all, at most [`MAX_BYTES`] of body,
 //! status `200` and a JSON content type. Answers are cached for [`TTL`] (failures for
 //! [`FAILURE_TTL`], so a slow or hostile URL costs one fetch per interval, not one per
@@ -20,7 +20,7 @@ use dunning_domain::oauth::OAuthStore;
 use serde_json::Value;
 use ureq::Agent;
 
-use crate::webhook_http::{describe_error, guarded_agent};
+use super::webhook::{describe_error, guarded_agent};
 
 /// Largest document read (the draft suggests 5 KB).
 pub(crate) const MAX_BYTES: u64 = 5 * 1024;

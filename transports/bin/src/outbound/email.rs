@@ -11,7 +11,7 @@
 //!   `provider_message_id`, the same on every attempt of one delivery (so a receiver can
 //!   tell a retry after a lost answer from a new message);
 //! * `List-Unsubscribe: <{signed link}>` and `List-Unsubscribe-Post:
-//!   List-Unsubscribe=One-Click` (RFC 8058), the link of [`super::unsubscribe`];
+//!   List-Unsubscribe=One-Click` (RFC 8058), the link of [`crate::channels::unsubscribe`];
 //! * a text part and an HTML part (`multipart/alternative`), both ending with the
 //!   creditor's name and CNPJ (the rendered body's last line) and the unsubscribe link.
 //!
@@ -31,8 +31,8 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{Message, SmtpTransport, Transport};
 
-use super::settings::Email;
-use super::unsubscribe::Links;
+use crate::channels::settings::Email;
+use crate::channels::unsubscribe::Links;
 
 /// `List-Unsubscribe`.
 #[derive(Clone, Debug)]
@@ -106,8 +106,11 @@ impl SmtpDriver {
             .tls(tls)
             .timeout(Some(Duration::from_secs(cfg.timeout_secs.max(1))));
         if let Some(password) = url.password() {
-            let user = super::form::decode(url.username());
-            builder = builder.credentials(Credentials::new(user, super::form::decode(password)));
+            let user = crate::channels::form::decode(url.username());
+            builder = builder.credentials(Credentials::new(
+                user,
+                crate::channels::form::decode(password),
+            ));
         }
         let mailbox = |what: &str, v: &str| -> Result<Mailbox, String> {
             v.parse()

@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use super::settings::{WhatsApp, secret};
+use crate::channels::settings::{WhatsApp, secret};
 
 /// Most bytes of an answer read.
 const ANSWER_MAX: u64 = 64 * 1024;
