@@ -66,10 +66,7 @@ pub fn names<S: Status>(set: &[S]) -> Vec<&'static str> {
 
 /// The wire strings of `set`, joined with commas (messages naming a set of statuses).
 pub fn joined<S: Status>(set: &[S]) -> String {
-    set.iter()
-        .map(|s| s.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+    names(set).join(", ")
 }
 
 /// The refusal of an unknown status string (the message the list filters give).

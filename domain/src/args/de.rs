@@ -153,12 +153,7 @@ pub struct Shape {
 /// `deserialize_struct` call, and for each field whether the first thing it asks of its
 /// value is an option.
 pub fn shape<T: DeserializeOwned>() -> Shape {
-    let fields = Cell::new(&[][..]);
-    let _ = T::deserialize(Probe {
-        fields: &fields,
-        one: None,
-    });
-    let fields = fields.get();
+    let fields = field_names::<T>();
     let mut out = Shape {
         fields: fields.to_vec(),
         required: Vec::new(),
@@ -174,6 +169,17 @@ pub fn shape<T: DeserializeOwned>() -> Shape {
         }
     }
     out
+}
+
+/// The fields `T` declares, from its `deserialize_struct` call alone: what a strict read
+/// needs on every call, without [`shape`]'s probe of each field.
+pub(crate) fn field_names<T: DeserializeOwned>() -> &'static [&'static str] {
+    let fields = Cell::new(&[][..]);
+    let _ = T::deserialize(Probe {
+        fields: &fields,
+        one: None,
+    });
+    fields.get()
 }
 
 /// A deserializer that records a struct's fields and, with `one`, offers that one field

@@ -129,14 +129,14 @@ impl Op<'_> {
     pub fn args_strict_pair<A: DeserializeOwned, B: DeserializeOwned>(
         &self,
     ) -> Result<(A, B), DomainError> {
-        self.refuse_unknown::<A>(&shape::<B>().fields)?;
+        self.refuse_unknown::<A>(de::field_names::<B>())?;
         Ok((self.args()?, self.args()?))
     }
 
     /// Refuses keys outside `T`'s and `known` (a write whose struct leaves some of its
     /// arguments to another reader, such as a ruler's steps).
     pub fn refuse_unknown<T: DeserializeOwned>(&self, known: &[&str]) -> Result<(), DomainError> {
-        let mut all = shape::<T>().fields;
+        let mut all = de::field_names::<T>().to_vec();
         all.extend_from_slice(known);
         de::refuse_unknown(self.args, &all)
     }

@@ -283,6 +283,7 @@ fn protest_and_bureau_transitions() {
         ]
     );
     assert_eq!(BureauStatus::EARLY, &BureauStatus::ACTIVE[..3]);
+    assert!(BureauStatus::NAMES.ends_with(&["removed", "rejected", "failed", "canceled"]));
 }
 
 #[test]

@@ -335,23 +335,3 @@ pub fn settle_for_agreement(op: &mut Op<'_>, charge_ids: &[String]) -> Result<u3
     }
     Ok(n)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_status_sets_are_what_their_names_say() {
-        let active = [
-            "pending_notice",
-            "notice_sent",
-            "awaiting_window",
-            "requested",
-            "included",
-            "removal_requested",
-        ];
-        assert_eq!(crate::status::names(ACTIVE), active);
-        assert_eq!(crate::status::names(EARLY), &active[..3]);
-        assert!(STATUSES.ends_with(&["removed", "rejected", "failed", "canceled"]));
-    }
-}

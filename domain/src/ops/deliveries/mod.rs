@@ -141,15 +141,6 @@ pub struct Delivery {
     pub updated_at: String,
 }
 
-/// Allowed transitions of the delivery machine, by wire string ([`DeliveryStatus`]'s
-/// table; an unknown string has none).
-pub fn can_transition(from: &str, to: &str) -> bool {
-    match (from.parse::<DeliveryStatus>(), to.parse::<DeliveryStatus>()) {
-        (Ok(from), Ok(to)) => from.can_become(to),
-        _ => false,
-    }
-}
-
 /// [`advance_to`] by wire string: an unknown one is refused as any illegal transition.
 pub fn advance(
     op: &mut Op<'_>,
