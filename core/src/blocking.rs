@@ -8,13 +8,19 @@
 //! the well-known documents, metrics), an MCP method the core answers from its catalog
 //! (`server/discover`, `tools/list`, the `*/list` of resources, templates and prompts),
 //! provided the authenticator knows the token without asking anyone
-//! ([`Authenticate::may_block_for`]) and the rate limiter is in-process.
+//! ([`Authenticate::may_block_for`]) and the rate limiter is in-process. A `tools/call`
+//! of a read-only tool stays too when the dispatcher says a read would not wait now
+//! ([`Dispatch::read_may_block`]: SQLite with a free reader connection), so a read tool
+//! crosses no thread at all; every other call, and every write, leaves the reactor.
 //!
 //! The answers are hints: they never change what [`Server::handle`] answers, only where
 //! an adapter runs it. A wrong `false` (say, a cached principal expiring between the
 //! question and the call) costs one blocking call on the reactor, not a wrong answer.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::auth;
 use crate::dispatch::Dispatch;
@@ -24,11 +30,22 @@ use crate::request::Request;
 use crate::response::Endpoint;
 use crate::server::Server;
 
-/// The one field of a JSON-RPC body the decision needs.
+/// The fields of a JSON-RPC body the decision needs: the method, and for `tools/call`
+/// the tool's name (read from the raw `params` only then; a `params` that names no tool
+/// asks the dispatcher as an unknown call would, and one the core refuses reaches no
+/// dispatcher wherever it runs).
 #[derive(Deserialize)]
 struct Peek<'a> {
     #[serde(borrow)]
-    method: Option<std::borrow::Cow<'a, str>>,
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct CallPeek<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
 }
 
 /// MCP methods the core answers from its catalog, never calling the dispatcher.
@@ -67,8 +84,15 @@ impl<D: Dispatch> Server<D> {
                 // Bodies the core refuses before reading a method (bad JSON, a batch)
                 // reach nobody either; a method it does not answer alone may.
                 match serde_json::from_slice::<Peek<'_>>(req.body) {
-                    Ok(Peek { method: Some(m) }) => !core_only(&m) && self.dispatch.may_block(),
-                    Ok(Peek { method: None }) | Err(_) => false,
+                    Ok(Peek {
+                        method: Some(m),
+                        params,
+                    }) => match &*m {
+                        m if core_only(m) => false,
+                        "tools/call" => self.call_may_block(params),
+                        _ => self.dispatch.may_block(),
+                    },
+                    Ok(Peek { method: None, .. }) | Err(_) => false,
                 }
             }
         }
@@ -84,6 +108,20 @@ impl<D: Dispatch> Server<D> {
             Some(Endpoint::Mcp) => self.token_may_block(req, Audience::Mcp, now),
             Some(Endpoint::Rest) => self.token_may_block(req, Audience::Api, now),
             _ => false,
+        }
+    }
+
+    /// Whether a `tools/call` with `params` may wait: a read-only tool only when the
+    /// dispatcher's reads may ([`Dispatch::read_may_block`]), anything else when the
+    /// dispatcher may.
+    fn call_may_block(&self, params: Option<&RawValue>) -> bool {
+        let name = params.and_then(|p| serde_json::from_str::<CallPeek<'_>>(p.get()).ok());
+        match name
+            .and_then(|c| c.name)
+            .and_then(|n| self.registry.tool(&n))
+        {
+            Some(tool) if tool.def.annotations.read_only => self.dispatch.read_may_block(),
+            _ => self.dispatch.may_block(),
         }
     }
 

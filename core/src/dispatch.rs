@@ -325,6 +325,14 @@ pub trait Dispatch: Send + Sync {
         true
     }
 
+    /// Whether a read-only tool called now may wait. An answer of `false` is a promise
+    /// that the read finds what it needs free at this instant (say, an idle SQLite reader
+    /// connection), so an async adapter runs the call on its reactor instead of crossing
+    /// to a blocking thread and back. The default: as [`Dispatch::may_block`].
+    fn read_may_block(&self) -> bool {
+        self.may_block()
+    }
+
     /// Runs a tool (validated arguments). The same function serves the REST twin.
     fn call_tool(&self, call: &ToolCall<'_>) -> Result<Output, ToolError>;
 

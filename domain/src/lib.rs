@@ -240,6 +240,10 @@ impl Dispatch for Domain {
         }
     }
 
+    fn read_may_block(&self) -> bool {
+        self.store.read_may_wait()
+    }
+
     fn call_tool(&self, call: &ToolCall<'_>) -> Result<Output, ToolError> {
         self.execute(call).map_err(ToolError::from)
     }

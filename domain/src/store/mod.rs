@@ -525,6 +525,15 @@ pub trait Store: Send + Sync {
     /// Whether the store answers (`/readyz`).
     fn ping(&self) -> bool;
 
+    /// Whether a [`Store::read`] started now may wait: for a connection, a lock or the
+    /// network. `false` only when the store sees a connection idle at this instant and
+    /// a read on it is local work (SQLite's reader connections); the core then runs a
+    /// read-only tool where the request is, with no thread crossing. A reader taken in
+    /// between costs one wait there, never a wrong answer.
+    fn read_may_wait(&self) -> bool {
+        true
+    }
+
     /// A number that changes whenever membership (a member or an organization) may have
     /// changed, or `None` when the store cannot tell (then nothing derived from
     /// membership may be reused): see [`MemberEpoch`].

@@ -189,6 +189,11 @@ impl Store for SqliteStore {
         run(&mut lock(&self.readers[start]))
     }
 
+    /// An in-memory store reads on the writer's connection, which a write may hold.
+    fn read_may_wait(&self) -> bool {
+        !self.readers.iter().any(|r| r.try_lock().is_ok())
+    }
+
     /// One writer for the whole file, whatever the scope: SQLite has no finer lock, and
     /// group commit already shares each fsync among the writers queued behind it.
     fn transact(

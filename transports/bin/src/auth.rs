@@ -33,6 +33,7 @@
 //! Keys: the [`TrustedKeys`] holder ([`crate::keys`]) is shared with the JWKS refresher
 //! thread of `serve`.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::mem;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,6 +44,7 @@ use dunning_core::jwt::{self, Claims, Validation};
 use dunning_core::{Audience, AuthError, Authenticate, Principal, UnixTime};
 use dunning_domain::{Domain, Membership};
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use crate::keys::TrustedKeys;
 
@@ -59,6 +61,9 @@ struct Generations {
     previous: HashMap<[u8; 32], Arc<Claims>>,
 }
 
+/// A thread's last computed cache key: (key version, audience, token, key).
+type LastKey = (u64, Audience, String, [u8; 32]);
+
 impl TokenCache {
     /// A cache of at most `capacity` tokens (`0`: no caching).
     pub(crate) fn new(capacity: usize) -> Self {
@@ -68,8 +73,32 @@ impl TokenCache {
         }
     }
 
-    /// The cache key of a token.
+    /// The cache key of a token. The core asks where a request may run
+    /// ([`Authenticate::may_block_for`]) and then authenticates it, both needing this
+    /// key, on one thread when the request runs inline: the thread's last key is kept,
+    /// so the second is a comparison, not a second SHA-256 (one per request). The
+    /// comparison is constant-time: how long it takes tells nothing of the token kept.
     pub(crate) fn key(token: &str, audience: Audience, version: u64) -> [u8; 32] {
+        thread_local! {
+            static LAST: RefCell<Option<LastKey>> = const { RefCell::new(None) };
+        }
+        LAST.with_borrow_mut(|last| match last {
+            Some((v, a, t, key))
+                if *v == version
+                    && *a == audience
+                    && bool::from(t.as_bytes().ct_eq(token.as_bytes())) =>
+            {
+                *key
+            }
+            _ => {
+                let key = Self::digest(token, audience, version);
+                *last = Some((version, audience, token.to_owned(), key));
+                key
+            }
+        })
+    }
+
+    fn digest(token: &str, audience: Audience, version: u64) -> [u8; 32] {
         let mut h = Sha256::new();
         h.update(version.to_be_bytes());
         h.update([match audience {
