@@ -1,7 +1,7 @@
-//! Hardening of issue 10, domain side: control characters in text fields (item 7), the
-//! confirmation's order and memory (item 8), outbound budgets per kind (item 9), a
-//! debtor's aggregates kept by deltas (item 11) and the statement's pages and the answer
-//! ceiling (item 4).
+//! Hardening, domain side (`docs/decisions.md`, "Hardening: domain and core"): control
+//! characters in text fields, the confirmation's order and memory, outbound budgets per
+//! kind, a debtor's aggregates kept by deltas and the statement's pages and the answer
+//! ceiling.
 
 use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::error::DomainError;

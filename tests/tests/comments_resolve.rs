@@ -12,6 +12,8 @@
 //! * the word "issue" followed by a number: a work item's number says nothing to a
 //!   reader of the code; state what it asked for instead;
 //! * a `#` followed by a digit: the tool numbers of an outside catalogue; name the tool;
+//! * the word "rule" followed by a number: the numbered rules of an outside document;
+//!   name the section of `domain/src/rules.md` or state the rule;
 //! * a `.md` file that exists neither from the repository root nor from the folder of
 //!   the file (or one of its parents).
 
@@ -64,7 +66,7 @@ fn body(text: &str) -> &str {
 }
 
 /// Whether the text before a section sign ends with the citation of an external
-/// standard, possibly followed by other sections of it (`§5.2 and`, `§7.3,`).
+/// standard, possibly followed by other sections of it (RFC 6749 §5.2 and §4.1.2.1).
 fn cites_a_standard(before: &str) -> bool {
     let mut b = before.trim_end();
     loop {
@@ -75,7 +77,7 @@ fn cites_a_standard(before: &str) -> bool {
                 break;
             }
         }
-        // An earlier section of the same citation: `§7.3`, `§2º`.
+        // An earlier section of the same citation (RFC 8252 §7.3, §8.3).
         let section = b.trim_end_matches(|c: char| {
             c.is_ascii_alphanumeric() || c == '.' || c == 'º' || c == '(' || c == ')'
         });
@@ -122,11 +124,22 @@ fn markdown_refs(text: &str) -> Vec<&str> {
 
 /// Whether the word "issue" or "issues", any case, is followed by a number in `text`.
 fn names_an_issue(text: &str) -> bool {
+    word_then_number(text, "issue")
+}
+
+/// Whether the word "rule" or "rules", any case, is followed by a number in `text`.
+fn numbers_a_rule(text: &str) -> bool {
+    word_then_number(text, "rule")
+}
+
+/// Whether `word` (or its plural in `s`), any case and starting a word, is followed by
+/// a number, possibly after `#`.
+fn word_then_number(text: &str, word: &str) -> bool {
     let lower = text.to_lowercase();
-    lower.match_indices("issue").any(|(k, _)| {
+    lower.match_indices(word).any(|(k, _)| {
         let word_start = k == 0 || !lower[..k].ends_with(|c: char| c.is_alphanumeric());
-        let rest = lower[k + 5..].strip_prefix('s').unwrap_or(&lower[k + 5..]);
-        let rest = rest.trim_start();
+        let rest = &lower[k + word.len()..];
+        let rest = rest.strip_prefix('s').unwrap_or(rest).trim_start();
         let rest = rest.strip_prefix('#').unwrap_or(rest);
         word_start && rest.starts_with(|c: char| c.is_ascii_digit())
     })
@@ -167,6 +180,9 @@ fn check(src: &str, exists: &dyn Fn(&str) -> bool) -> Vec<(usize, String)> {
         }
         if names_an_issue(&joined) && !names_an_issue(&carried) {
             findings.push((line, "a work item (issue) number".to_owned()));
+        }
+        if numbers_a_rule(&joined) && !numbers_a_rule(&carried) {
+            findings.push((line, "a rule number; name the rules.md section".to_owned()));
         }
         if numbers_a_tool(&body) {
             findings.push((line, "a tool number (#N); name the tool".to_owned()));
@@ -239,6 +255,8 @@ fn the_checker_finds_what_it_should_and_nothing_else() {
     assert_eq!(lines("// counted (issues 12 and 13)\n"), [1]);
     assert_eq!(lines("// asked in issue\n// 12 to count them\n"), [2]);
     assert_eq!(lines("/* the tools (#41–#51) */\n"), [1]);
+    assert_eq!(lines("// checks rule 2: the charge is overdue\n"), [1]);
+    assert_eq!(lines("// (rules 4 and 6)\n"), [1]);
     assert_eq!(lines("let x = 1;\n/*\n * spec §3\n */\n"), [3]);
     assert_eq!(lines("// RFC 9110 §5.6 and spec §3\n"), [1]);
     // Let through.
@@ -252,6 +270,7 @@ fn the_checker_finds_what_it_should_and_nothing_else() {
         "// (JSON-RPC 2.0 §5: null)\n",
         "// see docs/decisions.md, \"Processing order\"\n",
         "// the issue is that 2 clients race\n",
+        "// the rule: 2 requests at most; a ruler 3 days on\n",
         "let s = \"§13 issue 10 #3 domain.md\"; // a string is not a comment\n",
         "// `&#39;` is an HTML entity; `a#1` a fragment\n",
     ];
