@@ -1,4 +1,5 @@
-//! Name resolution for the webhook HTTP driver, bounded in time (issue 10, item 5), and
+//! Name resolution for the webhook HTTP driver, bounded in time (within the connect timeout:
+//! `getaddrinfo` has no deadline of its own), and
 //! the address policy applied to what it finds: [`GlobalResolver`] is the driver's
 //! `ureq` resolver.
 //!
