@@ -12,6 +12,7 @@
 //! * the word "issue" followed by a number: a work item's number says nothing to a
 //!   reader of the code; state what it asked for instead;
 //! * a `#` followed by a digit: the tool numbers of an outside catalogue; name the tool;
+//! * the word "item" followed by a number: an item of a work item, as unknown;
 //! * the word "rule" followed by a number: the numbered rules of an outside document;
 //!   name the section of `domain/src/rules.md` or state the rule;
 //! * a `.md` file that exists neither from the repository root nor from the folder of
@@ -44,6 +45,28 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
                 sources(&path, out);
             }
         } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every other text file whose comments a reader follows: scripts, CI, fixtures,
+/// configuration and the Markdown outside `docs/` (where `docs/issues.md` explains the
+/// work items' numbers). Build output, hidden folders but `.ci`, the fuzz corpus,
+/// lockfiles and binary files are left out.
+fn other_files(dir: &Path, root: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("a readable directory entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            let skipped = (name.starts_with('.') && name != ".ci")
+                || ["target", "corpus", "node_modules"].contains(&name)
+                || path == root.join("docs");
+            if !skipped {
+                other_files(&path, root, out);
+            }
+        } else if !name.ends_with(".rs") && !name.ends_with(".lock") && !name.ends_with(".png") {
             out.push(path);
         }
     }
@@ -90,7 +113,7 @@ fn cites_a_standard(before: &str) -> bool {
         break;
     }
     b = b.strip_suffix(',').unwrap_or(b).trim_end();
-    if b.ends_with("JSON-RPC 2.0") {
+    if b.ends_with("JSON-RPC 2.0") || b.ends_with("Apache 2.0") {
         return true;
     }
     // `RFC 9110`, `art. 43`, `arts. 42`, `art. 42-A`.
@@ -157,9 +180,19 @@ fn numbers_a_tool(text: &str) -> bool {
 /// The findings of one file's comments: `(line, why)`. `exists` says whether a `.md`
 /// path, as written, names a file.
 fn check(src: &str, exists: &dyn Fn(&str) -> bool) -> Vec<(usize, String)> {
+    check_lines(comments(src), true, exists)
+}
+
+/// The findings of `lines` (`(line, text)`); `tools` says whether `#` and a digit is a
+/// finding (in a script it may be shell syntax).
+fn check_lines(
+    lines: Vec<(usize, String)>,
+    tools: bool,
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<(usize, String)> {
     let mut findings = Vec::new();
     let mut prev: Option<(usize, String)> = None;
-    for (line, text) in comments(src) {
+    for (line, text) in lines {
         let body = body(&text).to_owned();
         // The previous comment line, when adjacent, so a citation or a number wrapped
         // onto the next line is read whole.
@@ -181,10 +214,13 @@ fn check(src: &str, exists: &dyn Fn(&str) -> bool) -> Vec<(usize, String)> {
         if names_an_issue(&joined) && !names_an_issue(&carried) {
             findings.push((line, "a work item (issue) number".to_owned()));
         }
+        if word_then_number(&joined, "item") && !word_then_number(&carried, "item") {
+            findings.push((line, "an item number of a work item".to_owned()));
+        }
         if numbers_a_rule(&joined) && !numbers_a_rule(&carried) {
             findings.push((line, "a rule number; name the rules.md section".to_owned()));
         }
-        if numbers_a_tool(&body) {
+        if tools && numbers_a_tool(&body) {
             findings.push((line, "a tool number (#N); name the tool".to_owned()));
         }
         for md in markdown_refs(&body) {
@@ -234,6 +270,50 @@ fn every_comment_resolves_inside_the_repository() {
     );
 }
 
+#[test]
+fn scripts_fixtures_and_readmes_resolve_inside_the_repository_too() {
+    let root = root();
+    let mut files = Vec::new();
+    other_files(&root, &root, &mut files);
+    files.sort();
+    assert!(
+        files.len() > 100,
+        "only {} other files found under {}",
+        files.len(),
+        root.display()
+    );
+    let mut report = Vec::new();
+    for file in &files {
+        // Text only: a file that is not UTF-8 holds no comment of ours.
+        let Ok(src) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        let dir = file.parent().expect("a file has a folder");
+        let exists = |md: &str| {
+            root.join(md).is_file()
+                || dir
+                    .ancestors()
+                    .take_while(|d| d.starts_with(&root))
+                    .any(|d| d.join(md).is_file())
+        };
+        let lines = src
+            .lines()
+            .enumerate()
+            .map(|(k, l)| (k + 1, l.to_owned()))
+            .collect();
+        let shown = file.strip_prefix(&root).unwrap_or(file).display();
+        for (line, why) in check_lines(lines, false, &exists) {
+            report.push(format!("{shown}:{line}: {why}"));
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "{} lines point outside the repository:\n{}",
+        report.len(),
+        report.join("\n")
+    );
+}
+
 /// The checker itself: what it must find, and what it must let through.
 #[test]
 fn the_checker_finds_what_it_should_and_nothing_else() {
@@ -248,15 +328,16 @@ fn the_checker_finds_what_it_should_and_nothing_else() {
     // Findings.
     assert_eq!(lines("// the answer (§13)\n"), [1]);
     assert_eq!(lines("/// product spec §17\n"), [1]);
-    assert_eq!(lines("fn f() {} // domain.md §1.2 rule 4\n"), [1, 1]);
+    assert_eq!(lines("fn f() {} // domain.md §1.2 rule 4\n"), [1, 1, 1]);
     assert_eq!(lines("//! see domain.md\n"), [1]);
-    assert_eq!(lines("// hardening (issue 10, item 6)\n"), [1]);
+    assert_eq!(lines("// hardening (issue 10, item 6)\n"), [1, 1]);
     assert_eq!(lines("// as Issue 15 asked\n"), [1]);
     assert_eq!(lines("// counted (issues 12 and 13)\n"), [1]);
     assert_eq!(lines("// asked in issue\n// 12 to count them\n"), [2]);
     assert_eq!(lines("/* the tools (#41–#51) */\n"), [1]);
     assert_eq!(lines("// checks rule 2: the charge is overdue\n"), [1]);
     assert_eq!(lines("// (rules 4 and 6)\n"), [1]);
+    assert_eq!(lines("/// Item 8: a declined state never executes\n"), [1]);
     assert_eq!(lines("let x = 1;\n/*\n * spec §3\n */\n"), [3]);
     assert_eq!(lines("// RFC 9110 §5.6 and spec §3\n"), [1]);
     // Let through.
