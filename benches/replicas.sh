@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One replica on SQLite, one on PostgreSQL, and three on PostgreSQL behind nginx, measured
-# side by side in one run (issue 12): `dunning-load against` sends the same read
+# side by side in one run: `dunning-load against` sends the same read
 # (`dunning_charges_list` overdue, per_page 10) and write (`dunning_debtors_create`) to
 # each, in interleaved rounds, and prints the table with ratios to the SQLite replica.
 #

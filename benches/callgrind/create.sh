@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per `dunning_debtors_create` of a kobana-dunning binary, counted by
-# callgrind over the whole server process (issue 13, benches/README.md run D):
+# callgrind over the whole server process (`benches/README.md`, run D):
 #
 #   benches/callgrind/create.sh BIN PRELOAD N
 #

@@ -11,7 +11,7 @@ use crate::principal::{Audience, Principal};
 /// `error_description` of the `401` challenge (RFC 6750 §3): the texts hold no token and
 /// no claim value, only what kind of failure it was.
 ///
-/// Fine-grained on purpose (issue 15): an operator reading a `401` must see *which* check
+/// Fine-grained on purpose: an operator reading a `401` must see *which* check
 /// failed (an expired token and a wrong audience call for different fixes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -1,4 +1,4 @@
-//! CORS for browser clients (issue 14): which origins may read answers is the Origin
+//! CORS for browser clients: which origins may read answers is the Origin
 //! `Origin` rule ([`crate::origin::allowed`]), unchanged; this module only says so
 //! to the browser. A preflight from an allowed origin gets `204` with the methods and
 //! the request headers it may send; every answer to an allowed origin names it in

@@ -56,7 +56,8 @@ pub const MAX_TOKEN_LEN: usize = 8 * 1024;
 /// Clock skew tolerated on `exp`, `nbf` and `iat`.
 pub const LEEWAY_SECS: u64 = 60;
 
-/// Longest token lifetime accepted by default: `exp` at most 24 h past `iat` (issue 10).
+/// Longest token lifetime accepted by default: `exp` at most 24 h past `iat`, so that a
+/// leaked token does not stay good for long.
 pub const MAX_TOKEN_LIFETIME_SECS: u64 = 86_400;
 
 /// Smallest RSA modulus accepted, in bits.

@@ -26,7 +26,7 @@ pub struct RequestLog {
     pub tool_error: Option<&'static str>,
     /// Organization of the caller, once authenticated.
     pub organization: Option<String>,
-    /// Why the request was refused or failed, for the operator (issue 15): which
+    /// Why the request was refused or failed, for the operator: which
     /// authentication check failed, which limit was hit, the dispatcher's error text of an
     /// internal error. `None` for a success (and for tool errors whose message may hold
     /// argument values). The server's own words only, never text the client wrote.

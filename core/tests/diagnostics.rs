@@ -1,4 +1,4 @@
-//! Issue 15: every refusal and internal error says why, in `RequestLog::reason`; a `401`
+//! Diagnostics: every refusal and internal error says why, in `RequestLog::reason`; a `401`
 //! says it in its challenge's `error_description` too (RFC 6750 §3).
 //!
 //! The 401 rows run the real verifier ([`jwt::verify`]) behind a minimal authenticator,

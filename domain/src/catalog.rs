@@ -1,4 +1,4 @@
-//! The catalogue, in one file: every tool group listed once, in domain.md §2's order;
+//! The catalogue, in one file: every tool group listed once, in the order `tools/list` gives;
 //! every tool name as a constant (the groups declare their tools with these, and
 //! everything else — resources, completions, exports, demo data — refers to a tool
 //! through them, so a renamed tool cannot leave a dangling string behind); the scope
@@ -15,7 +15,7 @@ use dunning_core::ScopeNames;
 use crate::ops;
 use crate::tool::ToolSpec;
 
-/// The OAuth scopes of this resource server (domain.md §10): `dunning.read` for reads,
+/// The OAuth scopes of this resource server: `dunning.read` for reads,
 /// previews, simulations and documents; `dunning.write` for debtors, contact points,
 /// charges, notifications, agreements, rulers and exports; `dunning.admin` for the
 /// credit bureau, protest, webhooks and secrets.
@@ -87,7 +87,7 @@ impl Default for Registry {
 /// Every tool name.
 pub mod name {
     #![allow(missing_docs)] // each constant is its own value
-    // The organization and the caller (#1). Declared in `org.rs`.
+    // The organization and the caller. Declared in `org.rs`.
     pub const ME: &str = "dunning_me";
     // The portfolio summary. Declared in `ops/summary.rs`.
     pub const SUMMARY_GET: &str = "dunning_summary_get";

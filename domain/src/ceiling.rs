@@ -1,4 +1,4 @@
-//! The ceiling on one answer's size (issue 10, item 4).
+//! The ceiling on one answer's size (`docs/decisions.md`, "Hardening: domain and core").
 //!
 //! A read whose answer is unbounded (a statement of a debtor with 6,000 charges was
 //! 16.8 MB) costs the server its memory and the event loop of a non-blocking adapter its

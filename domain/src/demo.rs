@@ -1,4 +1,4 @@
-//! Deterministic demo data (spec §17): organizations `demo` and `acme`, their members,
+//! Deterministic demo data (the `demo` command): organizations `demo` and `acme`, their members,
 //! and each group's entities, created through the same handlers the tools run (so every
 //! row has its events). Same input, same data: ids derive from a fixed seed.
 

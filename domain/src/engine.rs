@@ -1,12 +1,12 @@
 //! The ruler engine: the clock-driven part of dunning.
 //!
 //! [`tick`] runs, for every organization, in this order:
-//! 1. the `pending→overdue` sweep (the day after the effective due date, rule 5);
+//! 1. the `pending→overdue` sweep (the day after the effective due date, rules.md);
 //! 2. **planning**: for each open charge that follows an active ruler
 //!    ([`rulers::resolve_among`]), every step whose slot (offset in calendar or business
 //!    days, `send_at`, send window, holidays — [`rulers::slot`]) has come, within
 //!    [`CATCH_UP_DAYS`], gets one delivery in `scheduled`, unless dunning stops on the
-//!    charge (rule 6), the debtor is `do_not_contact`, the step's conditions fail, or no
+//!    charge (rules.md, Collection conduct), the debtor is `do_not_contact`, the step's conditions fail, or no
 //!    contact point may receive it (opt-out, invalid, WhatsApp without `opted_in`).
 //!    The delivery id derives from (charge, step) ([`deliveries::ruler_delivery_id`]),
 //!    so a step fires at most once per charge across ticks and replicas;

@@ -1,4 +1,4 @@
-//! The domain's one error enum, and its one mapping to the tool/REST error of spec §11.
+//! The domain's one error enum, and its one mapping to a tool error and its REST status.
 
 use dunning_core::{FieldIssue, ToolError, ToolErrorCode};
 

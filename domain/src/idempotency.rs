@@ -5,8 +5,9 @@
 //! read them, in this order of a confirmed call's life:
 //!
 //! 1. **Before the user is asked** ([`Keys::refuse_conflict`], from the preflight): a key
-//!    already used with other arguments is `IDEMPOTENCY_CONFLICT` at once (§13: checks
-//!    that need no consent come first), instead of after the user said yes.
+//!    already used with other arguments is `IDEMPOTENCY_CONFLICT` at once (checks that
+//!    need no consent come before the question: `docs/decisions.md`,
+//!    "Confirmation"), instead of after the user said yes.
 //! 2. **On a decline** ([`Keys::decline`]): the nonce is remembered as declined, so the
 //!    same `requestState` re-sent with `accept` is refused and never executes (a decline
 //!    consumes the state). The caller's own key is not consumed: a new confirmation with

@@ -1,4 +1,4 @@
-//! Resources, templates, prompts and completions (spec §14, domain.md §3–§4).
+//! Resources, templates, prompts and completions.
 //!
 //! Resources are read-only views of the tool handlers: each URI maps to a read tool and
 //! its arguments, so access (scope ∩ permission), organization isolation and the JSON
@@ -383,7 +383,7 @@ pub fn read(domain: &Domain, read: &ResourceRead<'_>) -> Result<Vec<Contents>, R
     }
 }
 
-/// Every event code and what it means (domain.md §1).
+/// Every event code a webhook may receive, and what it means.
 pub fn event_catalog() -> Value {
     let codes: &[(&str, &str)] = &[
         ("charge.created", "A charge was created."),

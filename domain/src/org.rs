@@ -1,4 +1,4 @@
-//! Organizations, members, roles and permissions (domain §2.3), and `dunning_me`.
+//! Organizations, members, roles and permissions, and `dunning_me`.
 
 use crate::catalog::name;
 use std::collections::BTreeSet;
@@ -38,7 +38,7 @@ pub const PERMISSIONS: [&str; 21] = [
     "members.manage",
 ];
 
-/// The permissions a role grants (domain §2.3).
+/// The dashboard permissions a role grants, stored on the member.
 pub fn role_permissions(role: &str) -> Vec<&'static str> {
     let viewer = |p: &&str| p.ends_with(".view");
     match role {

@@ -1,8 +1,8 @@
-//! The per-organization outbound limits (spec §12): default 60 per minute each, GCRA.
+//! The per-organization outbound limits (`[rate_limit]`): default 60 per minute each, GCRA.
 //! In-process state; replicas each enforce their share.
 //!
-//! There is one budget per [`Budget`] kind, so the two never starve each other (issue
-//! 10, item 9: a backlog of 3,807 webhook deliveries used to hold off every message to
+//! There is one budget per [`Budget`] kind, so the two never starve each other (a
+//! backlog of 3,807 webhook deliveries used to hold off every message to
 //! debtors for an hour):
 //!
 //! * [`Budget::Messages`]: messages to debtors (notifications, bulk sends, agreement

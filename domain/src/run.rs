@@ -154,7 +154,7 @@ impl Domain {
     }
 
     /// Forgets the authorization server's records that expired before `now` (codes,
-    /// refresh tokens; issue 14). How many.
+    /// refresh tokens). How many.
     pub fn sweep_grants(&self, now: UnixTime) -> Result<u64, DomainError> {
         store::write(&*self.store, WriteScope::Grants, |tx| {
             Ok(tx.grant_sweep(now.as_millis())?)
@@ -163,7 +163,7 @@ impl Domain {
 
     /// The preflight of a destructive call: what the user will be asked, after every
     /// check that needs no consent passed — an `idempotency_key` reused with other
-    /// arguments first (§13), then the handler itself, run dry. Nothing is kept.
+    /// arguments first, then the handler itself, run dry. Nothing is kept.
     pub(crate) fn rehearse(&self, call: &ToolCall<'_>) -> Result<String, DomainError> {
         let spec = self
             .spec(&call.tool.name)

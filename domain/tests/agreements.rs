@@ -1,5 +1,5 @@
-//! Agreements (#34–#40): terms computed by the server, acceptance, cancellation,
-//! broken and completed agreements, the term PDF (rules 1 and 8 of domain.md §1.2),
+//! Agreements: terms computed by the server, acceptance, cancellation, broken and
+//! completed agreements, the term PDF (`domain/src/rules.md`, Agreements and Documents),
 //! validation naming the field, transitions, isolation, idempotency and the demo data.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,5 +1,5 @@
-//! Credit bureau (negativação, #26–#29): the notice, the window, inclusion and removal
-//! (rule 1 of domain.md §1.2), validation naming the field, transitions, isolation and
+//! Credit bureau (negativação): the notice, the window, inclusion and removal
+//! (`domain/src/rules.md`, Negativação), validation naming the field, transitions, isolation and
 //! idempotency.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,4 +1,4 @@
-//! Contact points (#9–#12): happy paths, per-channel validation, one primary per channel,
+//! Contact points: happy paths, per-channel validation, one primary per channel,
 //! opt-out, isolation, idempotency and the delete confirmation.
 
 use dunning_core::{Dispatch, Principal, ToolErrorCode};

@@ -1,4 +1,4 @@
-//! Notifications and deliveries (#22, #52–#54) and the audit trail (#68): happy paths,
+//! Notifications and deliveries and the audit trail: happy paths,
 //! the conduct rules, validation naming the field, the delivery machine, the outbound
 //! limit, isolation and idempotency.
 

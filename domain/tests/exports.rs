@@ -1,4 +1,4 @@
-//! Exports (#55–#57): lifecycle, the CSV file, validation, isolation, idempotency.
+//! Exports: lifecycle, the CSV file, validation, isolation, idempotency.
 
 use dunning_core::{Output, Principal, ToolErrorCode};
 use dunning_domain::ops::exports;

@@ -1,7 +1,7 @@
-//! Hardening of issue 10, domain side: control characters in text fields (item 7), the
-//! confirmation's order and memory (item 8), outbound budgets per kind (item 9), a
-//! debtor's aggregates kept by deltas (item 11) and the statement's pages and the answer
-//! ceiling (item 4).
+//! Hardening, domain side (`docs/decisions.md`, "Hardening: domain and core"): control
+//! characters in text fields, the confirmation's order and memory, outbound budgets per
+//! kind, a debtor's aggregates kept by deltas and the statement's pages and the answer
+//! ceiling.
 
 use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolErrorCode};
 use dunning_domain::error::DomainError;
@@ -64,7 +64,7 @@ fn with_call<R>(
     f(&call)
 }
 
-// ---- item 7: control characters ----
+// ---- control characters ----
 
 #[test]
 fn control_characters_in_text_fields_are_validation_errors() {
@@ -128,7 +128,7 @@ fn control_characters_are_refused_before_a_confirmation_is_asked() {
     assert_eq!(e.details[0].field, "reason");
 }
 
-// ---- item 8: confirmation ----
+// ---- confirmation ----
 
 #[test]
 fn a_declined_state_never_executes_afterwards() {
@@ -216,7 +216,7 @@ fn a_reused_idempotency_key_is_refused_before_asking() {
     );
 }
 
-// ---- item 11: a debtor's aggregates by deltas ----
+// ---- a debtor's aggregates by deltas ----
 
 /// The debtor's stored aggregates and the full recount, side by side.
 fn aggregates(bed: &mut Bed, who: &Principal, debtor: &str) -> (Value, Value) {
@@ -311,7 +311,7 @@ fn debtor_aggregates_follow_every_charge_change_without_a_recount() {
     assert_eq!(stored[2], 1, "one overdue charge: {stored}");
 }
 
-// ---- item 4: statement pages and the answer ceiling ----
+// ---- statement pages and the answer ceiling ----
 
 #[test]
 fn the_statement_comes_a_page_at_a_time_with_totals_over_every_charge() {
@@ -377,7 +377,7 @@ fn an_answer_over_the_ceiling_is_refused_naming_the_limit() {
     charge(&mut bed, &ana, &d);
 }
 
-// ---- item 9: one outbound budget per kind, honest hints ----
+// ---- one outbound budget per kind, honest hints ----
 
 /// A debtor with an e-mail contact point and a pending charge; the charge's id.
 fn reachable_charge(bed: &mut Bed, who: &Principal) -> String {

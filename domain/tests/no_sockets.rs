@@ -1,5 +1,5 @@
-//! The domain opens no socket and has no clock or RNG of its own (issue 11): the
-//! webhook HTTP client lives in the binary (`transports/bin/src/webhook_http/`), and
+//! The domain opens no socket and has no clock or RNG of its own: the webhook HTTP
+//! client lives in the binary (`transports/bin/src/outbound/webhook/`), and
 //! time and entropy reach the domain only through an operation's context
 //! (`domain/src/op.rs`: `Op::now`, the entropy ids and secrets are derived from, and
 //! `WorkerEntropy` for the workers' operations, lent by the binary).
@@ -225,7 +225,7 @@ fn domain_depends_on_no_socket_or_rng_crate() {
 }
 
 /// The one socket the domain crate may open is the PostgreSQL store's connection to its
-/// database (issue 12): the store's I/O, like SQLite's file, behind the `Store` trait.
+/// database: the store's I/O, like SQLite's file, behind the `Store` trait.
 /// The driver and its pool are named in `store/postgres.rs` only, so no business code
 /// reaches a socket through them.
 #[test]

@@ -1,4 +1,4 @@
-//! Protests (#30–#33): the notary machine, rule 2 of domain.md §1.2 (only overdue, the
+//! Protests: the notary machine, `domain/src/rules.md`'s Protest (only overdue, the
 //! 7-day withdrawal window, never together with a negativação unless allowed, consent
 //! letter after protest), validation naming the field, transitions, isolation.
 

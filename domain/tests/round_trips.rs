@@ -1,4 +1,4 @@
-//! PostgreSQL round trips per tool call (issue 12): a call is one transaction, and the
+//! PostgreSQL round trips per tool call: a call is one transaction, and the
 //! statements it runs do not grow with the page it answers or with the data around it
 //! (no N+1). Counted by the store itself (`PostgresStore::round_trips`). Runs when
 //! `DUNNING_TEST_PG` names a database (CI's PostgreSQL step); says so and passes

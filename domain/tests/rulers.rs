@@ -1,4 +1,4 @@
-//! Rulers and steps (#41–#51): happy paths, validation naming the field, the ruler
+//! Rulers and steps: happy paths, validation naming the field, the ruler
 //! machine, the default ruler, steps ordering, preview, isolation and idempotency.
 
 use dunning_core::{Principal, ToolError, ToolErrorCode};

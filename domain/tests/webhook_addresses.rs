@@ -1,4 +1,4 @@
-//! Webhook receiver addresses, the domain's part (issue 10, item 5): a trailing dot
+//! Webhook receiver addresses, the domain's part: a trailing dot
 //! changes nothing in a parsed URL. The address policy itself (every non-global form
 //! refused before any connection is made, the same receiver reached once private
 //! addresses are allowed) is the HTTP driver's and is tested beside it, in the binary

@@ -1,4 +1,4 @@
-//! Webhooks (#58–#67): CRUD, secrets, filters, fan-out, signatures, rotation, retries,
+//! Webhooks: CRUD, secrets, filters, fan-out, signatures, rotation, retries,
 //! isolation, idempotency. The HTTP driver's own tests (a loopback receiver, the
 //! address policy) moved with it to the binary (`transports/bin/src/webhook_http/`).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 10 figures: what hostile clients cost a `kobana-dunning serve` process.
+"""Hardening figures: what hostile clients cost a `kobana-dunning serve` process.
 
     scripts/hostile/measure.py BINARY memory [--transport tokio] [--conns 500]
     scripts/hostile/measure.py BINARY slots  [--transport blocking] [--conns 200]

@@ -1,7 +1,10 @@
 //! The source scanner of the purity tests (`core/tests/purity.rs`,
-//! `domain/tests/no_sockets.rs`): every Rust file under a folder, and its code with the
-//! comments removed, so that a banned name in a comment is not a finding and one in
-//! code always is. Included by those tests with `#[path]`: shared test code, not a crate.
+//! `domain/tests/no_sockets.rs`) and of `tests/tests/comments_resolve.rs`: every Rust
+//! file under a folder, its code with the comments removed (so that a banned name in a
+//! comment is not a finding and one in code always is), and its comments alone, line by
+//! line. Included by those tests with `#[path]`: shared test code, not a crate; each
+//! includer uses only part of it.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
@@ -22,8 +25,29 @@ pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// String, raw-string and char literals are kept as code (a banned path inside one is
 /// suspicious enough) and are skipped over, so `"//"` inside them starts no comment.
 pub(crate) fn strip_comments(src: &str) -> String {
+    split(src).0
+}
+
+/// The comments of a source file (line, block and doc comments), one entry per source
+/// line a comment covers: the 1-based line number and the comment text on that line
+/// (markers included). Literals are skipped exactly as [`strip_comments`] skips them.
+pub(crate) fn comments(src: &str) -> Vec<(usize, String)> {
+    split(src).1
+}
+
+/// The code without comments, and the comments by line.
+fn split(src: &str) -> (String, Vec<(usize, String)>) {
     let s: Vec<char> = src.chars().collect();
     let mut out = String::with_capacity(src.len());
+    let mut notes: Vec<(usize, String)> = Vec::new();
+    // The 1-based line of `s[i]`, counting newlines up to `i` incrementally.
+    let mut line = 1;
+    let mut counted = 0;
+    let mut line_of = |i: usize| {
+        line += s[counted..i].iter().filter(|&&c| c == '\n').count();
+        counted = i;
+        line
+    };
     let mut i = 0;
     let ident = |c: char| c.is_alphanumeric() || c == '_';
     while i < s.len() {
@@ -70,11 +94,14 @@ pub(crate) fn strip_comments(src: &str) -> String {
                 i += 3;
             }
             ('/', Some('/')) => {
+                let start = i;
                 while i < s.len() && s[i] != '\n' {
                     i += 1;
                 }
+                notes.push((line_of(start), s[start..i].iter().collect()));
             }
             ('/', Some('*')) => {
+                let start = i;
                 let mut depth = 0;
                 while i < s.len() {
                     if s[i] == '/' && s.get(i + 1) == Some(&'*') {
@@ -93,6 +120,13 @@ pub(crate) fn strip_comments(src: &str) -> String {
                         i += 1;
                     }
                 }
+                let first = line_of(start);
+                let text: String = s[start..i].iter().collect();
+                notes.extend(
+                    text.split('\n')
+                        .enumerate()
+                        .map(|(k, t)| (first + k, t.to_owned())),
+                );
             }
             _ => {
                 out.push(c);
@@ -100,5 +134,5 @@ pub(crate) fn strip_comments(src: &str) -> String {
             }
         }
     }
-    out
+    (out, notes)
 }

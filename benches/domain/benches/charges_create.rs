@@ -1,5 +1,5 @@
 //! `dunning_charges_create` through the core on a debtor that already has 100, 1,000 and
-//! 10,000 charges (issue 10, item 11): a write must cost the same whatever the size of
+//! 10,000 charges: a write must cost the same whatever the size of
 //! the debtor, since SQLite has one writer and a slow write delays every tenant.
 //!
 //! Only the create is timed. After each one the new charge is deleted straight from the

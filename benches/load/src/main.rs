@@ -21,7 +21,7 @@
 //!   open; the server's `VmRSS` before and after, divided by the count.
 //!
 //! * **Side by side** (`dunning-load versus`, see `versus.rs`): the product binary beside
-//!   bare hyper, rmcp and tower-mcp, each pinned to one CPU, `wrk` on the other (issue 13).
+//!   bare hyper, rmcp and tower-mcp, each pinned to one CPU, `wrk` on the other.
 //! * **The product binary** (`dunning-load against NAME=URL@TOKEN...`, see `against.rs`):
 //!   running servers compared on a read and a write; `benches/replicas.sh` compares one
 //!   replica on SQLite, one on PostgreSQL and three behind nginx.

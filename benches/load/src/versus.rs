@@ -1,5 +1,5 @@
 //! `dunning-load versus`: the product binary beside bare hyper, rmcp and tower-mcp, in
-//! one run (issue 13).
+//! one run.
 //!
 //! ```text
 //! cargo build --release -p kobana-dunning -p dunning-load

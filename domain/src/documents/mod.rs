@@ -1,4 +1,4 @@
-//! Documents generated on demand (domain.md §1 "document"): the settlement letter (carta
+//! Documents generated on demand: the settlement letter (carta
 //! de quitação) and the debtor statement (extrato), as real PDF files.
 //!
 //! PDFs are written with `pdf-writer` (the typst project's PDF writer): PDF 1.4, A4

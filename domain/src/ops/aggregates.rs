@@ -1,4 +1,5 @@
-//! A debtor's computed fields, kept by deltas (issue 10, item 11).
+//! A debtor's computed fields, kept by deltas, so that a write costs the same whatever
+//! the size of the portfolio.
 //!
 //! `open_amount`, `overdue_amount`, `overdue_count` and `oldest_due_date` are stored on
 //! the debtor so that lists sort and filter by them through an index. They used to be

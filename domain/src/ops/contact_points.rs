@@ -1,4 +1,4 @@
-//! Contact points of a debtor (domain.md §1, tools #9–#12): where the ruler may reach
+//! Contact points of a debtor (the `dunning_contact_points_*` tools): where the ruler may reach
 //! them — e-mail, SMS, WhatsApp, phone or postal address — and with what consent.
 //!
 //! Values are validated and normalized per channel: e-mail lowercased, phone numbers to
@@ -65,7 +65,7 @@ pub struct ContactPoint {
 }
 
 /// Whether a message on this contact point's channel may be sent to it now: active,
-/// not opted out, and for WhatsApp explicitly opted in (rule 4).
+/// not opted out, and for WhatsApp explicitly opted in (rules.md, Collection conduct).
 pub fn reachable(cp: &ContactPoint) -> bool {
     cp.status == ContactPointStatus::Active
         && cp.consent != "opted_out"

@@ -1,4 +1,4 @@
-//! Debtors (domain.md §1, tools #3–#7): who owes. The statement (#8) lives with charges.
+//! Debtors (the `dunning_debtors_*` tools): who owes. The statement lives with charges.
 //!
 //! A debtor's computed fields (`open_amount`, `overdue_amount`, `overdue_count`,
 //! `oldest_due_date`) are stored on the document and kept by

@@ -1,4 +1,4 @@
-//! The audit trail (domain.md §1 event, tool #68): every change writes an event in the
+//! The audit trail (`dunning_events_list`): every change writes an event in the
 //! same transaction ([`crate::op::Op::event`]); this lists them.
 
 use crate::catalog::name;

@@ -1,4 +1,4 @@
-//! The tool handlers, one module per group of domain.md §2.
+//! The tool handlers, one module per tool group of the catalogue ([`crate::catalog`]).
 
 pub mod aggregates;
 pub mod agreements;

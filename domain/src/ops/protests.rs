@@ -1,12 +1,12 @@
-//! Protest at a notary (Lei 9.492/1997; domain.md §1, tools #30–#33).
+//! Protest at a notary (Lei 9.492/1997; `dunning_charges_protest`, `dunning_protests_*`).
 //!
-//! ## Machine (domain §1.1)
+//! ## Machine (`ProtestStatus` in `status.rs`)
 //! `requested → sent_to_notary → intimated → protested → canceled` (post-protest
 //! cancellation, with the creditor's consent letter — carta de anuência);
 //! `intimated → paid_at_notary`; `requested | sent_to_notary | intimated → withdrawn`
 //! (desistência); `requested → rejected | failed`.
 //!
-//! [`protest`] checks rule 2: the charge is `overdue`, backed by a protestable title
+//! [`protest`] checks the rules of `rules.md`, Protest: the charge is `overdue`, backed by a protestable title
 //! (`title_type`) and proof of the debt (`document_ids`), not inside the consumer's 7-day
 //! withdrawal window of a distance sale (CDC art. 49), and without an active negativação
 //! unless the organization allows both. [`advance`] (the worker tick) plays the default

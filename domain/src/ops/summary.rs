@@ -1,4 +1,4 @@
-//! `dunning_summary_get` (#2): the organization's collection KPIs, all computed here
+//! `dunning_summary_get`: the organization's collection KPIs, all computed here
 //! (open and overdue amounts, aging buckets, 30-day recovery rate) so no client re-sums.
 
 use crate::catalog::name;

@@ -126,7 +126,7 @@ pub fn add_business_days(mut d: NaiveDate, n: u32) -> NaiveDate {
 }
 
 /// The last day a charge due on `due` is paid on time: the due date moved to the next
-/// business day (domain §1.2 rule 5). It becomes overdue the day after.
+/// business day (rules.md, Money and dates). It becomes overdue the day after.
 pub fn effective_due(due: NaiveDate) -> NaiveDate {
     next_business_day(due)
 }

@@ -1,4 +1,5 @@
-//! CPF and CNPJ check digits (spec §16, domain §1.2 rule 11).
+//! CPF and CNPJ check digits: a document number whose check digits do not match is
+//! refused where it is written.
 //!
 //! CNPJ includes the alphanumeric format in force since July 2026: the first twelve
 //! characters may be `0-9A-Z`, each weighted by its ASCII code minus 48; the two check

@@ -1,5 +1,5 @@
-//! How what a debtor owes on a charge grows and shrinks with time (domain.md §1.2
-//! rule 3): the early-payment discount before the due date, and after it a fine charged
+//! How what a debtor owes on a charge grows and shrinks with time (rules.md,
+//! Penalties): the early-payment discount before the due date, and after it a fine charged
 //! once and interest by day on the principal still open. The legal caps for consumers
 //! live here too, beside the arithmetic they bound.
 //!

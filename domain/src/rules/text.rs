@@ -1,4 +1,4 @@
-//! Text fields carry no control characters (issue 10, item 7).
+//! Text fields carry no control characters.
 //!
 //! A NUL, BEL or ESC stored in a debtor's name comes back raw in every answer, in the
 //! CSV exports a spreadsheet opens and in the messages sent to debtors, where it can

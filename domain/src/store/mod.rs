@@ -448,7 +448,7 @@ pub trait Tx {
     ) -> Result<(), StoreError>;
     /// Forgets idempotency records older than `before_ms`.
     fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError>;
-    /// An authorization-server record (client, code, refresh token, family; issue 14),
+    /// An authorization-server record (client, code, refresh token, family),
     /// outside any organization.
     fn grant_get(&mut self, kind: &str, id: &str) -> Result<Option<Value>, StoreError>;
     /// Stores (or replaces) an authorization-server record; `expires_ms`: when the sweep

@@ -126,7 +126,7 @@ impl r2d2::ManageConnection for Manager {
 /// PostgreSQL store.
 pub struct PostgresStore {
     pool: r2d2::Pool<Manager>,
-    /// Round trips so far (issue 12 asks them counted and kept minimal).
+    /// Round trips so far, counted so that tests hold them minimal (`round_trips.rs`).
     trips: RoundTrips,
     /// The writers' lock keys of this schema ([`WriteScope`]).
     keys: LockKeys,

@@ -40,9 +40,9 @@ const MIGRATIONS: &[(u32, &str)] = &[
     // debtor's charges.
     (3, include_str!("migrations/0003_charges_by_debtor.sql")),
     // The embedded authorization server's clients, codes, refresh tokens and token
-    // families (issue 14), by kind and id, with an expiry for the sweep.
+    // families, by kind and id, with an expiry for the sweep.
     (4, include_str!("migrations/0004_oauth_grants.sql")),
-    // Membership changes counted by triggers, for the watch connection (issue 13).
+    // Membership changes counted by triggers, for the watch connection.
     (5, include_str!("migrations/0005_member_changes.sql")),
     // Providers' message ids to their deliveries, for status callbacks.
     (6, include_str!("migrations/0006_provider_messages.sql")),

@@ -1,4 +1,5 @@
-//! Webhooks (domain.md §1 webhook and webhook_delivery, tools #58–#67) and the event
+//! Webhooks and their deliveries (the `dunning_webhooks_*` and
+//! `dunning_webhook_deliveries_*` tools), and the event
 //! fan-out every change goes through.
 //!
 //! ## Fan-out
@@ -12,7 +13,7 @@
 //!
 //! ## Delivery (the worker)
 //! [`tick`] runs for every organization: **claim** due `pending` deliveries (each takes
-//! one unit of the organization's outbound budget, spec §12, and is leased for
+//! one unit of the organization's outbound budget, [`crate::outbound`], and is leased for
 //! [`CLAIM_MS`] so a crashed worker's work is picked up again), **post** them through the
 //! [`WebhookDriver`] outside any transaction, **finish** them: a 2xx answer is
 //! `delivered`; anything else is retried after 1 min, 5 min, 30 min, 2 h, 6 h, 12 h and

@@ -1,4 +1,4 @@
-//! The webhook tools (#58–#67).
+//! The webhook tools.
 
 use super::*;
 use crate::args::{ById, fields};
@@ -27,7 +27,7 @@ pub(super) fn events_schema() -> Value {
     })
 }
 
-/// The tools of the webhooks group (#58–#67), in catalogue order.
+/// The tools of the webhooks group, in catalogue order.
 pub fn tools() -> Vec<ToolSpec> {
     let create_desc = format!(
         "Subscribes a URL (https; http only for localhost/127.0.0.1 during development) to events. The reply carries the full signing `secret`, shown only this once (later reads show `secret_last4`). {SIGNATURE_DOC}"

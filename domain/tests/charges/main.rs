@@ -1,4 +1,4 @@
-//! Charges (#13–#21, #23–#25) and the debtor statement (#8): happy paths, validation,
+//! Charges and the debtor statement: happy paths, validation,
 //! transitions, the Brazilian rules (consumer fine cap, business-day due dates, fine +
 //! pro-rata interest, settlement only when paid), isolation and idempotency.
 //!

@@ -1,4 +1,4 @@
-// The authorize page in a real browser (issue 14): headless Chromium (Debian's
+// The authorize page in a real browser: headless Chromium (Debian's
 // `chromium`, driven by playwright-core with `executablePath`) opens the embedded
 // authorization server's page for a freshly registered client, picks a demo member,
 // approves, and the test reads the redirect on a loopback callback server; the code is

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The MCP Inspector CLI's own OAuth flow (@modelcontextprotocol/inspector 2.12.0) against
-# kobana-dunning's embedded development authorization server (issue 14), from the URL
+# kobana-dunning's embedded development authorization server, from the URL
 # alone: the Inspector discovers the metadata, registers itself, listens on a loopback
 # callback and prints the authorize URL; this script plays the person (opens the page,
 # picks the demo member, approves: curl with the page's cookie) and follows the redirect

@@ -1,4 +1,4 @@
-// The MCP Inspector's web UI, its own OAuth flow, in a real browser (issue 14): the
+// The MCP Inspector's web UI, its own OAuth flow, in a real browser: the
 // Inspector's web server (@modelcontextprotocol/inspector 2.12.0, `--web`) is started
 // on free loopback ports with the product's URL as its ad-hoc server and no token;
 // headless Chromium (Debian's `chromium`, driven by playwright-core) opens the UI,

@@ -1,5 +1,5 @@
 """The Python SDK's OAuth client (`mcp` 2.3.0, `OAuthClientProvider`) against a running
-kobana-dunning on its embedded development authorization server (issue 14), headless.
+kobana-dunning on its embedded development authorization server, headless.
 
 Given only the MCP URL, the SDK meets the 401, discovers the protected-resource and
 authorization-server metadata, registers itself (RFC 7591), and sends the person to the

@@ -1,6 +1,6 @@
 // The TypeScript SDK's OAuth client (@modelcontextprotocol/client 2.4.0, an
 // `OAuthClientProvider` passed as `authProvider`) against a running kobana-dunning on its
-// embedded development authorization server (issue 14), headless, from the URL alone.
+// embedded development authorization server, headless, from the URL alone.
 //
 // The SDK meets the 401, discovers the metadata, registers itself (RFC 7591) and calls
 // `redirectToAuthorization`; here that plays the person: it fetches the authorize page,

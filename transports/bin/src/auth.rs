@@ -1,4 +1,4 @@
-//! Authentication (product spec §10): [`Authenticator`] implements the core's
+//! Authentication: [`Authenticator`] implements the core's
 //! [`Authenticate`] hook.
 //!
 //! ```text
@@ -14,7 +14,7 @@
 //! ```
 //!
 //! The signature check is the expensive part, so verified claims are cached. Membership
-//! and permissions are cached too (issue 13: without it every request, `tools/list`
+//! and permissions are cached too (without it every request, `tools/list`
 //! included, read the store and so left the reactor), but only as long as the store's
 //! [`Domain::members_epoch`] keeps the value it had **before** the entry was read: a
 //! write to members or organizations in this process bumps it after its commit, and on
@@ -24,7 +24,7 @@
 //! SQLite another program's commits are seen too (a trigger-kept count read when
 //! `PRAGMA data_version` moves), by a look at the file at most every [`LOOK_EVERY`]:
 //! the look takes a lock and a SQLite call, which at every request halved the requests
-//! per second of `server/discover` (issue 13). [`MEMBERSHIP_TTL`] is a safety net on top.
+//! per second of `server/discover`. [`MEMBERSHIP_TTL`] is a safety net on top.
 //!
 //! Both caches are bounded (tokens: two generations of at most half the capacity each;
 //! memberships: cleared when full), an entry is never used at or past the token's `exp`,

@@ -1,4 +1,4 @@
-//! The command line (product spec §17).
+//! The command line: `serve`, `token` and `demo`, and their flags.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! The server instructions (product spec §6): what the client hands the model before
+//! The server instructions (`initialize`'s `instructions`): what the client hands the model before
 //! any tool.
 
 /// `instructions` of `server/discover` and `initialize`.

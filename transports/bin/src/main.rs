@@ -1,6 +1,6 @@
 //! # kobana-dunning: the product binary
 //!
-//! One binary, three commands (product spec §17):
+//! One binary, three commands:
 //!
 //! * `serve` — the MCP server (and the `/v1` REST API) on the tokio, blocking or mio
 //!   adapter: [`serve`] wires the OS into the sans-IO core;

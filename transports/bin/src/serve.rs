@@ -444,7 +444,7 @@ fn serve_tokio<D: Dispatch + 'static>(
     })
 }
 
-/// The embedded development authorization server (issue 14): served when the
+/// The embedded development authorization server: served when the
 /// development key is trusted and no JWKS is configured, i.e. when the tokens this
 /// server accepts can only come from itself. With a real authorization server
 /// configured its paths answer `404` and the metadata names the configured servers.

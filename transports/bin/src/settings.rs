@@ -188,7 +188,7 @@ impl Default for Limits {
     }
 }
 
-/// `[rate_limit]` (product spec §12).
+/// `[rate_limit]`: the per-organization and per-token GCRA limits (`limiter`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(crate) struct RateLimits {

@@ -1,5 +1,5 @@
-//! Three replicas on one PostgreSQL database behave as one server (issue 12, "proof over
-//! real processes"): three `serve` processes on one data dir (the keys) and one schema,
+//! Three replicas on one PostgreSQL database behave as one server (proved over real
+//! processes): three `serve` processes on one data dir (the keys) and one schema,
 //! their rate-limit buckets in Redis, each request sent to the replica a balancer might
 //! pick. Runs when `DUNNING_TEST_PG` names a database (CI's PostgreSQL step), on a
 //! fresh schema dropped at the end; says so and passes otherwise.

@@ -1,4 +1,4 @@
-//! Confirmation of destructive tools (product §13), end to end over real sockets.
+//! Confirmation of destructive tools (`docs/decisions.md`, "Confirmation"), end to end over real sockets.
 //!
 //! Era 2026: the first `tools/call` of a destructive tool answers `input_required` with a
 //! sealed `requestState`; the client re-sends the same call with the user's answer in

@@ -1,4 +1,4 @@
-//! Diagnostics (issue 15), end to end on the binary over a real socket: a refusal's log
+//! Diagnostics, end to end on the binary over a real socket: a refusal's log
 //! line says why, and so does its `WWW-Authenticate`.
 
 mod common;

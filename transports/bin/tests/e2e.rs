@@ -335,8 +335,9 @@ fn hostile_tokens_get_401_and_nothing_runs() {
         let r = srv.rpc(Some(token), V2025, "tools/list", json!({}));
         assert_invalid_token(&r, &srv, what);
     }
-    // A 100 KB token does not even fit in the header section (64 KiB): product.md §15
-    // step 1 answers 400 at framing, before authentication (step 5) could say 401.
+    // A 100 KB token does not even fit in the header section (64 KiB): step 1 of the
+    // processing order (`docs/decisions.md`) answers 400 at framing, before
+    // authentication (step 5) could say 401.
     let huge = jwt::sign_ed25519(&kid, &good(json!({ "pad": "x".repeat(80_000) })), &seed);
     assert!(huge.len() > 100_000);
     let r = create_probe(&srv, &huge);

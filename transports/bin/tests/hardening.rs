@@ -1,4 +1,5 @@
-//! Hardening of issue 10 (domain and core items), end to end over real sockets: the
+//! Hardening of the domain and the core (`docs/decisions.md`, "Hardening: domain and
+//! core"), end to end over real sockets: the
 //! built binary on loopback, as a client sees it.
 
 mod common;
@@ -6,7 +7,7 @@ mod common;
 use common::{Resp, Srv, V2026};
 use serde_json::{Value, json};
 
-/// Item 10: a token whose `exp` is 2^63-1 is refused (`401`), one within the default
+/// A token whose `exp` is 2^63-1 is refused (`401`), one within the default
 /// 24 h lifetime is served, and `[auth] max_token_lifetime_secs` narrows the maximum.
 #[test]
 fn token_lifetime_is_bounded() {
@@ -113,7 +114,7 @@ fn status_of(srv: &Srv, id: &str) -> Value {
     r.structured()["status"].clone()
 }
 
-/// Item 8: a declined `requestState` re-sent with `accept` never executes.
+/// A declined `requestState` re-sent with `accept` never executes.
 #[test]
 fn a_decline_consumes_the_request_state() {
     let srv = Srv::start(&[], None);
@@ -145,8 +146,8 @@ fn a_decline_consumes_the_request_state() {
     assert_eq!(status_of(&srv, &id), "pending", "nothing was executed");
 }
 
-/// Item 8: an `idempotency_key` reused with other arguments is refused at once, without
-/// asking the user (§13: checks that need no consent come first).
+/// An `idempotency_key` reused with other arguments is refused at once, without
+/// asking the user (checks that need no consent come before the question).
 #[test]
 fn a_reused_idempotency_key_is_refused_before_asking() {
     let srv = Srv::start(&[], None);
@@ -171,7 +172,7 @@ fn a_reused_idempotency_key_is_refused_before_asking() {
     assert_eq!(status_of(&srv, &ids[1]), "pending");
 }
 
-/// Item 7: NUL, BEL and ESC in a name are refused on both surfaces.
+/// NUL, BEL and ESC in a name are refused on both surfaces.
 #[test]
 fn control_characters_are_refused_on_mcp_and_rest() {
     let srv = Srv::start(&[], None);
@@ -192,7 +193,7 @@ fn control_characters_are_refused_on_mcp_and_rest() {
     }
 }
 
-/// Item 4: the statement comes a page at a time, with totals over every charge.
+/// The statement comes a page at a time, with totals over every charge.
 #[test]
 fn the_statement_is_paginated() {
     let srv = Srv::start(&[], None);
@@ -233,7 +234,7 @@ fn the_statement_is_paginated() {
     assert_eq!(page["totals"], whole["totals"]);
 }
 
-/// Item 5: with the HTTP driver, a receiver behind a non-global address is refused
+/// With the HTTP driver, a receiver behind a non-global address is refused
 /// before any connection (`address_not_allowed`).
 #[test]
 fn webhook_receivers_behind_non_global_addresses_are_refused() {

@@ -1,4 +1,4 @@
-//! Metrics and traces (issue 15), end to end on the binary over real sockets: what
+//! Metrics and traces, end to end on the binary over real sockets: what
 //! `/metrics` says after real requests, where it is served, what the jobs report, and
 //! that a `tools/call` span reaches an OTLP receiver.
 

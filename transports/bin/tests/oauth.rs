@@ -1,4 +1,4 @@
-//! The embedded development authorization server (issue 14), over real sockets against
+//! The embedded development authorization server, over real sockets against
 //! the real binary: metadata, registration, the consent page, codes, tokens, refresh
 //! rotation, CORS, and every refusal a client or an attacker can provoke.
 

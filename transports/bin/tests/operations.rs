@@ -1,4 +1,4 @@
-//! Operations (issue 15), end to end on the binary: exports start the moment they are
+//! Operations, end to end on the binary: exports start the moment they are
 //! queued and say how far they are.
 
 mod common;

@@ -1,4 +1,4 @@
-//! `serve --store postgres://...` (issue 12): the product binary on the PostgreSQL
+//! `serve --store postgres://...`: the product binary on the PostgreSQL
 //! store, two processes started together on one new database seeding the demo data
 //! once. Runs when `DUNNING_TEST_PG` names a database (CI's PostgreSQL step), on a fresh
 //! schema of it dropped at the end; says so and passes otherwise.
@@ -97,7 +97,7 @@ fn two_servers_on_one_new_postgres_database_answer_and_seed_once() {
     }
 }
 
-/// The embedded authorization server's records live in the store (issue 14): behind one
+/// The embedded authorization server's records live in the store: behind one
 /// public URL, two replicas sharing their keys and one PostgreSQL database serve one
 /// sign-in together. A client registered on one is known to the other; a code issued
 /// by one is redeemed on the other, once; a refresh token rotated on one and reused on

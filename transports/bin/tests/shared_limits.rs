@@ -1,4 +1,4 @@
-//! Replicas limit a caller as one server (issue 12, `[rate_limit] shared`): three `serve`
+//! Replicas limit a caller as one server (`[rate_limit] shared`): three `serve`
 //! processes keep their GCRA buckets in the machine's Redis (127.0.0.1:6379, started by
 //! the machine or `.ci/run`), and a burst spread over the three is refused past the
 //! one budget, not three. Each process has its own data dir; the demo organization has

@@ -1,4 +1,4 @@
-//! Startup order and the data dir (issue 17): whoever sees the port open can mint a token
+//! Startup order and the data dir (`docs/decisions.md`, "Startup and the data dir"): whoever sees the port open can mint a token
 //! the server accepts; `token` never creates a key or a database; two servers starting
 //! on one new data dir agree on one key and seed the demo data once.
 

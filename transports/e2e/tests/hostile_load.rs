@@ -1,4 +1,4 @@
-//! Issue 10 (hardening, transport): clients that try to hold slots or buy memory without
+//! Hardening, transport (`docs/decisions.md`, "Hardening: transport"): clients that try to hold slots or buy memory without
 //! a token, pipeline without reading, or lean on HTTP leniency — over real loopback
 //! sockets, on every adapter (in parallel threads). Each test fails without its fix.
 //!
@@ -85,7 +85,7 @@ fn answers_normally(addr: SocketAddr, who: Adapter) {
 
 #[test]
 fn a_tokenless_head_gets_401_before_any_body_byte() {
-    // Item 1: authentication is decided from the head; the body is never waited for.
+    // Authentication is decided from the head; the body is never waited for.
     each(|a| {
         let (running, _) = serve(a, small_pool());
         for auth in ["", "Authorization: Bearer nope\r\n"] {
@@ -138,7 +138,7 @@ fn expect_100_continue_is_sent_only_after_authentication() {
 
 #[test]
 fn trickling_tokenless_bodies_hold_no_slot() {
-    // Item 1, scaled down: as many token-less trickling uploads as there are slots
+    // Scaled down: as many token-less trickling uploads as there are slots
     // (connections; blocking workers) used to hold them all; now each is refused at once.
     const SLOTS: usize = 4;
     each(|a| {
@@ -173,7 +173,7 @@ fn trickling_tokenless_bodies_hold_no_slot() {
 
 #[test]
 fn refused_tricklers_give_their_slots_back_before_lingering() {
-    // Item 1, at the close: a token-less client refused at its head keeps trickling, so
+    // At the close: a token-less client refused at its head keeps trickling, so
     // the lingering close would last its full 2 s. Before, the connection kept its place
     // under the cap (tokio, mio) or lingered on a worker once 64 lingered aside
     // (blocking) for all that time: a few dozen such clients a second and everyone got
@@ -226,7 +226,7 @@ fn refused_tricklers_give_their_slots_back_before_lingering() {
 
 #[test]
 fn a_trickled_body_is_cut_at_its_total_deadline() {
-    // Item 1: one byte every 200 ms keeps the idle timeout (2 s) at bay, not the body's
+    // One byte every 200 ms keeps the idle timeout (2 s) at bay, not the body's
     // total deadline (1 s).
     each(|a| {
         let opts = Options {
@@ -265,7 +265,7 @@ fn a_trickled_body_is_cut_at_its_total_deadline() {
 
 #[test]
 fn bodies_past_the_global_budget_get_503_with_retry_after() {
-    // Item 2: one upload in flight holds 1,000 of the 1,500 bytes; the next is refused
+    // One upload in flight holds 1,000 of the 1,500 bytes; the next is refused
     // at its head — after authentication (a token-less one still gets its 401).
     each(|a| {
         let opts = Options {
@@ -313,7 +313,7 @@ fn bodies_past_the_global_budget_get_503_with_retry_after() {
 
 #[test]
 fn unauthenticated_connections_per_address_are_capped() {
-    // Item 1: a slowloris reopening partial heads before the header deadline holds at
+    // A slowloris reopening partial heads before the header deadline holds at
     // most `max_unauthenticated_per_ip` connections; authenticated ones do not count.
     const CAP: usize = 3;
     each(|a| {
@@ -356,7 +356,7 @@ impl dunning_core::Metrics for BigMetrics {
 
 #[test]
 fn a_client_that_never_reads_is_not_answered_into_memory() {
-    // Item 3: 400 pipelined `GET /metrics` (36 bytes each, 256 KiB answers) and no
+    // 400 pipelined `GET /metrics` (36 bytes each, 256 KiB answers) and no
     // reading. Without a bound, every request read (hundreds per read) was answered into
     // memory at once; now answering stops once the socket buffers and
     // `max_pending_output` (64 KiB here) are full: a few MB, a dozen or so answers.
@@ -394,7 +394,7 @@ fn a_client_that_never_reads_is_not_answered_into_memory() {
 
 #[test]
 fn lenient_http_is_refused_with_400() {
-    // Item 6: HTTP/1.1 without Host (RFC 9112 §3.2); a chunk extension whose quoted
+    // HTTP/1.1 without Host (RFC 9112 §3.2); a chunk extension whose quoted
     // string never closes.
     each(|a| {
         let (running, _) = serve(a, small_pool());

@@ -1,4 +1,4 @@
-//! `X-Request-Id` (issue 15) over real sockets, on every adapter: every response carries
+//! `X-Request-Id` over real sockets, on every adapter: every response carries
 //! one (errors, health and well-known included); a request's own is used only when the
 //! configuration trusts the proxy, and only when it is valid.
 

@@ -110,7 +110,7 @@ fn admitted(o: &Options) -> (Connection, Instant) {
 
 #[test]
 fn a_trickled_body_meets_its_total_deadline() {
-    // Issue 10, item 1: one byte a second restarts the idle timeout, not the body's.
+    // One byte a second restarts the idle timeout, not the body's.
     let o = Options {
         idle_timeout: Duration::from_secs(20),
         body_read_timeout: Duration::from_secs(30),
@@ -151,7 +151,7 @@ fn a_body_slower_than_the_minimum_rate_is_cut() {
 
 #[test]
 fn answers_are_held_back_past_the_output_bound() {
-    // Issue 10, item 3: a client pipelining without reading gets no more answers.
+    // A client pipelining without reading gets no more answers.
     let o = Options {
         max_pending_output: 1000,
         ..opts()
@@ -180,7 +180,7 @@ fn answers_are_held_back_past_the_output_bound() {
 
 #[test]
 fn a_chunked_body_past_the_budget_is_refused_with_503() {
-    // Issue 10, item 2: the budget bounds bodies in flight, chunked ones as they grow.
+    // The budget bounds bodies in flight, chunked ones as they grow.
     let mut c = Connection::new(&opts());
     c.received(
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",

@@ -47,7 +47,7 @@ pub(super) fn worker_run(op: &mut Op<'_>) -> Result<Output, DomainError> {
     ))
 }
 
-/// The demo hook of agreements, credit bureau and protest (spec §17): one accepted
+/// The demo hook of agreements, credit bureau and protest (the `demo` command): one accepted
 /// agreement with its installments, one negativação included after its notice window,
 /// one protest at the notary — each through the same handlers the tools run, at the
 /// times it would have happened (days before `now`).

@@ -1,10 +1,10 @@
-//! Agreements (acordo / renegociação; domain.md §1, tools #34–#40): a debtor's overdue
+//! Agreements (acordo / renegociação; the `dunning_agreements_*` tools): a debtor's overdue
 //! charges folded into a new payment plan.
 //!
 //! ## Terms (computed by the server, in centavos)
 //! For each charge, its updated amount today splits into open principal, fine and
 //! interest (payments settle principal first). The discount (`discount_percentage`, at
-//! most the organization's `max_discount_percentage`, rule 8) applies to the updated
+//! most the organization's `max_discount_percentage`: rules.md, Agreements) applies to the updated
 //! total and waives interest first, then fine, then principal (`interest_waived`,
 //! `fine_waived`). `total_amount = updated_amount − discount_amount`. An optional
 //! `down_payment_amount` (entrada) is due on `first_due_date`; the rest is split into
@@ -12,7 +12,7 @@
 //! down payment, from a month later with one —, each due date rolled to the next bank
 //! business day; the last installment absorbs the rounding.
 //!
-//! ## Machine (domain §1.1)
+//! ## Machine (`AgreementStatus` in `status.rs`)
 //! `proposed → accepted → active → completed`; `proposed → expired | canceled`;
 //! `accepted | active → broken`; `accepted → canceled`.
 //! - [`accept`]: generates the installment charges (`pending`, with `agreement_id`),
@@ -31,7 +31,7 @@
 //!
 //! The agreement term (termo de acordo e confissão de dívida) is a PDF drawn here with
 //! `pdf-writer` and the text helpers of [`crate::documents`]; until the agreement is
-//! accepted every page carries a "MINUTA" watermark (rule 8).
+//! accepted every page carries a "MINUTA" watermark (rules.md, Documents).
 //!
 //! Here: the documents, the state machine and the tool declarations. Beside: `terms`
 //! (simulation and its arguments), `handlers` (list, get, create), `accept` (accept and

@@ -1,12 +1,12 @@
-//! Credit bureau (negativação; domain.md §1, tools #26–#29): registering an overdue debt
+//! Credit bureau (negativação; `dunning_charges_negativate`, `dunning_credit_bureau_*`): registering an overdue debt
 //! with Serasa, SPC, Boa Vista or Quod, and taking it off again.
 //!
-//! ## Machine (domain §1.1)
+//! ## Machine (`BureauStatus` in `status.rs`)
 //! `pending_notice → notice_sent → awaiting_window → requested → included →
 //! removal_requested → removed`; `requested → rejected | failed`;
 //! `pending_notice | notice_sent | awaiting_window → canceled`.
 //!
-//! - [`negativate`] checks rule 1 (charge `overdue` and undisputed, debtor not
+//! - [`negativate`] checks the rules of `rules.md`, Negativação (charge `overdue` and undisputed, debtor not
 //!   `credit_restriction_blocked`, debt at most 5 years old — CDC art. 43 §1 —, no active
 //!   protest unless the organization allows both, a valid address for the notice), creates
 //!   the record and sends the prior written notice (CDC art. 43 §2) at once: a delivery on
@@ -192,7 +192,7 @@ pub fn tools() -> Vec<ToolSpec> {
 /// Whether a charge is disputed, however the dispute was recorded: the tag `disputed`
 /// (or `contestada`), `custom_data.disputed = true`, or dunning paused with a reason that
 /// names a dispute ([`names_a_dispute`]). A disputed debt is neither negativated nor
-/// protested (domain.md §1.2 rules 1 and 2).
+/// protested (rules.md, Negativação and Protest).
 pub fn is_disputed(c: &Charge) -> bool {
     c.tags
         .iter()

@@ -1,4 +1,5 @@
-//! Negativation: the checks of rule 1, the record, and the prior notice sent at once.
+//! Negativation: the checks of `rules.md`, Negativação, the record, and the prior notice
+//! sent at once.
 
 use super::*;
 use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};

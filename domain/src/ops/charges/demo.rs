@@ -1,4 +1,4 @@
-//! Demo data for contact points and charges (spec §17): every debtor gets an e-mail and
+//! Demo data for contact points and charges (the `demo` command): every debtor gets an e-mail and
 //! a mobile (WhatsApp/phone, some SMS, companies a postal address), some opted out; the
 //! organization gets `charges` charges over every status.
 //!

@@ -1,4 +1,4 @@
-//! `draft → pending` (domain.md §1.1): a draft is issued when the creditor is ready to
+//! `draft → pending` (`ChargeStatus` in `status.rs`): a draft is issued when the creditor is ready to
 //! collect it. Issuing registers it (boleto line and barcode and/or Pix, as for a charge
 //! created `pending`), optionally on a new due date, and from then on the ruler follows
 //! it. The debtor must still be active, and the due date may not be in the past (a draft

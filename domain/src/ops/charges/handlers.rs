@@ -1,4 +1,4 @@
-//! The charge tools' handlers (#13–#21, #23, #25) and their confirmation messages.
+//! The charge tools' handlers and their confirmation messages.
 
 use crate::args::{Amount, ById, Date, IdReason, ListArgs, fields};
 use crate::list::{Filter, Listing};
@@ -21,7 +21,7 @@ use crate::ops::debtors::Debtor;
 use crate::rules::calendar;
 use crate::store::{Cond, Kind, Order, Query, find, load, save};
 
-/// The decisions an operator can take on a debt (domain.md §1 `debt_decision`).
+/// The decisions an operator can take on a debt (`dunning_charges_decide`).
 pub(super) const DECISIONS: &[&str] = &[
     "continue",
     "negotiate",
@@ -435,7 +435,8 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     if let Some(r) = args.ruler_id {
         let r = fields::trimmed(r);
         if let Some(r) = &r {
-            // Another organization's ruler is NOT_FOUND, like any foreign id (§11).
+            // Another organization's ruler is NOT_FOUND, like any id of another
+            // organization: it must not be told from one that does not exist.
             crate::ops::rulers::load_ruler(op.tx, op.org, r)?;
         }
         c.ruler_id = r;

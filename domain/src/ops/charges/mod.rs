@@ -1,11 +1,11 @@
-//! Charges (domain.md §1, tools #13–#21, #23–#25) and the debtor statement (#8): what a
+//! Charges (the `dunning_charges_*` tools) and the debtor statement: what a
 //! debtor owes, how much it has grown, and what happened to it.
 //!
 //! ## Money that grows
 //! A charge stores what was agreed (`amount`, `fine_percentage`, monthly
 //! `interest_percentage`, `discount`); what settles it *today* is computed on every read
 //! from the op's clock ([`breakdown`]): until the effective due date (the due date rolled
-//! to the next bank business day, rule 5) the discount applies while its `until` date
+//! to the next bank business day: rules.md, Money and dates) the discount applies while its `until` date
 //! has not passed; after it, the fine is charged once and interest pro rata by day
 //! (monthly rate / 30) since the effective due date, on the principal still open: a
 //! partial payment settles the penalties due first, then reduces the principal, and
@@ -55,7 +55,7 @@ use crate::schema as s;
 use crate::store::{Cond, Kind, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};
 
-/// Every charge status (domain.md §1.1).
+/// Every charge status.
 pub const STATUSES: &[&str] = ChargeStatus::NAMES;
 
 /// Statuses in which something is still owed and dunning may run.
@@ -110,7 +110,7 @@ pub struct Charge {
     pub original_due_date: String,
     /// `boleto`, `pix` or `bolepix`.
     pub payment_method: String,
-    /// Status (§1.1).
+    /// Status; its transitions are `ChargeStatus`'s (`status.rs`).
     pub status: ChargeStatus,
     /// Sum of the payments received (BRL).
     pub paid_amount: Money,
@@ -192,7 +192,7 @@ pub fn effective_due_date(c: &Charge) -> NaiveDate {
     calendar::effective_due(due_date(c))
 }
 
-/// What settles `c` on `on`, part by part (rule 3: always computed by the server; the
+/// What settles `c` on `on`, part by part (always computed by the server, rules.md; the
 /// arithmetic is [`growth`]'s).
 pub fn breakdown(c: &Charge, on: NaiveDate) -> Breakdown {
     let principal = c.amount;
@@ -345,7 +345,7 @@ pub fn label(c: &Charge) -> String {
 }
 
 /// Moves every `pending` charge whose effective due date is before today (org time) to
-/// `overdue` (rule 5), writing `charge.overdue` and refreshing the debtors' aggregates.
+/// `overdue` (rules.md, Money and dates), writing `charge.overdue` and refreshing the debtors' aggregates.
 /// Returns how many charges moved. The ruler engine calls it before each run.
 pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
     let today = op.today();
@@ -386,7 +386,7 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
 }
 
 /// Folds a charge into an accepted agreement: `overdue|partially_paid → renegotiated`
-/// (§1.1), writing `charge.renegotiated`. For the agreements module.
+/// (`ChargeStatus`), writing `charge.renegotiated`. For the agreements module.
 pub fn mark_renegotiated(
     op: &mut Op<'_>,
     id: &str,
@@ -448,7 +448,8 @@ pub fn issue(op: &mut Op<'_>, n: NewCharge) -> Result<Charge, DomainError> {
     }
     validate_terms(&n, &debtor, op.today())?;
     if let Some(r) = &n.ruler_id {
-        // Another organization's ruler is NOT_FOUND, like any foreign id (§11).
+        // Another organization's ruler is NOT_FOUND, like any id of another
+        // organization: it must not be told from one that does not exist.
         crate::ops::rulers::load_ruler(op.tx, op.org, r)?;
     }
     if let Some(e) = &n.external_id {
@@ -790,7 +791,7 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-/// The debtor statement tool (#8): [`crate::catalog::Registry::new`] lists it right after the debtor
+/// The debtor statement tool: [`crate::catalog::Registry::new`] lists it right after the debtor
 /// tools, in catalogue order.
 pub fn statement_tools() -> Vec<ToolSpec> {
     vec![

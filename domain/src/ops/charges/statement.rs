@@ -1,4 +1,4 @@
-//! Documents of charges: the settlement letter (#24) and the debtor statement (#8).
+//! Documents of charges: the settlement letter and the debtor statement.
 
 use chrono::NaiveDate;
 use dunning_core::{File, Output};
@@ -98,7 +98,7 @@ fn settled(op: &mut Op<'_>, c: &Charge) -> Result<Option<Settled>, DomainError> 
 }
 
 /// The settlement letter of a paid charge, or of a charge whose agreement was completed
-/// (rule 7). Same bytes every time.
+/// (rules.md, Documents). Same bytes every time.
 pub(super) fn settlement_letter(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let ById { id } = op.args()?;
     let id = id.as_str();
@@ -134,7 +134,7 @@ pub(super) fn settlement_letter(op: &mut Op<'_>) -> Result<Output, DomainError> 
     ))
 }
 
-/// Statuses a statement lists (rule 9).
+/// Statuses a statement lists (rules.md, Documents).
 const LISTED: &[ChargeStatus] = &[
     ChargeStatus::Pending,
     ChargeStatus::Overdue,
@@ -189,8 +189,8 @@ pub(super) fn debtor_statement(op: &mut Op<'_>) -> Result<Output, DomainError> {
                 .is_none_or(|d| d <= as_of_text.as_str())
         })
         .collect();
-    // JSON: the lines of one page; the totals still cover every charge (issue 10:
-    // a statement of 6,000 charges was one 16.8 MB answer).
+    // JSON: the lines of one page; the totals still cover every charge (a
+    // statement of 6,000 charges was one 16.8 MB answer).
     let page = Page {
         page: ListArgs {
             page: args.page,

@@ -1,4 +1,4 @@
-//! Collection conduct (domain.md §1.2 rules 4 and 6): who may receive a message, on which channel, and when.
+//! Collection conduct (rules.md, Collection conduct): who may receive a message, on which channel, and when.
 
 use super::*;
 use crate::status::{AgreementStatus, ChargeStatus, ContactPointStatus, DebtorStatus};
@@ -62,7 +62,7 @@ pub fn paused(charge: &Value, now: UnixTime) -> Option<String> {
     }
 }
 
-/// Why a charge gets no dunning at `now` (rule 6), or `None`.
+/// Why a charge gets no dunning at `now` (rules.md, Collection conduct), or `None`.
 pub fn charge_stop(
     tx: &mut dyn Tx,
     org: &str,

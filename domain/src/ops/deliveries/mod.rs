@@ -1,19 +1,20 @@
-//! Notifications and deliveries (domain.md §1, tools #22, #52–#54): every message to a
+//! Notifications and deliveries (`dunning_charges_notify`, `dunning_notifications_create`,
+//! `dunning_deliveries_*`): every message to a
 //! debtor, manual or from a ruler step, is a delivery in an outbox that the engine
 //! ([`crate::engine`]) hands to the delivery driver.
 //!
-//! Machine (domain §1.1): `scheduled→queued→sent→delivered→read→clicked`;
+//! Machine (`DeliveryStatus` in `status.rs`): `scheduled→queued→sent→delivered→read→clicked`;
 //! `scheduled|queued→canceled` (charge paid/canceled/paused, opt-out, ...);
 //! `queued|sent→failed|bounced`. Resend never mutates: it creates a new delivery with
 //! `resent_from_id`.
 //!
-//! Collection conduct (domain §1.2 rule 4), enforced here for manual messages and by the
+//! Collection conduct (rules.md), enforced here for manual messages and by the
 //! engine again right before anything is handed to the driver: no message to a
 //! `do_not_contact` debtor, to an opted-out or invalid contact point, WhatsApp only to
 //! `opted_in` contact points and only with templates, never outside the send window, and
 //! every message carries the creditor's name and CNPJ (CDC art. 42-A). Charges that are
 //! paid, canceled, renegotiated or written off, paused, or in an accepted/active
-//! agreement get nothing (rule 6).
+//! agreement get nothing.
 
 use crate::status::DeliveryStatus;
 use chrono::NaiveDateTime;

@@ -70,7 +70,7 @@ pub(super) fn content(
         (Some(t), None) => {
             find_template(op.tx, op.org, t)?.ok_or_else(|| {
                 // A step id that is not this organization's is not found, like any id of
-                // another organization (§11); an unknown name is a validation error that
+                // another organization; an unknown name is a validation error that
                 // lists the names there are.
                 let is_id = t.len() == 36 && t.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
                 if is_id {

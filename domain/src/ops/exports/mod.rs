@@ -1,4 +1,4 @@
-//! CSV exports (domain.md §1 export, tools #55–#57), asynchronous.
+//! CSV exports (the `dunning_exports_*` tools), asynchronous.
 //!
 //! `dunning_exports_create` validates the resource and its filters — the same filters
 //! the resource's list tool takes (`dunning_charges_list` for charges, ...), checked by
@@ -15,7 +15,7 @@
 //! Charges, deliveries, agreements and bureau records carry the debtor's name and
 //! CPF/CNPJ.
 //!
-//! The webhook tools (#58–#67) are listed after these, from [`crate::webhooks`].
+//! The webhook tools are listed after these, from [`crate::webhooks`].
 
 use crate::catalog::{Registry, name};
 use crate::status::ExportStatus;
@@ -299,7 +299,7 @@ fn export_output() -> Value {
     s::entity_output(&["id", "resource", "format", "status"])
 }
 
-/// The tools of this module (#55–#57), followed by the webhook tools (#58–#67).
+/// The tools of this module, followed by the webhook tools.
 pub fn tools() -> Vec<ToolSpec> {
     let names: Vec<&str> = RESOURCES.iter().map(|r| r.name).collect();
     vec![

@@ -1,13 +1,14 @@
-//! Rulers (réguas de cobrança) and their steps (domain.md §1, tools #41–#51).
+//! Rulers (réguas de cobrança) and their steps (the `dunning_rulers_*` and
+//! `dunning_steps_*` tools).
 //!
 //! A ruler is a schedule of steps relative to a charge's due date, sent inside the
-//! ruler's send window in the organization's time zone (domain §1.2 rule 4). This module
+//! ruler's send window in the organization's time zone (rules.md, Collection conduct). This module
 //! holds the ruler and step documents, their tools, and the pure schedule arithmetic
 //! (offsets in calendar or business days, send window, holidays) that both the preview
 //! tool and the engine ([`crate::engine`]) use, so a preview is exactly what the engine
 //! will do.
 //!
-//! Machine (domain §1.1): `draft→active↔paused`, `draft|active|paused→archived`
+//! Machine (`RulerStatus` in `status.rs`): `draft→active↔paused`, `draft|active|paused→archived`
 //! (terminal); the default ruler cannot be archived.
 //!
 //! Which ruler a charge follows ([`resolve`]): the charge's `ruler_id`, else its
@@ -52,7 +53,7 @@ use handlers::*;
 pub const CHANNELS: &[&str] = &["email", "sms", "whatsapp", "webhook", "task"];
 /// Step actions. Only `notify` talks to the debtor; the others create a task for a person.
 pub const ACTIONS: &[&str] = &["notify", "negativate", "protest", "escalate"];
-/// Template variables (domain §1, step).
+/// The variables a step's template may use.
 pub const VARIABLES: &[&str] = &[
     "debtor.name",
     "charge.amount",
@@ -62,7 +63,8 @@ pub const VARIABLES: &[&str] = &[
     "charge.pix.emv",
     "charge.url",
 ];
-/// Charge statuses dunning applies to (rule 6 stops on every other one).
+/// Charge statuses dunning applies to (it stops on every other one: rules.md,
+/// Collection conduct).
 pub const DUNNABLE: &[ChargeStatus] = ChargeStatus::OPEN;
 /// Day names of a send window (Sunday is never a collection day).
 pub const WEEKDAYS: &[&str] = &["mon", "tue", "wed", "thu", "fri", "sat"];

@@ -23,7 +23,7 @@ pub fn shift_business_days(d: NaiveDate, n: i64) -> NaiveDate {
 
 /// The date a step is planned for, before the send window: negative and zero offsets
 /// count from the due date; positive ones from the effective due date (a due date on a
-/// weekend or holiday is payable on the next business day, rule 5, so "days after due"
+/// weekend or holiday is payable on the next business day, rules.md, so "days after due"
 /// start there). Calendar days unless `business_days_only`.
 pub fn nominal_date(step: &Step, due: NaiveDate) -> NaiveDate {
     let base = if step.offset_days > 0 {

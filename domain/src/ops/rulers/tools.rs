@@ -1,4 +1,4 @@
-//! The ruler and step tools (#41–#51): schemas and declarations.
+//! The ruler and step tools: schemas and declarations.
 
 use super::*;
 use crate::args::{ById, IdReason};

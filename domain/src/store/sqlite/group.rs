@@ -1,4 +1,4 @@
-//! Group commit on the one writer connection (issue 13).
+//! Group commit on the one writer connection (`docs/decisions.md`, "Writes on SQLite").
 //!
 //! With `synchronous=FULL` a commit waits for the disk (an `fsync` of the WAL): alone,
 //! that wait bounds the store to a few hundred writes per second whatever the CPU. So

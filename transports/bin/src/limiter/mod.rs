@@ -1,4 +1,4 @@
-//! Rate limiting (product spec §12): GCRA per organization and per token.
+//! Rate limiting (`[rate_limit]`): GCRA per organization and per token.
 //!
 //! GCRA keeps one number per bucket, the theoretical arrival time (TAT). With emission
 //! interval `T = 60 s / per_minute` and burst `b`, a request at `now` is allowed when
@@ -26,7 +26,7 @@
 //!
 //! Two homes for the buckets: this process ([`Gcra`], the default, right for one server)
 //! or Redis ([`shared::SharedGcra`], `[rate_limit] shared = "redis://..."`), so that
-//! replicas behind a balancer limit a caller as one server would (issue 12). Both make
+//! replicas behind a balancer limit a caller as one server would. Both make
 //! the same decision from the same numbers; only where the TATs live differs.
 
 pub(crate) mod shared;

@@ -1,5 +1,5 @@
 //! The limiter of replicas: the same GCRA buckets, kept in Redis so that every replica
-//! behind the balancer draws on one budget per organization and per token (issue 12).
+//! behind the balancer draws on one budget per organization and per token.
 //!
 //! One Lua script decides a request against both buckets and moves both TATs, or
 //! neither, atomically on the Redis server: no replica ever reads a TAT another is about

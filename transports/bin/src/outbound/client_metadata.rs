@@ -1,4 +1,4 @@
-//! Client ID Metadata Documents, fetched (issue 14): when a client names itself by an
+//! Client ID Metadata Documents, fetched: when a client names itself by an
 //! `https` URL, the embedded authorization server reads the JSON there.
 //!
 //! The URL is the client's choice, so it is fetched under the webhook rules

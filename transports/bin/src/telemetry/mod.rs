@@ -1,4 +1,4 @@
-//! Logs, metrics and traces (product spec §17), in modules named after what they hold:
+//! Logs, metrics and traces, in modules named after what they hold:
 //!
 //! - [`request`]: the adapters' observer — one span, one set of series and one log line
 //!   per request;

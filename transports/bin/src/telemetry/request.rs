@@ -1,5 +1,4 @@
-//! One request, seen by the adapters' [`Observer`]: its span, its series and its log line
-//! (product spec §17).
+//! One request, seen by the adapters' [`Observer`]: its span, its series and its log line.
 //!
 //! The span. The adapters call [`Observer::request_started`] and
 //! [`Observer::request_finished`] on the same thread, right around the core's synchronous

@@ -1,4 +1,5 @@
-//! The two rounds of a confirmed destructive call in era 2026 (product §13), and the
+//! The two rounds of a confirmed destructive call in era 2026 (`docs/decisions.md`,
+//! "Confirmation"), and the
 //! reads that check what it did: shared by the confirmation suite and the cluster suite.
 
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! Helpers of the OAuth tests (issue 14): a client of the embedded authorization
+//! Helpers of the OAuth tests: a client of the embedded authorization
 //! server, driven over real sockets (register, the page, the form, `/token`).
 
 use base64::Engine as _;

@@ -1,4 +1,4 @@
-//! The PostgreSQL of the suites (issue 12): `DUNNING_TEST_PG` names a database (CI's
+//! The PostgreSQL of the suites: `DUNNING_TEST_PG` names a database (CI's
 //! PostgreSQL step sets it).
 //!
 //! With it, every data dir the helpers hand a server gets a store of its own in that

@@ -176,7 +176,7 @@ impl Check<'_> {
             self.finding(case, surface, "LEAK of demo's data", &extra, out);
         }
         if same.asked.is_some() {
-            let what = "CONFIRMATION ASKED for ids that exist nowhere (§13: refuse first)";
+            let what = "CONFIRMATION ASKED for ids that exist nowhere (refuse first)";
             self.finding(case, surface, what, "", same);
         }
         let a = normalize(&out.comparable(), subst.0);
@@ -200,7 +200,7 @@ impl Check<'_> {
         let out = self.net.call(&self.net.carla, &tool, &case.args);
         let same = self.net.call(&self.net.carla, &tool, &unknown);
         if out.asked.is_some() {
-            let what = "CONFIRMATION ASKED before refusing (§13: existence is checked first; \
+            let what = "CONFIRMATION ASKED before refusing (existence is checked first; \
                         the ask names the target)";
             self.finding(case, "MCP", what, "", &out);
         }

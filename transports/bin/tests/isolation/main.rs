@@ -1,7 +1,8 @@
-//! Cross-organization isolation over a real socket (product spec §11: `NOT_FOUND` is "no such
-//! id in the caller's organization (other orgs' ids are NOT_FOUND too)"; §14: an other-org
-//! URI is `-32602` with `data: {uri}`; §13: a call that would fail is refused before the
-//! user is asked to confirm it).
+//! Cross-organization isolation over a real socket: `NOT_FOUND` means "no such id in the
+//! caller's organization", so another organization's ids are `NOT_FOUND` too
+//! (`docs/decisions.md`, "Domain"); another organization's resource URI is `-32602` with
+//! `data: {uri}`; a call that would fail is refused before the user is asked to confirm
+//! it (checks that need no consent come first).
 //!
 //! The built binary serves a copy of the seeded demo data, which holds two organizations:
 //! `demo` (ana, owner) and `acme` (carla, owner: every scope and permission).

@@ -428,7 +428,7 @@ impl Net {
     }
 
     /// `tools/call`; an `input_required` confirmation is answered with the user's
-    /// acceptance (§13) and the final answer returned, with the message that was asked.
+    /// acceptance and the final answer returned, with the message that was asked.
     pub(crate) fn call(&self, token: &str, tool: &str, args: &Map<String, Value>) -> Outcome {
         let info = &self.tools[tool];
         let extra: Vec<(String, String)> = info

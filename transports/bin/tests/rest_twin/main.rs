@@ -1,6 +1,6 @@
-//! Every MCP tool and its `/v1` REST twin answer the same JSON (product spec §8: "a tool
-//! cannot diverge from the endpoint it mirrors; a test proves it by calling both and
-//! comparing"), over a real socket in both eras (era 2025 refuses destructive tools, §13).
+//! Every MCP tool and its `/v1` REST twin answer the same JSON (a tool cannot diverge
+//! from the endpoint it mirrors; this test proves it by calling both and comparing), over
+//! a real socket in both eras (era 2025 cannot confirm, so it refuses destructive tools).
 //!
 //! Three identical servers — the core [`Server`] over the real [`Domain`], each on its own
 //! store seeded with the deterministic demo data (in-memory SQLite, or a fresh PostgreSQL
@@ -8,27 +8,27 @@
 //! loopback sockets by the blocking adapter. All see the same sequence of operations
 //! under the same fixed clock and, per operation, the same request counter (so the same
 //! entropy and request id): server `mcp` gets each one as an era-2026 `tools/call` (the
-//! `_meta` envelope, mirrored `Mcp-*` headers, and for destructive tools the §13
+//! `_meta` envelope, mirrored `Mcp-*` headers, and for destructive tools the
 //! confirmation round trip: `input_required`, then the same call with the accepted answer
 //! and the sealed `requestState`), server `rest` gets it on the tool's `/v1` route (path
 //! variables, query string for `GET`/`DELETE`, JSON body otherwise, `X-Idempotency-Key`),
 //! and server `legacy` gets it as an era-2025 `tools/call` (`MCP-Protocol-Version:
 //! 2025-06-18`, no envelope, no mirrored headers, no `initialize`: the transport is
-//! stateless, §1-§2). Generated ids and timestamps therefore agree (webhook signing secrets,
+//! stateless). Generated ids and timestamps therefore agree (webhook signing secrets,
 //! drawn from the OS on purpose, are compared by shape: see [`mask_secrets`]), and every
 //! answer is compared:
 //!
 //! * JSON: the tool result's `structuredContent` equals the REST body, and its text item is
-//!   that value pretty-printed (§7);
+//!   that value pretty-printed;
 //! * `204`: the tool answers `{"status": 204}`;
-//! * files (PDF, CSV): the tool's descriptor (§9) names the REST `Content-Type`, the size of
+//! * files (PDF, CSV): the tool's descriptor names the REST `Content-Type`, the size of
 //!   the REST body, and a `download_path` that serves the same bytes;
 //! * tool errors: `isError` with `structuredContent` equal to the REST error body, whose
-//!   HTTP status is the one §11 gives the code;
+//!   HTTP status is the one [`twin::rest_status`] gives the code;
 //! * era 2025: the same result as era 2026 (text item, `structuredContent`, `isError`),
-//!   without the era-2026 fields (`resultType`, `_meta`, `ttlMs`, `cacheScope`, §3) —
+//!   without the era-2026 fields (`resultType`, `_meta`, `ttlMs`, `cacheScope`) —
 //!   except where era 2026 asked for confirmation: era 2025 cannot confirm, so the tool is
-//!   refused with the `CONFIRMATION_REQUIRED` tool error (§13), and the store is checked
+//!   refused with the `CONFIRMATION_REQUIRED` tool error, and the store is checked
 //!   unchanged by the refusal (a destructive call that fails its preflight answers the
 //!   preflight's error in both eras, and changes nothing either). The operation is then
 //!   applied to `legacy` on its `/v1` route, under the same counter, and must answer what
@@ -43,9 +43,9 @@
 //!
 //! The principal is the same person and token on both servers: the test authenticator
 //! returns it for both audiences. In the product an MCP token is refused on `/v1` and the
-//! reverse (§10), and the token's audience is visible by design in `dunning_me`
+//! reverse, and the token's audience is visible by design in `dunning_me`
 //! (`token.kind`) and in the `origin` of manual deliveries (`manual` vs `api`); holding it
-//! fixed isolates what §8 is about, the surface.
+//! fixed isolates what this test is about, the surface.
 //!
 //! ## Trials
 //!

@@ -34,7 +34,8 @@ pub(crate) enum Expect {
 }
 use Expect::{Done, Fails};
 
-/// The REST status of a tool error code (product spec §11).
+/// The REST status of a tool error code, written out again here so that the test does
+/// not take the product's own mapping (`ToolErrorCode::rest_status`) on trust.
 pub(crate) fn rest_status(code: &str) -> u16 {
     match code {
         "VALIDATION_ERROR" | "NOT_SETTLED" => 422,
@@ -317,7 +318,7 @@ impl Twin {
             return "same".to_owned();
         }
         // Era 2026 confirmed it; era 2025 cannot: refused with the tool error (REST 428 in
-        // §11's table, but here an `isError` result), nothing executed (§13).
+        // `rest_status`, but here an `isError` result), nothing executed.
         assert!(is_error, "{context}: ran without confirmation: {result}");
         let message = value["error"]["message"].as_str().unwrap_or_default();
         assert_eq!(
@@ -651,7 +652,7 @@ pub(crate) fn mask_secrets(v: &mut Value, under_secret: bool) {
 }
 
 /// A tool result's `structuredContent`, secrets masked, after checking that its text item
-/// is that value pretty-printed (§7); and whether it is an error.
+/// is that value pretty-printed; and whether it is an error.
 pub(crate) fn tool_value(context: &str, result: &Value) -> (Value, bool) {
     let mut structured = result
         .get("structuredContent")

@@ -341,7 +341,7 @@ fn free_encode_function() {
 
 #[test]
 fn a_body_is_not_read_before_its_head_is_admitted() {
-    // Issue 10, item 1: the head is yielded alone; body bytes wait unparsed.
+    // The head is yielded alone; body bytes wait unparsed.
     let mut conn = conn_with(Limits::default());
     conn.handle_input(b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\nab");
     let Some(Output::Head(head)) = conn.poll_output() else {

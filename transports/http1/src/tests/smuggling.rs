@@ -215,7 +215,7 @@ fn invalid_chunk_framing() {
         ("10000000000000000\r\n", "chunk size overflow"),
         ("1 x\r\nx\r\n0\r\n\r\n", "invalid chunk extension"),
         ("1;a\x01\r\nx\r\n0\r\n\r\n", "invalid chunk extension"),
-        // A quoted string must close before the line ends (issue 10, item 6).
+        // A quoted string must close before the line ends.
         ("1;a=\"open\r\nx\r\n0\r\n\r\n", "invalid chunk extension"),
         ("1;a=\"esc\\\"\r\nx\r\n0\r\n\r\n", "invalid chunk extension"),
         ("1\r\nxy\r\n0\r\n\r\n", "missing CRLF after chunk data"),
@@ -249,7 +249,7 @@ fn smuggled_second_request_is_never_parsed() {
 
 #[test]
 fn http11_without_host_is_400_http10_may_omit_it() {
-    // RFC 9112 §3.2 (issue 10, item 6).
+    // RFC 9112 §3.2.
     assert_bad_request(b"GET / HTTP/1.1\r\n\r\n", "missing Host header");
     assert_bad_request(
         b"POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\nx",

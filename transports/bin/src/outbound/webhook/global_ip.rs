@@ -1,6 +1,7 @@
-//! Which addresses a webhook may reach: only globally routable ones (issue 10, item 5).
+//! Which addresses a webhook may reach: only globally routable ones, so that a tenant
+//! cannot make the server call into its own network.
 //!
-//! A pure function, moved out of the domain with the HTTP driver (issue 11): the driver
+//! A pure function, moved out of the domain with the HTTP driver (the domain opens no socket): the driver
 //! is its only user, and the policy is read best beside the resolver that enforces it
 //! ([`super::resolve`]). The rule is an allow-list for IPv6 and a deny-list for IPv4, both from the IANA
 //! special-purpose registries (RFC 6890 and updates):

@@ -1,6 +1,6 @@
 //! The webhook HTTP driver: posts deliveries for real (`[webhooks] driver = "http"`).
 //!
-//! It left the domain in issue 11 (the domain opens no socket; it keeps the
+//! It left the domain (the domain opens no socket; it keeps the
 //! [`WebhookDriver`] trait, the request and answer types and the recording driver) and
 //! was rebuilt on `ureq` 3 with rustls, the client the binary already had for JWKS:
 //!
@@ -52,7 +52,7 @@ const MAX_TIMEOUT: Duration = Duration::from_millis(CLAIM_MS / 2);
 const HEAD_MAX: usize = 16 * 1024;
 
 /// A `ureq` agent under the webhook rules, for other outbound fetches of URLs a client
-/// chose (Client ID Metadata Documents, issue 14): the address policy of
+/// chose (Client ID Metadata Documents): the address policy of
 /// [`GlobalResolver`] (unless `allow_private`), no proxy, no redirects, no pooled
 /// connections, certificates verified, `connect` to resolve and connect, `total` for
 /// the whole exchange.

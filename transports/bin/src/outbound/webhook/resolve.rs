@@ -1,6 +1,6 @@
-//! Name resolution for the webhook HTTP driver, bounded in time (issue 10, item 5), and
-//! the address policy applied to what it finds: [`GlobalResolver`] is the driver's
-//! `ureq` resolver.
+//! Name resolution for the webhook HTTP driver, bounded in time (within the connect
+//! timeout: `getaddrinfo` has no deadline of its own), and the address policy applied to
+//! what it finds: [`GlobalResolver`] is the driver's `ureq` resolver.
 //!
 //! `getaddrinfo` has no deadline of its own: a slow or hostile DNS server could hold a
 //! delivery (and the jobs thread behind it) for as long as the resolver retries. The

@@ -1,5 +1,5 @@
 //! The webhook HTTP driver over real loopback sockets. Moved from the domain's tests
-//! with the driver (issue 11), unchanged in what they assert: the address policy
+//! with the driver, unchanged in what they assert: the address policy
 //! (from `domain/tests/webhook_addresses.rs`: every non-global form refused before any
 //! connection is made, the same receiver reached once private addresses are allowed, a
 //! trailing dot changing nothing) and a signed delivery to a loopback receiver (from
