@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 mod against;
+mod contention;
 mod versus;
 
 use std::convert::Infallible;

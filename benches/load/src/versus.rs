@@ -31,6 +31,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::contention;
+
 /// Connections `wrk` keeps busy (the issue's figure).
 const CONNS: usize = 32;
 
@@ -38,11 +40,11 @@ const CONNS: usize = 32;
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 
 /// One measured run of `wrk`.
-struct Run {
-    rps: f64,
-    p50_us: f64,
-    p99_us: f64,
-    errors: u64,
+pub(crate) struct Run {
+    pub(crate) rps: f64,
+    pub(crate) p50_us: f64,
+    pub(crate) p99_us: f64,
+    pub(crate) errors: u64,
     /// The server's CPU time (user + system) per request, in µs: what it spends on one,
     /// whatever the machine does meanwhile (`/proc/PID/stat`, 10 ms ticks).
     cpu_us: f64,
@@ -64,11 +66,11 @@ fn cpu_time_us(pid: u32) -> f64 {
 }
 
 /// A child server: killed (if still running) when dropped.
-struct Child2 {
+pub(crate) struct Child2 {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// The bearer token, for the product.
-    token: Option<String>,
+    pub(crate) token: Option<String>,
     _dir: Option<TempDir>,
 }
 
@@ -130,10 +132,26 @@ fn free_port() -> io::Result<u16> {
         .port())
 }
 
-/// `kobana-dunning serve` on a new data dir (demo data), rate limits off, and a token
-/// of the demo owner.
-fn spawn_product(bin: &Path, cpu: Option<usize>, label: &str) -> io::Result<Child2> {
-    let dir = std::env::temp_dir().join(format!("dunning-versus-{}-{label}", std::process::id()));
+/// Who a product's token is for: the demo organization's owner, or the other
+/// organization's (`acme`).
+pub(crate) const DEMO_OWNER: (&str, &str) = ("demo", "ana@demo.example");
+pub(crate) const ACME_OWNER: (&str, &str) = ("acme", "carla@acme.example");
+
+/// `kobana-dunning serve` on a new data dir (demo data, seeded by the first server of a
+/// store), rate limits off, on `store` (a PostgreSQL URL) or SQLite in the dir, and a
+/// token of `owner` (organization, person).
+pub(crate) fn spawn_product(
+    bin: &Path,
+    cpu: Option<usize>,
+    label: &str,
+    store: Option<&str>,
+    owner: (&str, &str),
+) -> io::Result<Child2> {
+    let tag: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("dunning-versus-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     let dir = TempDir(dir);
@@ -141,6 +159,7 @@ fn spawn_product(bin: &Path, cpu: Option<usize>, label: &str) -> io::Result<Chil
     std::fs::write(&config, "[rate_limit]\nenabled = false\n")?;
     let port = free_port()?;
     let err = std::fs::File::create(dir.0.join("serve.err"))?;
+    let store_args: Vec<&str> = store.map(|url| vec!["--store", url]).unwrap_or_default();
     let child = pinned(cpu, bin)
         .args([
             "serve",
@@ -151,6 +170,7 @@ fn spawn_product(bin: &Path, cpu: Option<usize>, label: &str) -> io::Result<Chil
         .arg(&dir.0)
         .arg("--config")
         .arg(&config)
+        .args(&store_args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(err)
@@ -173,15 +193,9 @@ fn spawn_product(bin: &Path, cpu: Option<usize>, label: &str) -> io::Result<Chil
         std::thread::sleep(Duration::from_millis(100));
     }
     let out = Command::new(bin)
-        .args([
-            "token",
-            "--org",
-            "demo",
-            "--person",
-            "ana@demo.example",
-            "--data-dir",
-        ])
+        .args(["token", "--org", owner.0, "--person", owner.1, "--data-dir"])
         .arg(&dir.0)
+        .args(&store_args)
         .output()?;
     let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if token.is_empty() {
@@ -197,14 +211,14 @@ fn spawn_product(bin: &Path, cpu: Option<usize>, label: &str) -> io::Result<Chil
 
 /// One request to measure: the `wrk` script that sends it, and a sample of its bytes
 /// for the first check.
-struct Scenario {
+pub(crate) struct Scenario {
     server: usize,
     label: String,
     request: &'static str,
     /// Lua for `wrk -s`.
-    script: String,
+    pub(crate) script: String,
     /// One request, sent and checked before measuring.
-    sample: Vec<u8>,
+    pub(crate) sample: Vec<u8>,
 }
 
 /// The Lua string literal of `s`.
@@ -283,7 +297,7 @@ fn fixed(
 
 /// `dunning_debtors_create`, a new debtor (valid CPF, own idempotency key) per request;
 /// numbers start at the script's argument, so runs never repeat one.
-fn writes(server: usize, label: &str, token: &str) -> Scenario {
+pub(crate) fn writes(server: usize, label: &str, token: &str) -> Scenario {
     let h = headers("tools/call", Some("dunning_debtors_create"), Some(token));
     let head = lua_headers(&h);
     let prefix = format!(
@@ -329,7 +343,7 @@ end
 }
 
 /// Sends `sample` once and checks the answer: `200`, no tool error.
-fn check(addr: SocketAddr, sample: &[u8]) -> io::Result<()> {
+pub(crate) fn check(addr: SocketAddr, sample: &[u8]) -> io::Result<()> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     s.write_all(sample)?;
@@ -362,8 +376,9 @@ fn check(addr: SocketAddr, sample: &[u8]) -> io::Result<()> {
 }
 
 /// Runs `wrk` on `script` against `addr` for `secs`.
-fn wrk(
+pub(crate) fn wrk(
     cpu: Option<usize>,
+    conns: usize,
     addr: SocketAddr,
     script: &Path,
     secs: u64,
@@ -373,7 +388,7 @@ fn wrk(
         .args([
             "-t1",
             "-c",
-            &CONNS.to_string(),
+            &conns.to_string(),
             "-d",
             &format!("{secs}s"),
             "--latency",
@@ -455,6 +470,11 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
     };
     let product = flag("--product").unwrap_or_else(|| sibling("kobana-dunning"));
     let before = flag("--before");
+    let store = args
+        .iter()
+        .position(|a| a == "--store")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     let peers = flag("--peers").unwrap_or_else(|| {
         sibling("dunning-peers")
             .parent()
@@ -492,14 +512,29 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
     }
     servers.push((
         "kobana-dunning (tokio)".into(),
-        spawn_product(&product, server_cpu, "after")?,
+        spawn_product(&product, server_cpu, "after", None, DEMO_OWNER)?,
     ));
     if let Some(b) = &before {
         servers.push((
             "kobana-dunning before".into(),
-            spawn_product(b, server_cpu, "before")?,
+            spawn_product(b, server_cpu, "before", None, DEMO_OWNER)?,
         ));
     }
+    // The PostgreSQL replica's schema outlives its server (dropped after `servers`).
+    let scratch = match &store {
+        Some(url) => Some(contention::Scratch::new(url)?),
+        None => None,
+    };
+    let pg_server = match &scratch {
+        Some(s) => {
+            servers.push((
+                "kobana-dunning (tokio, PostgreSQL)".into(),
+                spawn_product(&product, server_cpu, "postgres", Some(s.url()), DEMO_OWNER)?,
+            ));
+            Some(servers.len() - 1)
+        }
+        None => None,
+    };
     // The generator's own process stays off the servers' CPU too.
     if let Some(c) = load_cpu {
         let _ = me
@@ -555,6 +590,17 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
     for (i, (label, s)) in servers.iter().enumerate().skip(3) {
         let token = s.token.as_deref().unwrap_or_default();
         let t = Some(token);
+        let list = Some((
+            "dunning_charges_list",
+            r#"{"status":"overdue","per_page":10}"#,
+        ));
+        let list_label = "tools/call dunning_charges_list overdue, per_page 10";
+        if Some(i) == pg_server {
+            // On PostgreSQL, the store's rows: a page read and a write.
+            scenarios.push(fixed(i, label, list_label, "tools/call", list, t));
+            scenarios.push(writes(i, label, token));
+            continue;
+        }
         scenarios.push(fixed(
             i,
             label,
@@ -573,18 +619,7 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             me_call,
             t,
         ));
-        let list = Some((
-            "dunning_charges_list",
-            r#"{"status":"overdue","per_page":10}"#,
-        ));
-        scenarios.push(fixed(
-            i,
-            label,
-            "tools/call dunning_charges_list overdue, per_page 10",
-            "tools/call",
-            list,
-            t,
-        ));
+        scenarios.push(fixed(i, label, list_label, "tools/call", list, t));
         scenarios.push(writes(i, label, token));
     }
 
@@ -614,17 +649,18 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             }
             let addr = servers[s.server].1.addr;
             arg += 1_000_000;
-            let _ = wrk(load_cpu, addr, &scripts[k], 1, arg)?;
+            let _ = wrk(load_cpu, CONNS, addr, &scripts[k], 1, arg)?;
             arg += 1_000_000;
             let pid = servers[s.server].1.child.id();
             let cpu = cpu_time_us(pid);
-            let mut run = wrk(load_cpu, addr, &scripts[k], secs, arg)?;
+            let mut run = wrk(load_cpu, CONNS, addr, &scripts[k], secs, arg)?;
             let requests = run.rps * secs as f64;
             run.cpu_us = (cpu_time_us(pid) - cpu) / requests.max(1.0);
             runs[k].push(run);
         }
     }
     drop(servers);
+    drop(scratch);
 
     let medians: Vec<Option<Run>> = runs
         .into_iter()
@@ -653,6 +689,9 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             m.p99_us / m.p50_us.max(1.0),
             m.errors
         );
+    }
+    if let Some(url) = &store {
+        contention::run(&product, url, server_cpu, load_cpu, secs * 2)?;
     }
     Ok(())
 }
