@@ -470,6 +470,27 @@ mod tests {
         assert_eq!(ok, Ok(true), "the nested reads found the idle connection");
     }
 
+    /// A read may wait exactly when every reader connection is taken: the hint the
+    /// core uses to run a read-only tool where its request is. The in-memory store
+    /// reads on the writer's connection and always may.
+    #[test]
+    fn a_read_may_wait_only_when_every_reader_is_taken() {
+        let file = ScratchFile::new("read-may-wait");
+        let store = SqliteStore::open(&file.path, 2).expect("store");
+        assert!(!store.read_may_wait(), "idle readers");
+        store
+            .read(&mut |_one| {
+                assert!(!store.read_may_wait(), "one of two taken");
+                store.read(&mut |_both| {
+                    assert!(store.read_may_wait(), "both taken");
+                    Ok(())
+                })
+            })
+            .expect("reads");
+        assert!(!store.read_may_wait(), "released");
+        assert!(SqliteStore::in_memory().expect("memory").read_may_wait());
+    }
+
     /// The migrations are applied once: opening a migrated database again changes nothing.
     #[test]
     fn migrations_run_once() {
