@@ -52,23 +52,12 @@
 //! [`tick`] and to its [`Domain`].
 
 use crate::status::WebhookDeliveryStatus;
-use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, OnceLock};
 
-use dunning_core::{Output, Scope, ToolCall, UnixTime};
-use hmac::{Hmac, Mac};
+use dunning_core::UnixTime;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 
-use crate::Domain;
-use crate::error::DomainError;
-use crate::op::{Op, created, ok};
-use crate::outbound::Budget;
 use crate::rules::calendar;
-use crate::schema as s;
-use crate::store::{self, Cond, Kind, Order, Query, find, load, must, save};
-use crate::tool::{ToolSpec, tool};
 
 mod drivers;
 mod filters;

@@ -1,6 +1,21 @@
 //! The webhook tools (#58–#67).
 
-use super::*;
+use dunning_core::{Output, Scope, ToolCall};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{
+    MAX_GRACE_SECONDS, MAX_WEBHOOKS, Webhook, WebhookDelivery, check_url, claim_one, enqueue,
+    is_catalog_code, last4, new_secret, parse_events, payload, record, request_for, stamp,
+};
+use crate::error::DomainError;
+use crate::op::{Op, created, ok};
+use crate::outbound::Budget;
+use crate::store::{Cond, Kind, Order, Query, must, save};
+use crate::tool::{ToolSpec, tool};
+use crate::{Domain, schema as s, store};
+
 use crate::args::{ById, fields};
 use crate::catalog::name;
 use crate::list::{Filter, Listing, Rows};

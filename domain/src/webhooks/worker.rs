@@ -1,7 +1,21 @@
 //! The fan-out of events into pending deliveries, and the delivery worker: claim, post,
 //! finish.
 
-use super::*;
+use dunning_core::{Scope, UnixTime};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+use super::{
+    BATCH, CLAIM_MS, RETRY_SCHEDULE_SECS, SIGNATURE_HEADER, Webhook, WebhookDelivery,
+    WebhookDriver, WebhookRequest, WebhookResponse, filter_matches, is_catalog_code,
+    signature_header, stamp, truncate_body,
+};
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::outbound::Budget;
+use crate::store::{Cond, Kind, Order, Query, find, load, save};
+use crate::{Domain, store};
+
 use crate::Worker;
 use crate::status::WebhookDeliveryStatus;
 

@@ -1,7 +1,20 @@
 //! Accepting an agreement (installments issued, originals renegotiated) and canceling
 //! one.
 
-use super::*;
+use dunning_core::{Output, UnixTime};
+use serde::Deserialize;
+
+use super::{Agreement, commit, load_agreement, sync_installments, ts_ms};
+use crate::args::{ById, IdReason};
+use crate::error::DomainError;
+use crate::op::{Op, ok};
+use crate::ops::charges;
+use crate::ops::charges::NewCharge;
+use crate::ops::debtors::Debtor;
+use crate::rules::calendar;
+use crate::rules::money::Money;
+use crate::store::{Kind, load};
+
 use crate::status::{AgreementStatus, ChargeStatus};
 
 pub(super) fn short(id: &str) -> &str {

@@ -37,29 +37,19 @@
 //! (simulation and its arguments), `handlers` (list, get, create), `accept` (accept and
 //! cancel), `worker`, `term` (the PDF) and `demo`.
 
+use super::agreements::accept::{AcceptArgs, accept, cancel, describe_cancel};
+use super::agreements::terms::{TermsArgs, simulate};
+
 use crate::catalog::name;
 use crate::rules::money::Money;
-use crate::status::{AgreementStatus, ChargeStatus, DeliveryStatus, InstallmentStatus};
-use std::collections::BTreeSet;
+use crate::status::{AgreementStatus, ChargeStatus, InstallmentStatus};
 
-use chrono::{Months, NaiveDate};
-use dunning_core::{File, Output, Scope, UnixTime};
+use dunning_core::Scope;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::Domain;
 use crate::args::{ById, IdReason};
-use crate::demo::{Rng, Seeded};
-use crate::documents::{self, Align, Party, Style};
-use crate::error::DomainError;
-use crate::op::{Op, created, list, ok};
-use crate::ops::charges::{self, Charge, NewCharge};
-use crate::ops::debtors::{self, Debtor};
-use crate::ops::deliveries::{self, Delivery};
-use crate::outbound::Budget;
-use crate::rules::calendar;
 use crate::schema as s;
-use crate::store::{self, Cond, Kind, Order, Query, find, load, must, save};
 use crate::tool::{ToolBuilder, ToolSpec, tool};
 
 mod accept;
@@ -69,11 +59,9 @@ mod term;
 mod terms;
 mod worker;
 
-use accept::*;
 pub use demo::*;
 pub use handlers::*;
 pub use term::*;
-use terms::*;
 pub use worker::*;
 
 /// Every agreement status.

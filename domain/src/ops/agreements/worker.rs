@@ -1,7 +1,15 @@
 //! The agreements worker: expiry of proposals, completion, and breaking after
 //! `break_after_days` of an overdue installment.
 
-use super::*;
+use super::accept::{cancel_charge, short};
+use super::{Agreement, commit, sync_installments, ts_ms};
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::charges;
+use crate::ops::charges::{Charge, NewCharge};
+use crate::rules::money::Money;
+use crate::store::{Cond, Kind, Query, find, load, save};
+
 use crate::status::{AgreementStatus, ChargeStatus};
 
 /// Moves agreements along with the clock and their installments' payments (see the

@@ -34,24 +34,25 @@
 //! `custom_data.disputed` is `true`, or its dunning is paused with a reason that names a
 //! dispute ([`is_disputed`]).
 
-use crate::catalog::name;
-use crate::rules::money::Money;
-use crate::status::BureauStatus;
+use super::bureau::negativate::{NegativateArgs, describe_negativate, negativate};
+
 use chrono::{Months, NaiveDate};
-use dunning_core::{Output, Scope, UnixTime};
+use dunning_core::{Scope, UnixTime};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::catalog::name;
+use crate::rules::money::Money;
+use crate::status::BureauStatus;
+
 use crate::args::ById;
 use crate::error::DomainError;
-use crate::op::{Op, created, ok};
-use crate::ops::charges::{self, Charge};
-use crate::ops::debtors::{self, Debtor};
-use crate::ops::deliveries::{self, Delivery};
-use crate::outbound::Budget;
+use crate::op::Op;
+use crate::ops::charges::Charge;
+use crate::ops::debtors::{self};
 use crate::rules::calendar;
 use crate::schema as s;
-use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
+use crate::store::{Cond, Kind, Query, find, load, save};
 use crate::tool::{ToolSpec, tool};
 
 mod demo;
@@ -60,7 +61,6 @@ mod records;
 mod worker;
 
 pub use demo::*;
-use negativate::*;
 pub use records::*;
 pub use worker::*;
 

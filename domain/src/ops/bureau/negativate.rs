@@ -1,6 +1,23 @@
 //! Negativation: the checks of rule 1, the record, and the prior notice sent at once.
 
-use super::*;
+use dunning_core::{Output, UnixTime};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{
+    BUREAUS, BureauRecord, DAY_MS, MAX_NOTICE_DAYS, active_record, bureau_name, commit,
+    is_disputed, registrable_until,
+};
+use crate::error::DomainError;
+use crate::op::{Op, created};
+use crate::ops::charges::Charge;
+use crate::ops::debtors::Debtor;
+use crate::ops::deliveries::Delivery;
+use crate::ops::{charges, deliveries};
+use crate::outbound::Budget;
+use crate::rules::calendar;
+use crate::store::{Kind, must, save};
+
 use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};
 
 /// Where the prior notice goes.

@@ -1,6 +1,15 @@
 //! Collection conduct (domain.md §1.2 rules 4 and 6): who may receive a message, on which channel, and when.
 
-use super::*;
+use chrono::NaiveDateTime;
+use dunning_core::UnixTime;
+use serde_json::{Value, json};
+
+use crate::error::DomainError;
+use crate::ops::rulers;
+use crate::ops::rulers::{DUNNABLE, SendWindow, Window};
+use crate::rules::calendar;
+use crate::store::{Cond, Kind, Query, Tx};
+
 use crate::status::{AgreementStatus, ChargeStatus, ContactPointStatus, DebtorStatus};
 
 /// Why a message may not go out: a machine `code`, a precise message, and the argument

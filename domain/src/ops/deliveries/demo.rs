@@ -1,6 +1,19 @@
 //! Demo deliveries.
 
-use super::*;
+use dunning_core::{Output, UnixTime};
+use serde_json::{Value, json};
+
+use super::{
+    Delivery, creditor, debtor_refusal, delivery_template, pick_contact_point, render_template,
+    text,
+};
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::rulers;
+use crate::rules::calendar;
+use crate::status::DeliveryStatus;
+use crate::store::{Cond, Kind, Order, Query, find, save};
+
 use crate::status::ChargeStatus;
 
 /// How many demo deliveries.

@@ -15,23 +15,13 @@
 //! paid, canceled, renegotiated or written off, paused, or in an accepted/active
 //! agreement get nothing (rule 6).
 
-use crate::status::DeliveryStatus;
-use chrono::NaiveDateTime;
-use dunning_core::{Output, Scope, UnixTime};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use crate::engine::Rendered;
+use crate::status::DeliveryStatus;
+
 use crate::error::DomainError;
-use crate::op::{Op, created};
-use crate::ops::rulers::{self, DUNNABLE, SendWindow, Template, Window};
-use crate::org::Organization;
-use crate::outbound::Budget;
-use crate::rules::calendar;
-use crate::rules::money::Money;
-use crate::schema as s;
-use crate::store::{Cond, Kind, Order, Query, Tx, find, load, must, save};
-use crate::tool::{ToolSpec, tool};
+use crate::op::Op;
+use crate::store::{Cond, Kind, Query, find, save};
 
 mod conduct;
 mod demo;

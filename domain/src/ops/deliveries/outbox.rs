@@ -13,7 +13,15 @@
 //! | [`Failure::Retry`] | `queued`, `next_attempt_at` after the back-off; past the policy's attempts, `failed` | — |
 //! | [`Failure::Deferred`] | `queued`, `next_attempt_at`, the attempt not counted | — |
 
-use super::*;
+use serde_json::{Value, json};
+
+use super::{Delivery, advance_to};
+use crate::engine::Rendered;
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::rules::calendar;
+use crate::store::{Kind, load, save};
+
 use crate::engine::{DriverError, DriverReceipt, Failure, SendPolicy};
 use crate::status::{ContactPointStatus, DeliveryStatus};
 

@@ -1,6 +1,24 @@
 //! Manual messages (notify, bulk notify, resend): planned, described for the confirmation, then queued for the engine.
 
-use super::*;
+use chrono::NaiveDateTime;
+use dunning_core::Output;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    BUILTIN_TEMPLATES, Delivery, MAX_BULK, MESSAGE_CHANNELS, Refusal, br_date, charge_stop,
+    contact_refusal, debtor_refusal, find_template, local_now, no_contact_refusal,
+    pick_contact_point, text, window_for,
+};
+use crate::error::DomainError;
+use crate::op::{Op, created};
+use crate::ops::rulers;
+use crate::ops::rulers::{SendWindow, Window};
+use crate::outbound::Budget;
+use crate::rules::calendar;
+use crate::rules::money::Money;
+use crate::status::DeliveryStatus;
+use crate::store::{Kind, must, save};
 
 /// What a message should say: a template or a free text.
 #[derive(Clone, Debug)]

@@ -14,7 +14,13 @@
 //! * the contact point keeps `last_delivery_status`, and a bounce counts in
 //!   `bounce_count` (a hard one makes it `invalid`, see [`super::record_send`]).
 
-use super::*;
+use dunning_core::{Scope, UnixTime};
+
+use super::{Delivery, advance_to, count_bounce, touch_contact_point};
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::store::{Kind, load};
+
 use crate::Domain;
 use crate::Worker;
 use crate::status::DeliveryStatus;

@@ -1,6 +1,19 @@
 //! The delivery tools' declarations, and the list.
 
-use super::*;
+use dunning_core::{Output, Scope};
+use serde_json::Value;
+
+use super::{
+    BUILTIN_TEMPLATES, BulkArgs, CHANNELS, MESSAGE_CHANNELS, MessageArgs, NotifyArgs, ResendArgs,
+    STATUSES, bulk_notify, describe_bulk, describe_notify, describe_resend, notify, resend,
+};
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::rulers;
+use crate::schema as s;
+use crate::store::{Kind, Order};
+use crate::tool::{ToolSpec, tool};
+
 use crate::catalog::name;
 use crate::list::{Filter, Listing};
 

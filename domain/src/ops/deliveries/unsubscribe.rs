@@ -5,7 +5,13 @@
 //! `contact_point.opted_out` events, and every message still scheduled or queued for it
 //! canceled (`opted_out`).
 
-use super::*;
+use dunning_core::{Scope, UnixTime};
+use serde_json::json;
+
+use super::cancel_pending;
+use crate::error::DomainError;
+use crate::store::{Cond, Kind, load};
+
 use crate::Domain;
 use crate::Worker;
 use crate::ops::contact_points::ContactPoint;

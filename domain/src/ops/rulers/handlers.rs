@@ -1,6 +1,24 @@
 //! The handlers of the ruler and step tools.
 
-use super::*;
+use chrono::NaiveDate;
+use dunning_core::Output;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::args::{
+    STEP_FIELDS, apply_filters, apply_step, apply_window, blank_step, check_step, fail, issue,
+    join, new_step, object, unknown_keys,
+};
+use super::{
+    DUNNABLE, Filters, Ruler, SendWindow, Step, condition_refusal, load_ruler, local_timestamp,
+    slot, steps_of,
+};
+use crate::error::DomainError;
+use crate::op::{Op, created, list, ok};
+use crate::rules::calendar;
+use crate::rules::money::Money;
+use crate::store::{Cond, Kind, Order, Query, find, must, save};
+
 use crate::args::{ById, IdReason, fields};
 use crate::list::{Filter, Listing, Rows};
 use crate::status::{ChargeStatus, RulerStatus};

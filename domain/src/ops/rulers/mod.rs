@@ -19,20 +19,15 @@
 //! `args` (argument parsing and validation), `tools` (declarations), `handlers`, `demo`.
 
 use crate::status::{ChargeStatus, RulerStatus};
-use std::collections::BTreeSet;
 
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Weekday};
-use dunning_core::{FieldIssue, Output, Scope};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::error::DomainError;
-use crate::op::{Op, created, list, ok};
 use crate::rules::calendar;
 use crate::rules::money::Money;
-use crate::schema as s;
-use crate::store::{Cond, Kind, Order, Query, Tx, find, load, must, save};
-use crate::tool::{ToolBuilder, ToolSpec, tool};
+use crate::store::{Cond, Kind, Order, Query, Tx, find, must};
 
 mod args;
 mod demo;
@@ -44,9 +39,6 @@ pub use demo::seed_demo;
 pub use handlers::view;
 pub use schedule::*;
 pub use tools::tools;
-// The submodules see each other's items through `use super::*`.
-use args::*;
-use handlers::*;
 
 /// Step channels.
 pub const CHANNELS: &[&str] = &["email", "sms", "whatsapp", "webhook", "task"];

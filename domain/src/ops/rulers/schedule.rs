@@ -1,7 +1,16 @@
 //! Schedule arithmetic shared by the preview tool and the engine: offsets in calendar
 //! or business days, the send window, step conditions and template text.
 
-use super::*;
+use chrono::{Duration, NaiveDate, NaiveDateTime, NaiveTime};
+use dunning_core::FieldIssue;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+use super::args::issue;
+use super::{Step, VARIABLES, Window, parse_hhmm};
+use crate::rules::calendar;
+use crate::rules::money::Money;
+use crate::status::ChargeStatus;
 
 /// `d` moved by `n` bank business days (negative: backwards); `n = 0` gives `d` itself
 /// when it is a business day, else the next one.
