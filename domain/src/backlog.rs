@@ -9,8 +9,8 @@ use dunning_core::UnixTime;
 use serde_json::json;
 
 use crate::Domain;
+use crate::brazil::calendar;
 use crate::error::DomainError;
-use crate::rules::calendar;
 use crate::status::{ExportStatus, WebhookDeliveryStatus};
 use crate::store::{self, Cond, Kind, Order, Query};
 

@@ -33,12 +33,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::Domain;
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::deliveries::{self, Delivery, Refusal};
 use crate::ops::rulers::{self, DUNNABLE, Ruler, Step};
 use crate::ops::{self, charges};
-use crate::rules::calendar;
 use crate::store::{self, Cond, Kind, Order, Query, find, load, save};
 
 /// A step is sent at most this many days after its slot; older missed slots (a server

@@ -26,6 +26,7 @@
 
 pub mod args;
 pub mod backlog;
+pub mod brazil;
 pub mod catalog;
 pub mod ceiling;
 pub mod completions;
@@ -41,7 +42,6 @@ pub mod op;
 pub mod ops;
 pub mod org;
 pub mod outbound;
-pub mod rules;
 mod run;
 pub mod scheduler;
 pub mod schema;

@@ -17,9 +17,9 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::org::Settings;
-use crate::rules::calendar;
 use crate::store::{Kind, Order, Query, StoreError, Tx, save};
 
 /// One operation in progress.

@@ -242,7 +242,7 @@ fn me(op: &mut Op<'_>) -> Result<Output, DomainError> {
         "scopes": op.principal.scopes,
         "token": {
             "kind": kind,
-            "expires_at": crate::rules::calendar::timestamp(op.principal.expires_at),
+            "expires_at": crate::brazil::calendar::timestamp(op.principal.expires_at),
         },
     })))
 }

@@ -3,7 +3,7 @@
 use chrono::NaiveDate;
 
 use super::{Party, Style, Writer, amount_in_words, long_date, short_date};
-use crate::rules::money::Money;
+use crate::brazil::money::Money;
 
 /// What a settlement letter says.
 #[derive(Clone, Debug, Default, PartialEq)]

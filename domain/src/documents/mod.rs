@@ -33,7 +33,7 @@ mod tests {
     use chrono::NaiveDate;
 
     use super::*;
-    use crate::rules::money::Money;
+    use crate::brazil::money::Money;
 
     #[test]
     fn words() {

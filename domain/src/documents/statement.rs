@@ -3,7 +3,7 @@
 use chrono::NaiveDate;
 
 use super::{Align, Party, Style, Writer, fit, short_date};
-use crate::rules::money::Money;
+use crate::brazil::money::Money;
 
 /// One charge in a statement.
 #[derive(Clone, Debug, Default, PartialEq)]

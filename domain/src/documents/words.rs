@@ -3,7 +3,7 @@
 
 use chrono::{Datelike, NaiveDate};
 
-use crate::rules::money::Money;
+use crate::brazil::money::Money;
 
 /// A party of a document: name and CPF/CNPJ (digits, or alphanumeric CNPJ).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

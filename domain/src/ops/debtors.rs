@@ -6,18 +6,18 @@
 //! difference, never a recount), so listing and sorting by them is an index scan, not
 //! an aggregate per row.
 
+use crate::brazil::money::Money;
 use crate::catalog::name;
 use crate::list::{Filter, Listing};
-use crate::rules::money::Money;
 use crate::status::DebtorStatus;
 use dunning_core::{Output, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::args::{ById, IdReason, fields};
+use crate::brazil::document;
 use crate::error::DomainError;
 use crate::op::{Op, created, ok};
-use crate::rules::document;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -341,7 +341,7 @@ fn apply(a: DebtorArgs, d: &mut Debtor) -> Result<(), DomainError> {
         }
     }
     if let Some(b) = a.birthday {
-        crate::rules::calendar::parse_date(&b)
+        crate::brazil::calendar::parse_date(&b)
             .ok_or_else(|| DomainError::field("birthday", "must be a date YYYY-MM-DD"))?;
         d.birthday = Some(b);
     }

@@ -26,9 +26,9 @@
 //! (`protest.canceled` for a withdrawal too, with `mode`), plus `protest.sent_to_notary`
 //! and `protest.intimated` for changes the catalogue has no code for.
 
+use crate::brazil::money::Money;
 use crate::catalog::name;
 use crate::list::{Filter, Listing};
-use crate::rules::money::Money;
 use crate::status::{ChargeStatus, ProtestStatus};
 use chrono::{Duration, NaiveDate};
 use dunning_core::{Output, Scope};
@@ -36,11 +36,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::args::ById;
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::{Op, created, ok};
 use crate::ops::charges::{self, Charge};
 use crate::ops::debtors::{self, Debtor};
-use crate::rules::calendar;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
 use crate::tool::{ToolSpec, tool};

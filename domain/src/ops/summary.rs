@@ -8,10 +8,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::args::fields;
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::schema as s;
 use crate::status::ChargeStatus;
 use crate::store::{Cond, Kind, Query};

@@ -57,7 +57,7 @@ use dunning_core::UnixTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::rules::calendar;
+use crate::brazil::calendar;
 
 mod drivers;
 mod filters;

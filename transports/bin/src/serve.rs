@@ -96,7 +96,7 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
     );
     let clock = args.clock.clock();
     if clock.is_shifted() {
-        tracing::warn!(now = %dunning_domain::rules::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");
+        tracing::warn!(now = %dunning_domain::brazil::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");
     }
     let now = clock.now();
     match fdlimit::raise(settings.limits.max_connections) {

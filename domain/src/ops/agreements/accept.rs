@@ -6,13 +6,13 @@ use serde::Deserialize;
 
 use super::{Agreement, commit, load_agreement, sync_installments, ts_ms};
 use crate::args::{ById, IdReason};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
 use crate::ops::charges;
 use crate::ops::charges::NewCharge;
 use crate::ops::debtors::Debtor;
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::store::{Kind, load};
 
 use crate::status::{AgreementStatus, ChargeStatus};

@@ -5,9 +5,11 @@ use dunning_core::{Output, UnixTime};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::terms::{Terms, TermsArgs, fmt_date, terms};
+use super::plan::{Terms, TermsArgs, fmt_date, terms};
 use super::{Agreement, BREAK_AFTER_DAYS, DAY_MS, DEFAULT_VALIDITY_DAYS, OPEN};
 use crate::args::ById;
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::documents;
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
@@ -15,8 +17,6 @@ use crate::ops::charges::Charge;
 use crate::ops::deliveries::Delivery;
 use crate::ops::{debtors, deliveries};
 use crate::outbound::Budget;
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::status::{AgreementStatus, DeliveryStatus, InstallmentStatus};
 use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
 

@@ -33,15 +33,15 @@
 //! `pdf-writer` and the text helpers of [`crate::documents`]; until the agreement is
 //! accepted every page carries a "MINUTA" watermark (rule 8).
 //!
-//! Here: the documents, the state machine and the tool declarations. Beside: `terms`
-//! (simulation and its arguments), `handlers` (list, get, create), `accept` (accept and
-//! cancel), `worker`, `term` (the PDF) and `demo`.
+//! Here: the documents, the state machine and the tool declarations. Beside: `plan`
+//! (the payment plan: simulation and its arguments), `handlers` (list, get, create), `accept` (accept and
+//! cancel), `worker`, `term_pdf` (the PDF) and `demo`.
 
-use super::agreements::accept::{AcceptArgs, accept, cancel, describe_cancel};
-use super::agreements::terms::{TermsArgs, simulate};
+use accept::{AcceptArgs, accept, cancel, describe_cancel};
+use plan::{TermsArgs, simulate};
 
+use crate::brazil::money::Money;
 use crate::catalog::name;
-use crate::rules::money::Money;
 use crate::status::{AgreementStatus, ChargeStatus, InstallmentStatus};
 
 use dunning_core::Scope;
@@ -55,13 +55,13 @@ use crate::tool::{ToolBuilder, ToolSpec, tool};
 mod accept;
 mod demo;
 mod handlers;
-mod term;
-mod terms;
+mod plan;
+mod term_pdf;
 mod worker;
 
 pub use demo::*;
 pub use handlers::*;
-pub use term::*;
+pub use term_pdf::*;
 pub use worker::*;
 
 /// Every agreement status.

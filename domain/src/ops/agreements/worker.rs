@@ -3,11 +3,11 @@
 
 use super::accept::{cancel_charge, short};
 use super::{Agreement, commit, sync_installments, ts_ms};
+use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::charges;
 use crate::ops::charges::{Charge, NewCharge};
-use crate::rules::money::Money;
 use crate::store::{Cond, Kind, Query, find, load, save};
 
 use crate::status::{AgreementStatus, ChargeStatus};

@@ -34,23 +34,23 @@
 //! `custom_data.disputed` is `true`, or its dunning is paused with a reason that names a
 //! dispute ([`is_disputed`]).
 
-use super::bureau::negativate::{NegativateArgs, describe_negativate, negativate};
+use negativate::{NegativateArgs, describe_negativate, negativate};
 
 use chrono::{Months, NaiveDate};
 use dunning_core::{Scope, UnixTime};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::brazil::money::Money;
 use crate::catalog::name;
-use crate::rules::money::Money;
 use crate::status::BureauStatus;
 
 use crate::args::ById;
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::charges::Charge;
 use crate::ops::debtors::{self};
-use crate::rules::calendar;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Query, find, load, save};
 use crate::tool::{ToolSpec, tool};

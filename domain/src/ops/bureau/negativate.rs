@@ -8,6 +8,7 @@ use super::{
     BUREAUS, BureauRecord, DAY_MS, MAX_NOTICE_DAYS, active_record, bureau_name, commit,
     is_disputed, registrable_until,
 };
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::{Op, created};
 use crate::ops::charges::Charge;
@@ -15,7 +16,6 @@ use crate::ops::debtors::Debtor;
 use crate::ops::deliveries::Delivery;
 use crate::ops::{charges, deliveries};
 use crate::outbound::Budget;
-use crate::rules::calendar;
 use crate::store::{Kind, must, save};
 
 use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};

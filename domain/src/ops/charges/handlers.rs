@@ -1,8 +1,8 @@
 //! The charge tools' handlers (#13–#21, #23, #25) and their confirmation messages.
 
 use crate::args::{Amount, ById, Date, IdReason, ListArgs, fields};
+use crate::brazil::money::Money;
 use crate::list::{Filter, Listing};
-use crate::rules::money::Money;
 use crate::status::ChargeStatus;
 use std::collections::HashMap;
 
@@ -15,10 +15,10 @@ use super::{
     Charge, Discount, NewCharge, OPEN, Payment, breakdown, commit, due_date, effective_due_date,
     is_open, issue, label, load_charge, register, validate_amount, validate_discount, view,
 };
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
 use crate::ops::debtors::Debtor;
-use crate::rules::calendar;
 use crate::store::{Cond, Kind, Order, Query, find, load, save};
 
 /// The decisions an operator can take on a debt (domain.md §1 `debt_decision`).

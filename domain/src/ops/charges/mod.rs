@@ -33,8 +33,8 @@ mod draft;
 mod handlers;
 mod statement;
 
+use crate::brazil::money::Money;
 use crate::catalog::name;
-use crate::rules::money::Money;
 use crate::status::{BureauStatus, ChargeStatus, DebtorStatus, ProtestStatus};
 use chrono::NaiveDate;
 use dunning_core::Scope;
@@ -46,11 +46,11 @@ pub use demo::seed_demo;
 pub use handlers::Decision;
 
 use crate::args::{ById, IdReason};
+use crate::brazil::{calendar, growth};
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::aggregates;
 use crate::ops::debtors::{self, Debtor};
-use crate::rules::{calendar, growth};
 use crate::schema as s;
 use crate::store::{Cond, Kind, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};

@@ -4,10 +4,10 @@ use chrono::NaiveDateTime;
 use dunning_core::UnixTime;
 use serde_json::{Value, json};
 
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::ops::rulers;
 use crate::ops::rulers::{DUNNABLE, SendWindow, Window};
-use crate::rules::calendar;
 use crate::store::{Cond, Kind, Query, Tx};
 
 use crate::status::{AgreementStatus, ChargeStatus, ContactPointStatus, DebtorStatus};

@@ -7,10 +7,10 @@ use super::{
     Delivery, creditor, debtor_refusal, delivery_template, pick_contact_point, render_template,
     text,
 };
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::rulers;
-use crate::rules::calendar;
 use crate::status::DeliveryStatus;
 use crate::store::{Cond, Kind, Order, Query, find, save};
 

@@ -16,10 +16,10 @@
 use serde_json::{Value, json};
 
 use super::{Delivery, advance_to};
+use crate::brazil::calendar;
 use crate::engine::Rendered;
 use crate::error::DomainError;
 use crate::op::Op;
-use crate::rules::calendar;
 use crate::store::{Kind, load, save};
 
 use crate::engine::{DriverError, DriverReceipt, Failure, SendPolicy};

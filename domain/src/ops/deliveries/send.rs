@@ -10,13 +10,13 @@ use super::{
     contact_refusal, debtor_refusal, find_template, local_now, no_contact_refusal,
     pick_contact_point, text, window_for,
 };
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::{Op, created};
 use crate::ops::rulers;
 use crate::ops::rulers::{SendWindow, Window};
 use crate::outbound::Budget;
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::status::DeliveryStatus;
 use crate::store::{Kind, must, save};
 

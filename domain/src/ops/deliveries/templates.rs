@@ -4,13 +4,13 @@ use dunning_core::UnixTime;
 use serde_json::Value;
 
 use super::{Delivery, Refusal, text};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::engine::Rendered;
 use crate::error::DomainError;
 use crate::ops::rulers;
 use crate::ops::rulers::Template;
 use crate::org::Organization;
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::store::{Kind, Tx, load, must};
 
 /// Built-in message templates (`template_id`), usable on every channel, WhatsApp

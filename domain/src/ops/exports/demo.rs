@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 use super::{create_export, process};
 use crate::Domain;
+use crate::brazil::calendar;
 use crate::error::DomainError;
-use crate::rules::calendar;
 use crate::status::WebhookDeliveryStatus;
 use crate::store::{self, Cond, Kind, Order, Query};
 

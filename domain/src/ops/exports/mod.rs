@@ -34,9 +34,9 @@ pub use file::Dialect;
 
 use crate::Domain;
 use crate::args::ById;
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
-use crate::rules::calendar;
 use crate::schema as s;
 use crate::store::{self, Cond, Kind, Order, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};

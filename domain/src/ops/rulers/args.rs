@@ -9,8 +9,8 @@ use super::{
     ACTIONS, CHANNELS, Conditions, DUNNABLE, Filters, OFFSET_RANGE, SendWindow, Step, Template,
     WEEKDAYS, check_template_text, parse_hhmm,
 };
+use crate::brazil::money::Money;
 use crate::error::DomainError;
-use crate::rules::money::Money;
 use crate::status::ChargeStatus;
 
 pub(super) fn issue(field: &str, why: impl Into<String>) -> FieldIssue {

@@ -13,10 +13,10 @@ use super::{
     DUNNABLE, Filters, Ruler, SendWindow, Step, condition_refusal, load_ruler, local_timestamp,
     slot, steps_of,
 };
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::{Op, created, list, ok};
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::store::{Cond, Kind, Order, Query, find, must, save};
 
 use crate::args::{ById, IdReason, fields};

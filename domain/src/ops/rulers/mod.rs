@@ -24,9 +24,9 @@ use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Weekday};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::error::DomainError;
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::store::{Cond, Kind, Order, Query, Tx, find, must};
 
 mod args;

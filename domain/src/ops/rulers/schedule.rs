@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use super::args::issue;
 use super::{Step, VARIABLES, Window, parse_hhmm};
-use crate::rules::calendar;
-use crate::rules::money::Money;
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::status::ChargeStatus;
 
 /// `d` moved by `n` bank business days (negative: backwards); `n = 0` gives `d` itself

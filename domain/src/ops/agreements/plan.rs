@@ -1,5 +1,5 @@
-//! An agreement's terms: simulation of lump sums and installments, discounts within the
-//! organization's cap, and the arguments that describe them.
+//! An agreement's payment plan (its terms): simulation of lump sums and installments,
+//! discounts within the organization's cap, and the arguments that describe them.
 
 use chrono::{Months, NaiveDate};
 use dunning_core::Output;
@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
 use super::{ChargePart, Installment, MAX_CHARGES, MAX_FIRST_DUE_DAYS, MAX_INSTALLMENTS};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
 use crate::ops::charges;
 use crate::ops::charges::Charge;
 use crate::ops::debtors::Debtor;
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::status::InstallmentStatus;
 use crate::store::{Kind, must};
 
