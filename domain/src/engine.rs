@@ -465,7 +465,7 @@ fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
             .collect();
         steps.insert(r.id.clone(), s);
     }
-    let now_local = deliveries::local_now(op.now);
+    let now_local = calendar::local_now(op.now);
     // Only charges whose due date can put a step's slot in the catch-up window: a slot
     // lies within 2×|offset| + a week of the due date (business days, holidays, the
     // send window and the effective due date included).
@@ -564,7 +564,7 @@ fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
                     .as_ref()
                     .and_then(|c| text(c, "value"))
                     .map(str::to_owned),
-                scheduled_at: rulers::local_timestamp(at),
+                scheduled_at: calendar::local_timestamp(at),
                 requested_by: Some(ACTOR.into()),
                 created_at: ts.clone(),
                 updated_at: ts.clone(),
@@ -705,7 +705,7 @@ fn claim(
         offset: 0,
     };
     let due: Vec<Delivery> = find(op.tx, Kind::Delivery, op.org, &q)?;
-    let now_local = deliveries::local_now(op.now);
+    let now_local = calendar::local_now(op.now);
     let mut out = Vec::new();
     for mut d in due {
         if out.len() >= limit {

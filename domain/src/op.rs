@@ -242,6 +242,26 @@ pub fn ok(body: impl Serialize) -> Output {
     Output::ok(serde_json::to_value(body).unwrap_or(Value::Null))
 }
 
+/// The `changes` of an event ([`Op::event`]): `{field: {from, to}}` for every top-level
+/// field that changed (`updated_at` left out). Every group's updates use it.
+pub fn diff<T: Serialize>(before: &T, after: &T) -> Value {
+    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
+        (serde_json::to_value(before), serde_json::to_value(after))
+    else {
+        return Value::Null;
+    };
+    let mut out = Map::new();
+    for (k, v) in &b {
+        if k == "updated_at" {
+            continue;
+        }
+        if a.get(k) != Some(v) {
+            out.insert(k.clone(), json!({ "from": a.get(k), "to": v }));
+        }
+    }
+    Value::Object(out)
+}
+
 /// The sequence number of `org`'s next event: the last one's plus one. Writes of one
 /// organization are serialized (`WriteScope::Org`, `store/scope.rs`), so it is unique and
 /// increasing within the organization.

@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 
 use crate::args::{ListArgs, fields};
 use crate::error::DomainError;
-use crate::op::{Op, created, list, ok};
-use crate::ops::debtors::{self, Debtor, load_debtor};
+use crate::op::{Op, created, diff, list, ok};
+use crate::ops::debtors::{Debtor, load_debtor};
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, find, must, save};
 use crate::tool::{ToolBuilder, ToolSpec, tool};
@@ -360,7 +360,7 @@ fn demote_others(op: &mut Op<'_>, cp: &ContactPoint) -> Result<(), DomainError> 
             other.is_primary = false;
             other.updated_at = op.timestamp();
             save(op.tx, Kind::ContactPoint, op.org, &other)?;
-            let changes = debtors::diff(&before, &other);
+            let changes = diff(&before, &other);
             op.event(
                 "contact_point.updated",
                 "contact_point",
@@ -502,7 +502,7 @@ pub(crate) fn save_changed(
 ) -> Result<ContactPoint, DomainError> {
     cp.updated_at = op.timestamp();
     save(op.tx, Kind::ContactPoint, op.org, &cp)?;
-    let changes = debtors::diff(before, &cp);
+    let changes = diff(before, &cp);
     let id = cp.id.clone();
     op.event(
         "contact_point.updated",
@@ -559,7 +559,7 @@ fn delete_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
             n.is_primary = true;
             n.updated_at = op.timestamp();
             save(op.tx, Kind::ContactPoint, op.org, &n)?;
-            let changes = debtors::diff(&before, &n);
+            let changes = diff(&before, &n);
             op.event("contact_point.updated", "contact_point", &n.id, &n, changes)?;
         }
     }

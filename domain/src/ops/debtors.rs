@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::args::{ById, IdReason, fields};
 use crate::brazil::document;
 use crate::error::DomainError;
-use crate::op::{Op, created, ok};
+use crate::op::{Op, created, diff, ok};
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -466,23 +466,4 @@ fn archive_debtor(op: &mut Op<'_>) -> Result<Output, DomainError> {
     save(op.tx, Kind::Debtor, op.org, &d)?;
     op.event("debtor.archived", "debtor", id, &d, diff(&before, &d))?;
     Ok(ok(d))
-}
-
-/// `{field: {from, to}}` for every top-level field that changed.
-pub fn diff<T: Serialize>(before: &T, after: &T) -> Value {
-    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
-        (serde_json::to_value(before), serde_json::to_value(after))
-    else {
-        return Value::Null;
-    };
-    let mut out = Map::new();
-    for (k, v) in &b {
-        if k == "updated_at" {
-            continue;
-        }
-        if a.get(k) != Some(v) {
-            out.insert(k.clone(), json!({ "from": a.get(k), "to": v }));
-        }
-    }
-    Value::Object(out)
 }

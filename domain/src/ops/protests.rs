@@ -38,9 +38,9 @@ use serde_json::{Value, json};
 use crate::args::ById;
 use crate::brazil::calendar;
 use crate::error::DomainError;
-use crate::op::{Op, created, ok};
+use crate::op::{Op, created, diff, ok};
 use crate::ops::charges::{self, Charge};
-use crate::ops::debtors::{self, Debtor};
+use crate::ops::debtors::Debtor;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -220,7 +220,7 @@ fn commit(
 ) -> Result<(), DomainError> {
     p.updated_at = op.timestamp();
     save(op.tx, Kind::Protest, op.org, &*p)?;
-    let changes = before.map_or(Value::Null, |b| debtors::diff(b, &*p));
+    let changes = before.map_or(Value::Null, |b| diff(b, &*p));
     op.event(code, "protest", &p.id.clone(), &*p, changes)?;
     if let Some(mut c) = load::<Charge>(op.tx, Kind::Charge, op.org, &p.charge_id)? {
         if c.protest_status != Some(p.status) {

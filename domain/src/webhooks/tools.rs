@@ -10,7 +10,7 @@ use super::{
     is_catalog_code, last4, new_secret, parse_events, payload, record, request_for, stamp,
 };
 use crate::error::DomainError;
-use crate::op::{Op, created, ok};
+use crate::op::{Op, created, diff, ok};
 use crate::outbound::Budget;
 use crate::store::{Cond, Kind, Order, Query, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -307,7 +307,7 @@ pub(super) fn update_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     w.updated_at = op.timestamp();
     save(op.tx, Kind::Webhook, op.org, &w)?;
-    let changes = crate::ops::debtors::diff(&before.public(), &w.public());
+    let changes = diff(&before.public(), &w.public());
     op.event("webhook.updated", "webhook", id, &w.public(), changes)?;
     Ok(ok(w.public()))
 }
@@ -516,7 +516,7 @@ pub(super) fn rotate_secret(op: &mut Op<'_>) -> Result<Output, DomainError> {
     w.secret_rotated_at = Some(now.clone());
     w.updated_at = now;
     save(op.tx, Kind::Webhook, op.org, &w)?;
-    let changes = crate::ops::debtors::diff(&before.public(), &w.public());
+    let changes = diff(&before.public(), &w.public());
     op.event(
         "webhook.secret_rotated",
         "webhook",
@@ -613,7 +613,7 @@ pub(super) fn resend_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
     d.resent_at = Some(now.clone());
     d.updated_at = now;
     save(op.tx, Kind::WebhookDelivery, op.org, &d)?;
-    let changes = crate::ops::debtors::diff(&before, &d.summary());
+    let changes = diff(&before, &d.summary());
     op.event(
         "webhook_delivery.resent",
         "webhook_delivery",

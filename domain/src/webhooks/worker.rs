@@ -11,7 +11,7 @@ use super::{
     signature_header, stamp, truncate_body,
 };
 use crate::error::DomainError;
-use crate::op::Op;
+use crate::op::{Op, diff};
 use crate::outbound::Budget;
 use crate::store::{Cond, Kind, Order, Query, find, load, save};
 use crate::{Domain, store};
@@ -184,7 +184,7 @@ pub fn claim(op: &mut Op<'_>, limit: u32) -> Result<Vec<Claimed>, DomainError> {
                 d.next_retry_at = None;
                 d.updated_at = now.clone();
                 save(op.tx, Kind::WebhookDelivery, op.org, &d)?;
-                let changes = crate::ops::debtors::diff(&before.summary(), &d.summary());
+                let changes = diff(&before.summary(), &d.summary());
                 op.event(
                     "webhook_delivery.failed",
                     "webhook_delivery",
@@ -292,7 +292,7 @@ pub(super) fn record(
     save(op.tx, Kind::WebhookDelivery, op.org, &*d)?;
     if let Some(code) = final_code {
         let after = d.summary();
-        let changes = crate::ops::debtors::diff(&before, &after);
+        let changes = diff(&before, &after);
         op.event(code, "webhook_delivery", &d.id, &after, changes)?;
     }
     Ok(())

@@ -12,10 +12,10 @@ use crate::brazil::calendar;
 use crate::brazil::money::Money;
 use crate::documents;
 use crate::error::DomainError;
-use crate::op::{Op, created, list, ok};
+use crate::op::{Op, created, diff, list, ok};
 use crate::ops::charges::Charge;
+use crate::ops::deliveries;
 use crate::ops::deliveries::Delivery;
-use crate::ops::{debtors, deliveries};
 use crate::outbound::Budget;
 use crate::status::{AgreementStatus, DeliveryStatus, InstallmentStatus};
 use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
@@ -96,7 +96,7 @@ pub(super) fn commit(
 ) -> Result<(), DomainError> {
     a.updated_at = op.timestamp();
     save(op.tx, Kind::Agreement, op.org, &*a)?;
-    let changes = before.map_or(Value::Null, |b| debtors::diff(b, &*a));
+    let changes = before.map_or(Value::Null, |b| diff(b, &*a));
     op.event(code, "agreement", &a.id.clone(), &*a, changes)?;
     Ok(())
 }

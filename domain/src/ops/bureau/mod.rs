@@ -48,9 +48,8 @@ use crate::status::BureauStatus;
 use crate::args::ById;
 use crate::brazil::calendar;
 use crate::error::DomainError;
-use crate::op::Op;
+use crate::op::{Op, diff};
 use crate::ops::charges::Charge;
-use crate::ops::debtors::{self};
 use crate::schema as s;
 use crate::store::{Cond, Kind, Query, find, load, save};
 use crate::tool::{ToolSpec, tool};
@@ -263,7 +262,7 @@ fn commit(
 ) -> Result<(), DomainError> {
     r.updated_at = op.timestamp();
     save(op.tx, Kind::CreditBureauRecord, op.org, &*r)?;
-    let changes = before.map_or(Value::Null, |b| debtors::diff(b, &*r));
+    let changes = before.map_or(Value::Null, |b| diff(b, &*r));
     op.event(code, "credit_bureau_record", &r.id.clone(), &*r, changes)?;
     mirror_on_charge(op, &r.charge_id, r.status)
 }

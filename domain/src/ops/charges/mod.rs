@@ -48,9 +48,9 @@ pub use handlers::Decision;
 use crate::args::{ById, IdReason};
 use crate::brazil::{calendar, growth};
 use crate::error::DomainError;
-use crate::op::Op;
+use crate::op::{Op, diff};
 use crate::ops::aggregates;
-use crate::ops::debtors::{self, Debtor};
+use crate::ops::debtors::Debtor;
 use crate::schema as s;
 use crate::store::{Cond, Kind, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -326,7 +326,7 @@ pub fn commit(
     strip_computed(c);
     c.updated_at = op.timestamp();
     save(op.tx, Kind::Charge, op.org, c)?;
-    let changes = before.map_or(Value::Null, |b| debtors::diff(b, c));
+    let changes = before.map_or(Value::Null, |b| diff(b, c));
     let data = view(c, op.today());
     op.event(code, "charge", &c.id, &data, changes)?;
     aggregates::apply(op, before, Some(c))
@@ -372,13 +372,7 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
         c.updated_at = op.timestamp();
         save(op.tx, Kind::Charge, op.org, &c)?;
         let data = view(&c, today);
-        op.event(
-            "charge.overdue",
-            "charge",
-            &c.id,
-            &data,
-            debtors::diff(&before, &c),
-        )?;
+        op.event("charge.overdue", "charge", &c.id, &data, diff(&before, &c))?;
         aggregates::apply(op, Some(&before), Some(&c))?;
         moved += 1;
     }

@@ -1,6 +1,5 @@
 //! Collection conduct (domain.md §1.2 rules 4 and 6): who may receive a message, on which channel, and when.
 
-use chrono::NaiveDateTime;
 use dunning_core::UnixTime;
 use serde_json::{Value, json};
 
@@ -248,9 +247,4 @@ pub fn window_for(
         .unwrap_or_default();
     let parsed = w.window();
     Ok((w, parsed))
-}
-
-/// Local wall-clock time of `now`.
-pub fn local_now(now: UnixTime) -> NaiveDateTime {
-    calendar::local(now).naive_local()
 }

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::status::DeliveryStatus;
 
 use crate::error::DomainError;
-use crate::op::Op;
+use crate::op::{Op, diff};
 use crate::store::{Cond, Kind, Query, find, save};
 
 mod conduct;
@@ -181,7 +181,7 @@ pub fn advance_to(
     }
     d.updated_at = now;
     save(op.tx, Kind::Delivery, op.org, &*d)?;
-    let changes = crate::ops::debtors::diff(&before, &*d);
+    let changes = diff(&before, &*d);
     op.event(
         &format!("delivery.{to}"),
         "delivery",

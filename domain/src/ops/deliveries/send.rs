@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::{
     BUILTIN_TEMPLATES, Delivery, MAX_BULK, MESSAGE_CHANNELS, Refusal, br_date, charge_stop,
-    contact_refusal, debtor_refusal, find_template, local_now, no_contact_refusal,
-    pick_contact_point, text, window_for,
+    contact_refusal, debtor_refusal, find_template, no_contact_refusal, pick_contact_point, text,
+    window_for,
 };
 use crate::brazil::calendar;
 use crate::brazil::money::Money;
@@ -147,7 +147,7 @@ pub(super) fn when(
     window: &Window,
     sw: &SendWindow,
 ) -> Result<(NaiveDateTime, bool), DomainError> {
-    let now = local_now(op.now);
+    let now = calendar::local_now(op.now);
     match schedule_at {
         Some(raw) => {
             let t = calendar::parse_timestamp(raw).ok_or_else(|| {
@@ -163,7 +163,7 @@ pub(super) fn when(
             if !window.allows(at) {
                 let next = window
                     .next_open(at)
-                    .map(rulers::local_timestamp)
+                    .map(calendar::local_timestamp)
                     .unwrap_or_default();
                 return Err(DomainError::field(
                     "schedule_at",
@@ -308,7 +308,7 @@ pub(super) fn manual_delivery(
         template_id: c.template_id.clone(),
         message: c.message.clone(),
         subject: c.subject.clone(),
-        scheduled_at: rulers::local_timestamp(at),
+        scheduled_at: calendar::local_timestamp(at),
         queued_at: due_now.then(|| now.clone()),
         requested_by: Some(op.principal.subject.clone()),
         created_at: now.clone(),
@@ -360,7 +360,7 @@ pub(super) fn describe_notify(op: &mut Op<'_>) -> Result<String, DomainError> {
     let when = if due_now {
         "now".to_owned()
     } else {
-        format!("at {}", rulers::local_timestamp(at))
+        format!("at {}", calendar::local_timestamp(at))
     };
     Ok(format!(
         "Send {} to {} ({}) {when} about {}?",
@@ -578,7 +578,7 @@ pub(super) fn describe_resend(op: &mut Op<'_>) -> Result<String, DomainError> {
     let when = if due_now {
         "now".to_owned()
     } else {
-        format!("at {}", rulers::local_timestamp(at))
+        format!("at {}", calendar::local_timestamp(at))
     };
     Ok(format!(
         "Resend delivery {} ({}) as {} to {} ({}) {when} about {}?",

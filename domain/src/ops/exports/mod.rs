@@ -36,7 +36,7 @@ use crate::Domain;
 use crate::args::ById;
 use crate::brazil::calendar;
 use crate::error::DomainError;
-use crate::op::{Op, ok};
+use crate::op::{Op, diff, ok};
 use crate::schema as s;
 use crate::store::{self, Cond, Kind, Order, Query, find, must, save};
 use crate::tool::{ToolSpec, tool};
@@ -599,7 +599,7 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
             e.expired_at = Some(now.clone());
             e.updated_at = now;
             save(op.tx, Kind::Export, op.org, &e)?;
-            let changes = crate::ops::debtors::diff(&before, &e.public());
+            let changes = diff(&before, &e.public());
             op.event("export.expired", "export", &e.id, &e.public(), changes)?;
             n += 1;
         }
@@ -628,7 +628,7 @@ pub fn process(op: &mut Op<'_>) -> Result<u32, DomainError> {
         e.processing_started_at = Some(now.clone());
         e.updated_at = now;
         save(op.tx, Kind::Export, op.org, &e)?;
-        let changes = crate::ops::debtors::diff(&before, &e.public());
+        let changes = diff(&before, &e.public());
         op.event("export.processing", "export", &e.id, &e.public(), changes)?;
         n += 1;
     }
@@ -705,7 +705,7 @@ fn build_one(op: &mut Op<'_>, mut e: Export) -> Result<(), DomainError> {
             e.processed_at = Some(now);
             e.csv = Some(csv);
             save(op.tx, Kind::Export, op.org, &e)?;
-            let changes = crate::ops::debtors::diff(&before, &e.public());
+            let changes = diff(&before, &e.public());
             op.event("export.processed", "export", &e.id, &e.public(), changes)?;
         }
         Err(Failure::Refused(why)) => {
@@ -713,7 +713,7 @@ fn build_one(op: &mut Op<'_>, mut e: Export) -> Result<(), DomainError> {
             e.failed_at = Some(now);
             e.error_message = Some(why);
             save(op.tx, Kind::Export, op.org, &e)?;
-            let changes = crate::ops::debtors::diff(&before, &e.public());
+            let changes = diff(&before, &e.public());
             op.event("export.failed", "export", &e.id, &e.public(), changes)?;
         }
         Err(Failure::Store(err)) => return Err(err),

@@ -70,11 +70,6 @@ pub fn slot(step: &Step, window: &Window, due: NaiveDate) -> Slot {
     Slot { nominal, at, moved }
 }
 
-/// Local date-time as an RFC 3339 timestamp in the organization's zone.
-pub fn local_timestamp(at: NaiveDateTime) -> String {
-    format!("{}-03:00", at.format("%Y-%m-%dT%H:%M:%S"))
-}
-
 /// Why a step does not apply to a charge (its conditions), or `None` when it does.
 pub fn condition_refusal(step: &Step, charge: &Value) -> Option<String> {
     let amount = Money::in_doc(charge, "amount");
