@@ -74,8 +74,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::ops::webhooks::{self, RecordingDriver};
     use crate::testing::{Bed, T0};
-    use crate::webhooks::{self, RecordingDriver};
 
     #[test]
     fn an_empty_store_has_no_backlog() {

@@ -58,7 +58,7 @@ impl Registry {
         tools.extend(ops::deliveries::tools());
         tools.extend(ops::exports::tools());
         tools.extend(ops::events::tools());
-        tools.extend(crate::webhooks::tools());
+        tools.extend(ops::webhooks::tools());
         let index = tools
             .iter()
             .enumerate()

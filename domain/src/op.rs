@@ -176,7 +176,7 @@ impl<'a> Op<'a> {
             "updated_at": at,
         });
         save(self.tx, Kind::Event, self.org, &event)?;
-        crate::webhooks::fan_out(self, &event)?;
+        crate::ops::webhooks::fan_out(self, &event)?;
         Ok(event)
     }
 }

@@ -12,6 +12,7 @@ pub mod exports;
 pub mod protests;
 pub mod rulers;
 pub mod summary;
+pub mod webhooks;
 
 use dunning_core::{Principal, UnixTime};
 

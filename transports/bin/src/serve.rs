@@ -484,11 +484,11 @@ fn embedded_authorization_server(
 /// machine) or [`HttpDriver`] with TLS.
 fn webhook_driver(
     w: &crate::settings::Webhooks,
-) -> Arc<dyn dunning_domain::webhooks::WebhookDriver> {
+) -> Arc<dyn dunning_domain::ops::webhooks::WebhookDriver> {
     match w.driver {
         WebhookDriver::Record => {
             tracing::info!("webhooks: recording driver (nothing leaves the machine)");
-            Arc::new(dunning_domain::webhooks::RecordingDriver::new())
+            Arc::new(dunning_domain::ops::webhooks::RecordingDriver::new())
         }
         WebhookDriver::Http => {
             tracing::info!(

@@ -15,31 +15,33 @@
 //! Charges, deliveries, agreements and bureau records carry the debtor's name and
 //! CPF/CNPJ.
 //!
-//! The webhook tools (#58–#67) are listed after these, from [`crate::webhooks`].
+//! The webhook tools (#58–#67) are listed after these, from [`crate::ops::webhooks`].
+
+use std::collections::HashMap;
 
 use crate::catalog::{Registry, name};
 use crate::status::ExportStatus;
-use std::collections::HashMap;
 
-use dunning_core::{File, Output, Scope, UnixTime};
+use dunning_core::{File, Output, UnixTime};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 mod demo;
 mod file;
+mod tools;
 
 pub use demo::seed_demo;
 pub use file::Dialect;
+pub use tools::tools;
 
 use crate::Domain;
 use crate::args::ById;
 use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::{Op, diff, ok};
-use crate::schema as s;
 use crate::store::{self, Cond, Kind, Order, Query, find, must, save};
-use crate::tool::{ToolSpec, tool};
+use crate::tool::ToolSpec;
 
 /// How long a processed file can be downloaded.
 pub const DOWNLOAD_TTL_MS: u64 = 24 * 3600 * 1000;
@@ -293,42 +295,6 @@ fn resource(name: &str) -> Option<&'static Resource> {
 /// The list tool `r` pages through, from the registry the operation was lent.
 fn list_tool<'r>(registry: &'r Registry, r: &Resource) -> Option<&'r ToolSpec> {
     registry.get(r.list_tool)
-}
-
-fn export_output() -> Value {
-    s::entity_output(&["id", "resource", "format", "status"])
-}
-
-/// The tools of this module (#55–#57), followed by the webhook tools (#58–#67).
-pub fn tools() -> Vec<ToolSpec> {
-    let names: Vec<&str> = RESOURCES.iter().map(|r| r.name).collect();
-    vec![
-        tool(name::EXPORTS_CREATE, "Export to CSV", "POST", "/v1/exports")
-            .describe("Queues a CSV export of charges, debtors, deliveries, agreements or credit_bureau_records. `filters` are the arguments of the matching list tool (e.g. for charges those of dunning_charges_list: status, due_from, due_to, debtor_id, ...); they are validated now, errors naming filters.<field>. The export starts `queued`; poll dunning_exports_get until `processed` (or `failed`), then dunning_exports_download. Files are RFC 4180 CSV (UTF-8, a header row, money as 1234.56, ISO dates) or, with dialect pt-BR, semicolon-separated with decimal commas and a UTF-8 BOM; they can be downloaded for 24 hours.")
-            .access(Scope::Write, Some("exports.create"))
-            .req("resource", s::one_of("What to export", &names))
-            .arg("format", s::one_of("File format (default csv)", &["csv"]))
-            .arg("dialect", s::one_of("CSV dialect: rfc4180 (default; comma, decimal point) or pt-BR (semicolon, decimal comma and a UTF-8 BOM: what Excel in Portuguese opens as columns)", &Dialect::NAMES))
-            .arg("filters", s::any_object("Filters of the resource's list tool (without page and per_page)"))
-            .args::<CreateArgs>()
-            .output(export_output())
-            .run(create_export),
-        tool(name::EXPORTS_GET, "Get an export", "GET", "/v1/exports/{id}")
-            .describe("One export: status (queued, processing, processed, failed, expired), row_count, file_name, file_size, download_expires_at, error_message.")
-            .read()
-            .access(Scope::Read, Some("exports.create"))
-            .req("id", s::id("Export id"))
-            .args::<ById>()
-            .output(export_output())
-            .run(get_export),
-        tool(name::EXPORTS_DOWNLOAD, "Download an export", "GET", "/v1/exports/{id}/download")
-            .describe("The CSV file of a processed export (text/csv). The tool answers with the file's descriptor (size and download path); read the resource kobana://dunning/exports/{id}/download for the content. Queued, processing, failed or expired exports are a CONFLICT naming the status.")
-            .read()
-            .access(Scope::Read, Some("exports.create"))
-            .req("id", s::id("Export id"))
-            .args::<ById>()
-            .run(download_export),
-    ]
 }
 
 fn load_export(op: &mut Op<'_>, id: &str) -> Result<Export, DomainError> {
@@ -681,7 +647,7 @@ pub fn tick(domain: &Domain, now: UnixTime) -> Result<u32, DomainError> {
     let orgs = store::read(domain.store(), |tx| Ok(tx.organizations()?))?;
     let mut n = 0;
     for org in orgs {
-        n += crate::webhooks::with_system_op(domain, &org, now, None, process)?;
+        n += crate::ops::webhooks::with_system_op(domain, &org, now, None, process)?;
     }
     Ok(n)
 }
