@@ -49,13 +49,13 @@ use crate::ops::charges::Charge;
 use crate::store::{Cond, Kind, Query, find, load, save};
 
 mod demo;
+mod handlers;
 mod negativate;
-mod records;
 mod tools;
 mod worker;
 
 pub use demo::*;
-pub use records::*;
+pub use handlers::*;
 pub use tools::tools;
 pub use worker::*;
 

@@ -25,6 +25,7 @@ use crate::store::{Cond, Kind, Query, find, save};
 
 mod conduct;
 mod demo;
+mod handlers;
 mod outbox;
 mod send;
 mod status;

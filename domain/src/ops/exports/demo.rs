@@ -1,12 +1,13 @@
 //! Demo data of the exports group: a webhook, three exports and their deliveries.
 
-use crate::catalog::name;
 use dunning_core::{Output, UnixTime};
 use serde_json::{Value, json};
 
-use super::{create_export, process};
+use super::handlers::create_export;
+use super::worker::process;
 use crate::Domain;
 use crate::brazil::calendar;
+use crate::catalog::name;
 use crate::error::DomainError;
 use crate::status::WebhookDeliveryStatus;
 use crate::store::{self, Cond, Kind, Order, Query};

@@ -1,11 +1,11 @@
 //! The export tools (#55–#57): schemas and declarations; the webhook tools (#58–#67) follow them in the catalogue.
 
-use super::{CreateArgs, RESOURCES, create_export, download_export, get_export};
-
 use dunning_core::Scope;
 use serde_json::Value;
 
+use super::RESOURCES;
 use super::file::Dialect;
+use super::handlers::{CreateArgs, create_export, download_export, get_export};
 use crate::args::ById;
 use crate::catalog::name;
 use crate::schema as s;

@@ -61,6 +61,7 @@ use crate::brazil::calendar;
 
 mod drivers;
 mod filters;
+mod handlers;
 mod signature;
 mod tools;
 mod urls;

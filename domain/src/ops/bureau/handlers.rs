@@ -1,4 +1,5 @@
-//! Listing, reading and removing bureau records.
+//! The handlers of the bureau record tools: listing, reading and removing records
+//! (negativating is in `negativate`, with its checks).
 
 use dunning_core::Output;
 use serde::Deserialize;
