@@ -13,9 +13,8 @@ use crate::op::{Op, ok};
 use crate::ops::charges;
 use crate::ops::charges::NewCharge;
 use crate::ops::debtors::Debtor;
-use crate::store::{Kind, load};
-
 use crate::status::{AgreementStatus, ChargeStatus};
+use crate::store::{Kind, load};
 
 pub(super) fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)

@@ -12,6 +12,7 @@ use crate::brazil::calendar;
 use crate::brazil::money::Money;
 use crate::documents;
 use crate::error::DomainError;
+use crate::list::{Filter, Listing, Rows};
 use crate::op::{Op, created, diff, list, ok};
 use crate::ops::charges::Charge;
 use crate::ops::deliveries;
@@ -19,8 +20,6 @@ use crate::ops::deliveries::Delivery;
 use crate::outbound::Budget;
 use crate::status::{AgreementStatus, DeliveryStatus, InstallmentStatus};
 use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
-
-use crate::list::{Filter, Listing, Rows};
 
 /// Loads an agreement of the caller's organization or answers `NOT_FOUND`.
 pub fn load_agreement(op: &mut Op<'_>, id: &str) -> Result<Agreement, DomainError> {

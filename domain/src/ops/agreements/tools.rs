@@ -1,15 +1,14 @@
 //! The agreement tools (#34–#40): schemas and declarations.
 
-use super::{
-    LISTING, MAX_CHARGES, MAX_INSTALLMENTS, ProposeArgs, STATUSES, create_agreement, get_agreement,
-    list_agreements, term,
-};
-
 use dunning_core::Scope;
 use serde_json::Value;
 
 use super::accept::{AcceptArgs, accept, cancel, describe_cancel};
 use super::plan::{TermsArgs, simulate};
+use super::{
+    LISTING, MAX_CHARGES, MAX_INSTALLMENTS, ProposeArgs, STATUSES, create_agreement, get_agreement,
+    list_agreements, term,
+};
 use crate::args::{ById, IdReason};
 use crate::catalog::name;
 use crate::schema as s;

@@ -8,9 +8,8 @@ use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::charges;
 use crate::ops::charges::{Charge, NewCharge};
-use crate::store::{Cond, Kind, Query, find, load, save};
-
 use crate::status::{AgreementStatus, ChargeStatus};
+use crate::store::{Cond, Kind, Query, find, load, save};
 
 /// Moves agreements along with the clock and their installments' payments (see the
 /// module docs); called by the worker tick. Returns how many agreements changed status.

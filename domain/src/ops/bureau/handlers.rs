@@ -7,12 +7,11 @@ use serde::Deserialize;
 use super::{BureauRecord, EARLY, REMOVAL_REASONS, bureau_name, cancel_record, request_removal};
 use crate::args::ById;
 use crate::error::DomainError;
+use crate::list::{Filter, Listing};
 use crate::op::{Op, ok};
 use crate::ops::debtors::Debtor;
 use crate::status::BureauStatus;
 use crate::store::{Kind, Order, load, must};
-
-use crate::list::{Filter, Listing};
 
 /// `dunning_credit_bureau_list`.
 pub(super) const LISTING: Listing = Listing {

@@ -16,9 +16,8 @@ use crate::ops::debtors::Debtor;
 use crate::ops::deliveries::Delivery;
 use crate::ops::{charges, deliveries};
 use crate::outbound::Budget;
-use crate::store::{Kind, must, save};
-
 use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};
+use crate::store::{Kind, must, save};
 
 /// Where the prior notice goes.
 pub(super) struct NoticeTarget {

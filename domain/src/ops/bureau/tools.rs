@@ -1,14 +1,13 @@
 //! The credit bureau tools (#26–#29): schemas and declarations.
 
-use super::{
-    BUREAUS, LISTING, MAX_NOTICE_DAYS, REMOVAL_REASONS, RemoveArgs, STATUSES, describe_remove,
-    get_record, list_records, remove,
-};
-
 use dunning_core::Scope;
 use serde_json::Value;
 
 use super::negativate::{NegativateArgs, describe_negativate, negativate};
+use super::{
+    BUREAUS, LISTING, MAX_NOTICE_DAYS, REMOVAL_REASONS, RemoveArgs, STATUSES, describe_remove,
+    get_record, list_records, remove,
+};
 use crate::args::ById;
 use crate::catalog::name;
 use crate::schema as s;

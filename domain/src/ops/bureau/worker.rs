@@ -10,9 +10,8 @@ use crate::op::Op;
 use crate::ops::charges::Charge;
 use crate::ops::debtors::Debtor;
 use crate::ops::deliveries::Delivery;
-use crate::store::{Cond, Kind, Query, find, load};
-
 use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};
+use crate::store::{Cond, Kind, Query, find, load};
 
 /// The default bureau driver: records the request and answers with a protocol at once
 /// (nothing leaves the machine).

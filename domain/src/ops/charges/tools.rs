@@ -1,11 +1,10 @@
 //! The charge tools (#13–#21, #23–#25) and the debtor statement tool (#8): schemas and
 //! declarations.
 
-use super::{STATUSES, draft, handlers, statement};
-
 use dunning_core::Scope;
 use serde_json::Value;
 
+use super::{STATUSES, draft, handlers, statement};
 use crate::args::{ById, IdReason};
 use crate::catalog::name;
 use crate::schema as s;

@@ -7,9 +7,8 @@ use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::ops::rulers;
 use crate::ops::rulers::{DUNNABLE, SendWindow, Window};
-use crate::store::{Cond, Kind, Query, Tx};
-
 use crate::status::{AgreementStatus, ChargeStatus, ContactPointStatus, DebtorStatus};
+use crate::store::{Cond, Kind, Query, Tx};
 
 /// Why a message may not go out: a machine `code`, a precise message, and the argument
 /// it is about when the caller chose it (then it is a validation error, else a conflict).

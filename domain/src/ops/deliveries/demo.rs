@@ -11,10 +11,9 @@ use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::rulers;
+use crate::status::ChargeStatus;
 use crate::status::DeliveryStatus;
 use crate::store::{Cond, Kind, Order, Query, find, save};
-
-use crate::status::ChargeStatus;
 
 /// How many demo deliveries.
 #[derive(Debug, serde::Deserialize)]

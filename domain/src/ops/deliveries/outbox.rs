@@ -18,12 +18,11 @@ use serde_json::{Value, json};
 use super::{Delivery, advance_to};
 use crate::brazil::calendar;
 use crate::engine::Rendered;
+use crate::engine::{DriverError, DriverReceipt, Failure, SendPolicy};
 use crate::error::DomainError;
 use crate::op::Op;
-use crate::store::{Kind, load, save};
-
-use crate::engine::{DriverError, DriverReceipt, Failure, SendPolicy};
 use crate::status::{ContactPointStatus, DeliveryStatus};
+use crate::store::{Kind, load, save};
 
 /// What became of one send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

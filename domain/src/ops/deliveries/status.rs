@@ -17,13 +17,12 @@
 use dunning_core::{Scope, UnixTime};
 
 use super::{Delivery, advance_to, count_bounce, touch_contact_point};
-use crate::error::DomainError;
-use crate::op::Op;
-use crate::store::{Kind, load};
-
 use crate::Domain;
 use crate::Worker;
+use crate::error::DomainError;
+use crate::op::Op;
 use crate::status::DeliveryStatus;
+use crate::store::{Kind, load};
 
 /// What a provider said about one of its messages.
 #[derive(Clone, Debug, PartialEq, Eq)]

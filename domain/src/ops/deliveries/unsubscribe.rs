@@ -9,12 +9,11 @@ use dunning_core::{Scope, UnixTime};
 use serde_json::json;
 
 use super::cancel_pending;
-use crate::error::DomainError;
-use crate::store::{Cond, Kind, load};
-
 use crate::Domain;
 use crate::Worker;
+use crate::error::DomainError;
 use crate::ops::contact_points::ContactPoint;
+use crate::store::{Cond, Kind, load};
 
 /// The worker whose events record unsubscribes.
 const UNSUBSCRIBE: Worker = Worker {

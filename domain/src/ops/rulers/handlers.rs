@@ -12,15 +12,14 @@ use super::args::{
 use super::{
     DUNNABLE, Filters, Ruler, SendWindow, Step, condition_refusal, load_ruler, slot, steps_of,
 };
+use crate::args::{ById, IdReason, fields};
 use crate::brazil::calendar;
 use crate::brazil::money::Money;
 use crate::error::DomainError;
-use crate::op::{Op, created, diff, list, ok};
-use crate::store::{Cond, Kind, Order, Query, find, must, save};
-
-use crate::args::{ById, IdReason, fields};
 use crate::list::{Filter, Listing, Rows};
+use crate::op::{Op, created, diff, list, ok};
 use crate::status::{ChargeStatus, RulerStatus};
+use crate::store::{Cond, Kind, Order, Query, find, must, save};
 
 /// `dunning_rulers_create`.
 #[derive(Debug, Deserialize)]

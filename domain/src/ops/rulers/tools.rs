@@ -10,11 +10,10 @@ use super::handlers::{
     list_rulers, pause_ruler, preview_ruler, update_ruler, update_step,
 };
 use super::{ACTIONS, CHANNELS, DUNNABLE, STATUSES, VARIABLES, WEEKDAYS};
-use crate::schema as s;
-use crate::tool::{ToolBuilder, ToolSpec, tool};
-
 use crate::args::{ById, IdReason};
 use crate::catalog::name;
+use crate::schema as s;
+use crate::tool::{ToolBuilder, ToolSpec, tool};
 
 pub(super) fn filters_schema() -> Value {
     s::object(

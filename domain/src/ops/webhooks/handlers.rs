@@ -1,5 +1,10 @@
 //! The handlers of the webhook tools (#58–#67) and their arguments.
 
+use dunning_core::{Output, ToolCall};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
 use super::{
     MAX_GRACE_SECONDS, MAX_WEBHOOKS, Webhook, WebhookDelivery, check_url, claim_one, enqueue,
     is_catalog_code, last4, new_secret, parse_events, payload, record, request_for, stamp,
@@ -13,10 +18,6 @@ use crate::status::WebhookDeliveryStatus;
 use crate::store::WriteScope;
 use crate::store::{Cond, Kind, Order, Query, must, save};
 use crate::{Domain, store};
-use dunning_core::{Output, ToolCall};
-use serde::Deserialize;
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 pub(super) fn load_hook(op: &mut Op<'_>, id: &str) -> Result<Webhook, DomainError> {
     must(op.tx, Kind::Webhook, op.org, id)

@@ -10,14 +10,13 @@ use super::{
     WebhookDriver, WebhookRequest, WebhookResponse, filter_matches, is_catalog_code,
     signature_header, stamp, truncate_body,
 };
+use crate::Worker;
 use crate::error::DomainError;
 use crate::op::{Op, diff};
 use crate::outbound::Budget;
+use crate::status::WebhookDeliveryStatus;
 use crate::store::{Cond, Kind, Order, Query, find, load, save};
 use crate::{Domain, store};
-
-use crate::Worker;
-use crate::status::WebhookDeliveryStatus;
 
 /// Queues a `pending` delivery for every active webhook whose filter matches the event
 /// (published catalogue codes only; `webhook.ping` goes only through the test tool).
