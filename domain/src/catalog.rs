@@ -45,7 +45,7 @@ impl Registry {
     /// Every tool, in catalogue order: the groups in the order they are listed here, the
     /// debtor statement (declared with the charges) right after the debtors.
     pub fn new() -> Self {
-        let mut tools = crate::org::tools();
+        let mut tools = ops::me::tools();
         tools.extend(ops::summary::tools());
         tools.extend(ops::debtors::tools());
         tools.extend(ops::charges::statement_tools());

@@ -21,6 +21,10 @@
 //!
 //! Steps whose action is `negativate`, `protest` or `escalate` only produce a `task`
 //! delivery for a person: the engine never negativates, protests or escalates by itself.
+//!
+//! Not a tool group, so it sits at the crate root rather than under `ops/`: it declares
+//! no tool, it is what the worker ([`crate::Worker`]) runs on the clock, across the
+//! groups it reads (charges, rulers, deliveries, contact points).
 
 use crate::Worker;
 use crate::status::{DeliveryStatus, RulerStatus};

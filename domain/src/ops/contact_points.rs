@@ -8,6 +8,10 @@
 //! Opting out (LGPD, CDC art. 42) takes effect at once: `opted_out_at` is stamped and a
 //! `contact_point.opted_out` event is written; the senders check `consent` before every
 //! message ([`reachable`]).
+//!
+//! One file rather than a group folder: the group is small enough that its document,
+//! declarations and handlers read best together (one document and its channel rules, four tools); past about 600 lines it becomes
+//! a folder of the usual shape (see [`crate::ops`]).
 
 use crate::catalog::name;
 use crate::status::{ContactPointStatus, DebtorStatus, DeliveryStatus};

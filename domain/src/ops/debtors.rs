@@ -5,6 +5,10 @@
 //! [`crate::ops::aggregates::apply`] whenever one of its charges changes (by the change's
 //! difference, never a recount), so listing and sorting by them is an index scan, not
 //! an aggregate per row.
+//!
+//! One file rather than a group folder: the group is small enough that its document,
+//! declarations and handlers read best together (one document, five tools); past about 600 lines it becomes
+//! a folder of the usual shape (see [`crate::ops`]).
 
 use crate::brazil::money::Money;
 use crate::catalog::name;

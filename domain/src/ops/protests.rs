@@ -25,6 +25,10 @@
 //! Events: the catalogue's `protest.{requested,protested,paid_at_notary,canceled,failed}`
 //! (`protest.canceled` for a withdrawal too, with `mode`), plus `protest.sent_to_notary`
 //! and `protest.intimated` for changes the catalogue has no code for.
+//!
+//! One file rather than a group folder: the group is small enough that its document,
+//! declarations and handlers read best together (one document and its machine, four tools); past about 600 lines it becomes
+//! a folder of the usual shape (see [`crate::ops`]).
 
 use crate::brazil::money::Money;
 use crate::catalog::name;

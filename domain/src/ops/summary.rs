@@ -1,5 +1,9 @@
 //! `dunning_summary_get` (#2): the organization's collection KPIs, all computed here
 //! (open and overdue amounts, aging buckets, 30-day recovery rate) so no client re-sums.
+//!
+//! One file rather than a group folder: the group is small enough that its document,
+//! declarations and handlers read best together (one read tool); past about 600 lines it becomes
+//! a folder of the usual shape (see [`crate::ops`]).
 
 use crate::catalog::name;
 use chrono::{Duration, NaiveDate};
