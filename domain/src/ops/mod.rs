@@ -6,7 +6,7 @@
 //! handler functions and their argument structs), then topic files named after what
 //! they hold (`agreement.rs`: the agreement document and its machine; `worker.rs`: the
 //! clock-driven part; `demo.rs`: the demo seeding). A small group is one file
-//! (`debtors.rs`, `contact_points.rs`, `protests.rs`, `events.rs`, `summary.rs`, `me.rs`)
+//! (`debtors.rs`, `contact_points.rs`, `events.rs`, `summary.rs`, `me.rs`)
 //! and says why in its doc. [`aggregates`] is not a group: it is the debtor's computed
 //! fields, kept by the charge writes of several groups.
 
