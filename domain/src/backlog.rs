@@ -9,8 +9,8 @@ use dunning_core::UnixTime;
 use serde_json::json;
 
 use crate::Domain;
+use crate::brazil::calendar;
 use crate::error::DomainError;
-use crate::rules::calendar;
 use crate::status::{ExportStatus, WebhookDeliveryStatus};
 use crate::store::{self, Cond, Kind, Order, Query};
 
@@ -74,8 +74,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::ops::webhooks::{self, RecordingDriver};
     use crate::testing::{Bed, T0};
-    use crate::webhooks::{self, RecordingDriver};
 
     #[test]
     fn an_empty_store_has_no_backlog() {

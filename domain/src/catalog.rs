@@ -1,4 +1,4 @@
-//! The catalogue, in one file: every tool group listed once, in the order `tools/list` gives;
+//! The catalogue, in one file: every tool group listed once, in the catalogue's order;
 //! every tool name as a constant (the groups declare their tools with these, and
 //! everything else — resources, completions, exports, demo data — refers to a tool
 //! through them, so a renamed tool cannot leave a dangling string behind); the scope
@@ -15,7 +15,7 @@ use dunning_core::ScopeNames;
 use crate::ops;
 use crate::tool::ToolSpec;
 
-/// The OAuth scopes of this resource server: `dunning.read` for reads,
+/// The OAuth scopes of this resource server : `dunning.read` for reads,
 /// previews, simulations and documents; `dunning.write` for debtors, contact points,
 /// charges, notifications, agreements, rulers and exports; `dunning.admin` for the
 /// credit bureau, protest, webhooks and secrets.
@@ -45,7 +45,7 @@ impl Registry {
     /// Every tool, in catalogue order: the groups in the order they are listed here, the
     /// debtor statement (declared with the charges) right after the debtors.
     pub fn new() -> Self {
-        let mut tools = crate::org::tools();
+        let mut tools = ops::me::tools();
         tools.extend(ops::summary::tools());
         tools.extend(ops::debtors::tools());
         tools.extend(ops::charges::statement_tools());
@@ -58,7 +58,7 @@ impl Registry {
         tools.extend(ops::deliveries::tools());
         tools.extend(ops::exports::tools());
         tools.extend(ops::events::tools());
-        tools.extend(crate::webhooks::tools());
+        tools.extend(ops::webhooks::tools());
         let index = tools
             .iter()
             .enumerate()
@@ -87,7 +87,7 @@ impl Default for Registry {
 /// Every tool name.
 pub mod name {
     #![allow(missing_docs)] // each constant is its own value
-    // The organization and the caller. Declared in `org.rs`.
+    // The organization and the caller Declared in `ops/me.rs`.
     pub const ME: &str = "dunning_me";
     // The portfolio summary. Declared in `ops/summary.rs`.
     pub const SUMMARY_GET: &str = "dunning_summary_get";
@@ -102,7 +102,7 @@ pub mod name {
     pub const CONTACT_POINTS_CREATE: &str = "dunning_contact_points_create";
     pub const CONTACT_POINTS_UPDATE: &str = "dunning_contact_points_update";
     pub const CONTACT_POINTS_DELETE: &str = "dunning_contact_points_delete";
-    // Charges (the debtor statement included). Declared in `ops/charges/mod.rs`.
+    // Charges (the debtor statement included). Declared in `ops/charges/tools.rs`.
     pub const CHARGES_LIST: &str = "dunning_charges_list";
     pub const CHARGES_GET: &str = "dunning_charges_get";
     pub const CHARGES_CREATE: &str = "dunning_charges_create";
@@ -117,17 +117,17 @@ pub mod name {
     pub const CHARGES_SETTLEMENT_LETTER: &str = "dunning_charges_settlement_letter";
     pub const CHARGES_DECIDE: &str = "dunning_charges_decide";
     pub const DEBTORS_STATEMENT: &str = "dunning_debtors_statement";
-    // Credit bureau (negativação). Declared in `ops/bureau/mod.rs`.
+    // Credit bureau (negativação). Declared in `ops/bureau/tools.rs`.
     pub const CHARGES_NEGATIVATE: &str = "dunning_charges_negativate";
     pub const CREDIT_BUREAU_LIST: &str = "dunning_credit_bureau_list";
     pub const CREDIT_BUREAU_GET: &str = "dunning_credit_bureau_get";
     pub const CREDIT_BUREAU_REMOVE: &str = "dunning_credit_bureau_remove";
-    // Protest at the notary. Declared in `ops/protests.rs`.
+    // Protest at the notary. Declared in `ops/protests/tools.rs`.
     pub const CHARGES_PROTEST: &str = "dunning_charges_protest";
     pub const PROTESTS_LIST: &str = "dunning_protests_list";
     pub const PROTESTS_GET: &str = "dunning_protests_get";
     pub const PROTESTS_CANCEL: &str = "dunning_protests_cancel";
-    // Agreements (renegotiation). Declared in `ops/agreements/mod.rs`.
+    // Agreements (renegotiation). Declared in `ops/agreements/tools.rs`.
     pub const AGREEMENTS_SIMULATE: &str = "dunning_agreements_simulate";
     pub const AGREEMENTS_LIST: &str = "dunning_agreements_list";
     pub const AGREEMENTS_GET: &str = "dunning_agreements_get";
@@ -152,13 +152,13 @@ pub mod name {
     pub const DELIVERIES_LIST: &str = "dunning_deliveries_list";
     pub const NOTIFICATIONS_CREATE: &str = "dunning_notifications_create";
     pub const DELIVERIES_RESEND: &str = "dunning_deliveries_resend";
-    // Exports. Declared in `ops/exports/mod.rs`.
+    // Exports. Declared in `ops/exports/tools.rs`.
     pub const EXPORTS_CREATE: &str = "dunning_exports_create";
     pub const EXPORTS_GET: &str = "dunning_exports_get";
     pub const EXPORTS_DOWNLOAD: &str = "dunning_exports_download";
     // Events. Declared in `ops/events.rs`.
     pub const EVENTS_LIST: &str = "dunning_events_list";
-    // Webhooks and their deliveries. Declared in `webhooks/tools.rs`.
+    // Webhooks and their deliveries. Declared in `ops/webhooks/tools.rs`.
     pub const WEBHOOKS_LIST: &str = "dunning_webhooks_list";
     pub const WEBHOOKS_GET: &str = "dunning_webhooks_get";
     pub const WEBHOOKS_CREATE: &str = "dunning_webhooks_create";

@@ -230,7 +230,7 @@ pub fn complete(
         (CompletionRef::Prompt(_), "webhook_id") => webhooks(),
         (CompletionRef::Prompt("webhook_troubleshoot"), "since") => fixed(&["1h", "24h", "7d"]),
         (CompletionRef::Prompt("monthly_recovery_report"), "month") => {
-            let today = crate::rules::calendar::today(ctx.now);
+            let today = crate::brazil::calendar::today(ctx.now);
             let months: Vec<String> = (0..12u32)
                 .filter_map(|i| today.checked_sub_months(chrono::Months::new(i)))
                 .map(|d| d.format("%Y-%m").to_string())

@@ -6,10 +6,10 @@ use dunning_core::{Audience, Output, Principal, Scope, UnixTime};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::brazil::{calendar, document};
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::org::{Member, Organization, Settings};
-use crate::rules::{calendar, document};
 use crate::store::{self, Kind, WriteScope, save};
 use crate::{Domain, tool::Run};
 

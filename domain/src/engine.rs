@@ -21,6 +21,10 @@
 //!
 //! Steps whose action is `negativate`, `protest` or `escalate` only produce a `task`
 //! delivery for a person: the engine never negativates, protests or escalates by itself.
+//!
+//! Not a tool group, so it sits at the crate root rather than under `ops/`: it declares
+//! no tool, it is what the worker ([`crate::Worker`]) runs on the clock, across the
+//! groups it reads (charges, rulers, deliveries, contact points).
 
 use crate::Worker;
 use crate::status::{DeliveryStatus, RulerStatus};
@@ -33,12 +37,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::Domain;
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::deliveries::{self, Delivery, Refusal};
 use crate::ops::rulers::{self, DUNNABLE, Ruler, Step};
 use crate::ops::{self, charges};
-use crate::rules::calendar;
 use crate::store::{self, Cond, Kind, Order, Query, find, load, save};
 
 /// A step is sent at most this many days after its slot; older missed slots (a server
@@ -465,7 +469,7 @@ fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
             .collect();
         steps.insert(r.id.clone(), s);
     }
-    let now_local = deliveries::local_now(op.now);
+    let now_local = calendar::local_now(op.now);
     // Only charges whose due date can put a step's slot in the catch-up window: a slot
     // lies within 2×|offset| + a week of the due date (business days, holidays, the
     // send window and the effective due date included).
@@ -564,7 +568,7 @@ fn plan(op: &mut Op<'_>) -> Result<u32, DomainError> {
                     .as_ref()
                     .and_then(|c| text(c, "value"))
                     .map(str::to_owned),
-                scheduled_at: rulers::local_timestamp(at),
+                scheduled_at: calendar::local_timestamp(at),
                 requested_by: Some(ACTOR.into()),
                 created_at: ts.clone(),
                 updated_at: ts.clone(),
@@ -705,7 +709,7 @@ fn claim(
         offset: 0,
     };
     let due: Vec<Delivery> = find(op.tx, Kind::Delivery, op.org, &q)?;
-    let now_local = deliveries::local_now(op.now);
+    let now_local = calendar::local_now(op.now);
     let mut out = Vec::new();
     for mut d in due {
         if out.len() >= limit {

@@ -26,6 +26,7 @@
 
 pub mod args;
 pub mod backlog;
+pub mod brazil;
 pub mod catalog;
 pub mod ceiling;
 pub mod completions;
@@ -41,7 +42,6 @@ pub mod op;
 pub mod ops;
 pub mod org;
 pub mod outbound;
-pub mod rules;
 mod run;
 pub mod scheduler;
 pub mod schema;
@@ -50,7 +50,6 @@ pub mod store;
 #[doc(hidden)]
 pub mod testing;
 pub mod tool;
-pub mod webhooks;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -74,7 +73,7 @@ pub struct Domain {
     registry: catalog::Registry,
     outbound: outbound::Outbound,
     answer_limit: usize,
-    webhook_driver: Arc<dyn webhooks::WebhookDriver>,
+    webhook_driver: Arc<dyn ops::webhooks::WebhookDriver>,
     worker_entropy: op::WorkerEntropy,
 }
 
@@ -94,20 +93,20 @@ impl Domain {
             registry: catalog::Registry::new(),
             outbound: outbound::Outbound::new(org::Settings::default().outbound_per_minute),
             answer_limit: ceiling::MAX_ANSWER_BYTES,
-            webhook_driver: Arc::new(webhooks::RecordingDriver::new()),
+            webhook_driver: Arc::new(ops::webhooks::RecordingDriver::new()),
             worker_entropy: op::WorkerEntropy::default(),
         }
     }
 
     /// Chooses the driver `dunning_webhooks_test` posts through (default: a
-    /// [`webhooks::RecordingDriver`] of this domain's own, nothing leaves the machine).
-    /// The binary gives the same driver to the outbox's [`webhooks::tick`].
-    pub fn set_webhook_driver(&mut self, driver: Arc<dyn webhooks::WebhookDriver>) {
+    /// [`ops::webhooks::RecordingDriver`] of this domain's own, nothing leaves the machine).
+    /// The binary gives the same driver to the outbox's [`ops::webhooks::tick`].
+    pub fn set_webhook_driver(&mut self, driver: Arc<dyn ops::webhooks::WebhookDriver>) {
         self.webhook_driver = driver;
     }
 
     /// The driver `dunning_webhooks_test` posts through.
-    pub fn webhook_driver(&self) -> &dyn webhooks::WebhookDriver {
+    pub fn webhook_driver(&self) -> &dyn ops::webhooks::WebhookDriver {
         &*self.webhook_driver
     }
 

@@ -14,10 +14,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::args::{ListArgs, fields};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::{Op, Page, list};
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::store::{Cond, Kind, Order, Query, find};
 
 /// How one argument (or a pair) narrows the rows.

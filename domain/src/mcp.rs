@@ -718,7 +718,7 @@ pub fn prompt(
         }
         "monthly_recovery_report" => {
             let month = get("month").ok_or("Missing required argument: month")?;
-            let first = crate::rules::calendar::parse_date(&format!("{month}-01"))
+            let first = crate::brazil::calendar::parse_date(&format!("{month}-01"))
                 .filter(|_| month.len() == 7)
                 .ok_or("month must be YYYY-MM")?;
             let last = (first + chrono::Months::new(1)) - chrono::Duration::days(1);

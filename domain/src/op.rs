@@ -17,9 +17,9 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::org::Settings;
-use crate::rules::calendar;
 use crate::store::{Kind, Order, Query, StoreError, Tx, save};
 
 /// One operation in progress.
@@ -176,7 +176,7 @@ impl<'a> Op<'a> {
             "updated_at": at,
         });
         save(self.tx, Kind::Event, self.org, &event)?;
-        crate::webhooks::fan_out(self, &event)?;
+        crate::ops::webhooks::fan_out(self, &event)?;
         Ok(event)
     }
 }
@@ -240,6 +240,26 @@ pub fn created(body: impl Serialize) -> Output {
 /// A `200 OK` JSON output.
 pub fn ok(body: impl Serialize) -> Output {
     Output::ok(serde_json::to_value(body).unwrap_or(Value::Null))
+}
+
+/// The `changes` of an event ([`Op::event`]): `{field: {from, to}}` for every top-level
+/// field that changed (`updated_at` left out). Every group's updates use it.
+pub fn diff<T: Serialize>(before: &T, after: &T) -> Value {
+    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
+        (serde_json::to_value(before), serde_json::to_value(after))
+    else {
+        return Value::Null;
+    };
+    let mut out = Map::new();
+    for (k, v) in &b {
+        if k == "updated_at" {
+            continue;
+        }
+        if a.get(k) != Some(v) {
+            out.insert(k.clone(), json!({ "from": a.get(k), "to": v }));
+        }
+    }
+    Value::Object(out)
 }
 
 /// The sequence number of `org`'s next event: the last one's plus one. Writes of one

@@ -1,17 +1,18 @@
-//! Organizations, members, roles and permissions, and `dunning_me`.
+//! Organizations, members, roles and permissions: the documents and the
+//! lookups that authentication needs ([`find_org`], [`find_member`]).
+//!
+//! Not a tool group, so it sits at the crate root rather than under `ops/`: the
+//! authenticator ([`crate::Domain::membership`]) and every group read it, and it declares
+//! no tool (the one tool about the caller, `dunning_me`, is [`crate::ops::me`]).
 
-use crate::catalog::name;
 use std::collections::BTreeSet;
 
-use dunning_core::{Output, Scope};
+use dunning_core::Scope;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::error::DomainError;
-use crate::op::{Op, ok};
-use crate::schema;
 use crate::store::{Cond, Kind, Query, Tx, find, load};
-use crate::tool::{ToolSpec, tool};
 
 /// Every dashboard permission.
 pub const PERMISSIONS: [&str; 21] = [
@@ -38,7 +39,7 @@ pub const PERMISSIONS: [&str; 21] = [
     "members.manage",
 ];
 
-/// The dashboard permissions a role grants, stored on the member.
+/// The permissions a role grants.
 pub fn role_permissions(role: &str) -> Vec<&'static str> {
     let viewer = |p: &&str| p.ends_with(".view");
     match role {
@@ -200,49 +201,4 @@ pub fn find_member(
     Ok(find::<Member>(tx, Kind::Member, org, &q)?
         .into_iter()
         .next())
-}
-
-/// The tools of this module.
-pub fn tools() -> Vec<ToolSpec> {
-    vec![
-        tool(name::ME, "Who am I", "GET", "/v1/me")
-            .describe("Who the token belongs to: the person, the organization (id, name, CNPJ, time zone), the dashboard permissions and OAuth scopes in force, and when the token expires. Call it first when you do not know who the token is.")
-            .read()
-            .access(Scope::Read, None)
-            .output(schema::object(
-                "The caller",
-                &[
-                    ("user", schema::any_object("The person")),
-                    ("organization", schema::any_object("The organization")),
-                    ("permissions", schema::array("Dashboard permissions", schema::string("permission"))),
-                    ("scopes", schema::array("OAuth scopes", schema::string("scope"))),
-                    ("token", schema::any_object("Token kind and expiry")),
-                ],
-                &["user", "organization", "permissions", "scopes", "token"],
-            ))
-            .run(me),
-    ]
-}
-
-fn me(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let org = load::<Organization>(op.tx, Kind::Organization, op.org, op.org)?
-        .ok_or_else(|| DomainError::not_found("organization", op.org))?;
-    let member = find_member(op.tx, op.org, &op.principal.subject)?;
-    let (id, name, email) = member
-        .map(|m| (m.id, m.name, m.email))
-        .unwrap_or_else(|| (String::new(), op.principal.subject.clone(), String::new()));
-    let kind = match op.principal.audience {
-        dunning_core::Audience::Mcp => "mcp",
-        dunning_core::Audience::Api => "api",
-    };
-    Ok(ok(json!({
-        "user": { "id": id, "name": name, "email": email },
-        "organization": { "id": org.id, "name": org.name, "cnpj": org.cnpj, "timezone": org.timezone },
-        "permissions": op.principal.permissions,
-        "scopes": op.principal.scopes,
-        "token": {
-            "kind": kind,
-            "expires_at": crate::rules::calendar::timestamp(op.principal.expires_at),
-        },
-    })))
 }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::op::Op;
 use crate::store::{self, Remembered, StoreError, WriteScope};
 use crate::tool::ToolSpec;
-use crate::{Domain, DomainError, IDEMPOTENCY_TTL_MS, ceiling, idempotency, org, rules};
+use crate::{Domain, DomainError, IDEMPOTENCY_TTL_MS, brazil, ceiling, idempotency, org};
 
 impl Domain {
     pub(crate) fn spec(&self, name: &str) -> Result<&ToolSpec, ToolError> {
@@ -42,7 +42,7 @@ impl Domain {
         let principal = call.ctx.principal;
         if !call.tool.annotations.read_only {
             // Before anything is read or written: what would be stored must be clean text.
-            rules::text::refuse_controls(call.args)?;
+            brazil::text::refuse_controls(call.args)?;
         }
         let settings = Self::settings(tx, &principal.organization)?;
         let mut op = Op::new(

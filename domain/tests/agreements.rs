@@ -5,11 +5,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dunning_core::{Output, Principal, ToolError, ToolErrorCode};
+use dunning_domain::brazil::document::cpf_from_base;
 use dunning_domain::documents::check;
 use dunning_domain::op::Op;
 use dunning_domain::ops::{agreements, bureau, charges, protests};
 use dunning_domain::org::{Organization, Settings};
-use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::store::{self, Cond, Kind};
 use dunning_domain::testing::{Bed, id, preflight};
 use serde_json::{Map, Value, json};

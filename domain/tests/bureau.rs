@@ -5,10 +5,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dunning_core::{Principal, ToolError, ToolErrorCode};
+use dunning_domain::brazil::document::cpf_from_base;
 use dunning_domain::op::Op;
 use dunning_domain::ops::{agreements, bureau, charges, protests};
 use dunning_domain::org::{Organization, Settings};
-use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::store::{self, Cond, Kind};
 use dunning_domain::testing::{Bed, id, preflight};
 use serde_json::{Map, Value, json};
@@ -80,7 +80,7 @@ impl Fx {
     fn new() -> Self {
         let bed = Bed::new();
         let ana = bed.ana();
-        let due = dunning_domain::rules::calendar::today(bed.now);
+        let due = dunning_domain::brazil::calendar::today(bed.now);
         Self {
             bed,
             ana,
@@ -124,7 +124,7 @@ impl Fx {
 
     /// A charge of `debtor` due today (pending).
     fn charge(&mut self, debtor: &str, extra: Value) -> String {
-        let today = dunning_domain::rules::calendar::today(self.bed.now);
+        let today = dunning_domain::brazil::calendar::today(self.bed.now);
         self.due = today;
         let mut args = json!({"debtor_id": debtor, "amount": 1000.0,
                               "due_date": today.format("%Y-%m-%d").to_string(),
@@ -139,9 +139,9 @@ impl Fx {
     /// Two days later or more, past the effective due date, with the sweep run: every
     /// charge created today is overdue.
     fn make_overdue(&mut self) {
-        let due = dunning_domain::rules::calendar::effective_due(self.due);
+        let due = dunning_domain::brazil::calendar::effective_due(self.due);
         self.bed.advance_days(2);
-        while dunning_domain::rules::calendar::today(self.bed.now) <= due {
+        while dunning_domain::brazil::calendar::today(self.bed.now) <= due {
             self.bed.advance_days(1);
         }
         self.tick();
@@ -457,7 +457,7 @@ fn rule_removal_requested_after_payment() {
     assert_eq!(rec["removal_reason"], "paid");
     assert_eq!(
         rec["removal_requested_at"],
-        dunning_domain::rules::calendar::timestamp(fx.bed.now),
+        dunning_domain::brazil::calendar::timestamp(fx.bed.now),
         "requested on the first tick after payment, well within 5 business days"
     );
     assert_eq!(
@@ -487,7 +487,7 @@ fn rule_removal_requested_after_payment() {
 fn rule_removal_requested_after_agreement() {
     let mut fx = Fx::new();
     let (d, c, r) = fx.included();
-    let today = dunning_domain::rules::calendar::today(fx.bed.now);
+    let today = dunning_domain::brazil::calendar::today(fx.bed.now);
     let a = fx.ok(
         "dunning_agreements_create",
         json!({"debtor_id": d, "charge_ids": [c], "installments_count": 2,

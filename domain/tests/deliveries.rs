@@ -3,11 +3,11 @@
 //! limit, isolation and idempotency.
 
 use dunning_core::{Output, Principal, ToolError, ToolErrorCode};
+use dunning_domain::brazil::document::cpf_from_base;
 use dunning_domain::engine::{self, RecordingDriver};
 use dunning_domain::error::DomainError;
 use dunning_domain::op::Op;
 use dunning_domain::ops::deliveries;
-use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::store::{self, Kind};
 use dunning_domain::testing::{Bed, id, preflight};
 use serde_json::{Value, json};

@@ -3,10 +3,10 @@
 //! arts. 319–320), pagination, and deterministic bytes.
 
 use chrono::NaiveDate;
+use dunning_domain::brazil::money::Money;
 use dunning_domain::documents::{
     self, Party, SettlementLetter, StatementDoc, StatementLine, StatementTotals, Style, check,
 };
-use dunning_domain::rules::money::Money;
 
 fn day(y: i32, m: u32, d: u32) -> NaiveDate {
     NaiveDate::from_ymd_opt(y, m, d).unwrap()

@@ -3,9 +3,9 @@
 //! outbox.
 
 use dunning_core::{Principal, UnixTime};
+use dunning_domain::brazil::document::cpf_from_base;
 use dunning_domain::engine::{self, DriverError, Failure, RecordingDriver, TickReport};
 use dunning_domain::ops::deliveries::ruler_delivery_id;
-use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::store::{self, Cond, Kind, Query};
 use dunning_domain::testing::{Bed, id};
 use serde_json::{Value, json};
@@ -117,7 +117,7 @@ impl Fx {
     fn daily_until(&mut self, last: &str) -> Vec<(String, TickReport)> {
         let mut out = Vec::new();
         loop {
-            let day = dunning_domain::rules::calendar::today(self.bed.now)
+            let day = dunning_domain::brazil::calendar::today(self.bed.now)
                 .format("%Y-%m-%d")
                 .to_string();
             self.bed.now = at(&day, "09:00");

@@ -2,9 +2,9 @@
 
 use dunning_core::{Output, Principal, ToolErrorCode};
 use dunning_domain::ops::exports;
+use dunning_domain::ops::webhooks;
 use dunning_domain::store::{self, Kind};
 use dunning_domain::testing::{Bed, id};
-use dunning_domain::webhooks;
 use serde_json::{Value, json};
 
 fn process(bed: &Bed, who: &Principal) -> u32 {

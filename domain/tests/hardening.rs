@@ -7,8 +7,8 @@ use dunning_core::{Ctx, Dispatch, Output, Principal, ToolCall, ToolError, ToolEr
 use dunning_domain::error::DomainError;
 use dunning_domain::op::Op;
 use dunning_domain::ops::charges;
+use dunning_domain::ops::webhooks::{self, RecordingDriver};
 use dunning_domain::testing::{Bed, preflight};
-use dunning_domain::webhooks::{self, RecordingDriver};
 use serde_json::{Value, json};
 
 fn maria(bed: &mut Bed, who: &Principal) -> String {

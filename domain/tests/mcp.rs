@@ -286,7 +286,7 @@ fn completions_search_the_whole_store_with_a_true_total() {
             .bytes()
             .map(|b| b - b'0')
             .collect();
-        dunning_domain::rules::document::cpf_from_base(&digits.try_into().unwrap())
+        dunning_domain::brazil::document::cpf_from_base(&digits.try_into().unwrap())
     };
     // 150 debtors before the Marias (by name), 130 Marias: past any first page.
     for i in 0..150 {

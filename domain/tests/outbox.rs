@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use dunning_core::{Principal, UnixTime};
+use dunning_domain::brazil::document::cpf_from_base;
 use dunning_domain::engine::{
     self, CLAIM_MS, DeliveryDriver, DriverError, DriverReceipt, Failure, RecordingDriver, Rendered,
     SendPolicy,
@@ -17,7 +18,6 @@ use dunning_domain::engine::{
 use dunning_domain::ops::deliveries::{
     Applied, Bounce, ProviderState, Unsubscribed, apply_provider_status, unsubscribe,
 };
-use dunning_domain::rules::document::cpf_from_base;
 use dunning_domain::testing::Bed;
 use serde_json::{Value, json};
 

@@ -5,10 +5,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dunning_core::{Principal, ToolError, ToolErrorCode};
+use dunning_domain::brazil::document::cnpj_from_base;
 use dunning_domain::op::Op;
 use dunning_domain::ops::{agreements, bureau, charges, protests};
 use dunning_domain::org::{Organization, Settings};
-use dunning_domain::rules::document::cnpj_from_base;
 use dunning_domain::store::{self, Cond, Kind};
 use dunning_domain::testing::{Bed, id, preflight};
 use serde_json::{Map, Value, json};
@@ -80,7 +80,7 @@ impl Fx {
     fn new() -> Self {
         let bed = Bed::new();
         let ana = bed.ana();
-        let due = dunning_domain::rules::calendar::today(bed.now);
+        let due = dunning_domain::brazil::calendar::today(bed.now);
         Self {
             bed,
             ana,
@@ -122,7 +122,7 @@ impl Fx {
     }
 
     fn charge(&mut self, debtor: &str, extra: Value) -> String {
-        let today = dunning_domain::rules::calendar::today(self.bed.now);
+        let today = dunning_domain::brazil::calendar::today(self.bed.now);
         self.due = today;
         let mut args = json!({"debtor_id": debtor, "amount": 2500.0,
                               "due_date": today.format("%Y-%m-%d").to_string(),
@@ -134,9 +134,9 @@ impl Fx {
     }
 
     fn make_overdue(&mut self) {
-        let due = dunning_domain::rules::calendar::effective_due(self.due);
+        let due = dunning_domain::brazil::calendar::effective_due(self.due);
         self.bed.advance_days(2);
-        while dunning_domain::rules::calendar::today(self.bed.now) <= due {
+        while dunning_domain::brazil::calendar::today(self.bed.now) <= due {
             self.bed.advance_days(1);
         }
         self.tick();

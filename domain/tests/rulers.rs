@@ -2,7 +2,7 @@
 //! machine, the default ruler, steps ordering, preview, isolation and idempotency.
 
 use dunning_core::{Principal, ToolError, ToolErrorCode};
-use dunning_domain::rules::money::Money;
+use dunning_domain::brazil::money::Money;
 use dunning_domain::testing::{Bed, id, preflight};
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@
 //! addresses are allowed) is the HTTP driver's and is tested beside it, in the binary
 //! (`transports/bin/src/webhook_http/tests.rs`).
 
-use dunning_domain::webhooks::parse_url;
+use dunning_domain::ops::webhooks::parse_url;
 
 #[test]
 fn a_trailing_dot_is_the_same_host() {

@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use dunning_core::UnixTime;
 use dunning_domain::Domain;
+use dunning_domain::ops::webhooks::{
+    self, CLAIM_MS, WebhookDriver, WebhookRequest, WebhookResponse,
+};
 use dunning_domain::testing::Bed;
-use dunning_domain::webhooks::{self, CLAIM_MS, WebhookDriver, WebhookRequest, WebhookResponse};
 use serde_json::json;
 
 /// Records every post; on the first (the test delivery, posted after its transaction

@@ -3,11 +3,11 @@
 //! address policy) moved with it to the binary (`transports/bin/src/webhook_http/`).
 
 use dunning_core::{Output, ToolErrorCode};
-use dunning_domain::store::{self, Kind};
-use dunning_domain::testing::Bed;
-use dunning_domain::webhooks::{
+use dunning_domain::ops::webhooks::{
     RETRY_SCHEDULE_SECS, RecordingDriver, filter_matches, parse_url, verify,
 };
+use dunning_domain::store::{self, Kind};
+use dunning_domain::testing::Bed;
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;

@@ -78,7 +78,7 @@ fn writes(target: &Target) -> Requests {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let digits: Vec<u8> = format!("{n:09}").bytes().map(|b| b - b'0').collect();
         let base: [u8; 9] = digits.try_into().unwrap_or([1; 9]);
-        let cpf = dunning_domain::rules::document::cpf_from_base(&base);
+        let cpf = dunning_domain::brazil::document::cpf_from_base(&base);
         target.call(
             "dunning_debtors_create",
             &format!(r#"{{"cnpj_cpf":"{cpf}","name":"Carga {n}","idempotency_key":"load-{n}"}}"#),

@@ -303,7 +303,7 @@ pub(crate) fn writes(server: usize, label: &str, token: &str) -> Scenario {
     let prefix = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{{META},"name":"dunning_debtors_create","arguments":"#
     );
-    // The CPF check digits as `dunning_domain::rules::document::cpf_from_base`.
+    // The CPF check digits as `dunning_domain::brazil::document::cpf_from_base`.
     let script = format!(
         r#"{head}
 local n = 0
@@ -329,7 +329,7 @@ end
         prefix = lua(&prefix)
     );
     let base: [u8; 9] = [2, 9, 9, 9, 9, 9, 9, 9, 1];
-    let cpf = dunning_domain::rules::document::cpf_from_base(&base);
+    let cpf = dunning_domain::brazil::document::cpf_from_base(&base);
     let b = format!(
         r#"{prefix}{{"cnpj_cpf":"{cpf}","name":"Carga 0","idempotency_key":"versus-check"}}}}}}"#
     );

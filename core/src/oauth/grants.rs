@@ -1,7 +1,15 @@
 //! `/token`: the authorization-code and refresh-token grants, their single use, rotation
 //! and family revocation, and the access tokens they issue.
 
-use super::*;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+use super::error::OAuthError;
+use super::form::Params;
+use super::{AuthorizationServer, GrantKind, derive, digest, is_form, pkce};
+use crate::env::Env;
+use crate::request::Request;
 
 impl AuthorizationServer {
     pub(super) fn token(&self, req: &Request<'_>, env: &Env) -> Result<Value, OAuthError> {

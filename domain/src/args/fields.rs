@@ -7,8 +7,8 @@ use chrono::NaiveDate;
 use serde::de::{Deserialize, Deserializer, Error};
 use serde_json::Value;
 
-use crate::rules::calendar;
-use crate::rules::money::Money;
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 
 /// An amount in BRL: a JSON number with at most 2 decimals (centavos); null is absent.
 pub fn money<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Money>, D::Error> {

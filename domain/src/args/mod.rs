@@ -17,9 +17,9 @@ pub use de::{Shape, shape};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::{Op, Page};
-use crate::rules::money::Money;
 use crate::store::Order;
 
 /// A required date `YYYY-MM-DD` (an optional one is [`fields::date`]).

@@ -4,8 +4,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{ById, IdReason, ListArgs, Shape, de, fields, shape};
+use crate::brazil::money::Money;
 use crate::error::DomainError;
-use crate::rules::money::Money;
 
 #[derive(Debug, Deserialize)]
 struct Sample {

@@ -1,6 +1,9 @@
 //! The settlement letter (carta de quitação, Civil Code arts. 319–320).
 
-use super::*;
+use chrono::NaiveDate;
+
+use super::{Party, Style, Writer, amount_in_words, long_date, short_date};
+use crate::brazil::money::Money;
 
 /// What a settlement letter says.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -17,12 +17,6 @@
 //! (Portuguese dates, documents and amounts in words), `letter` and `statement` (the two
 //! documents).
 
-use chrono::{Datelike, NaiveDate};
-use pdf_writer::{Content, Date, Finish, Name, Pdf, Rect, Ref, Str, TextStr};
-use sha2::{Digest, Sha256};
-
-use crate::rules::money::Money;
-
 pub mod fonts;
 mod letter;
 mod statement;
@@ -36,7 +30,10 @@ pub use writer::*;
 
 #[cfg(test)]
 mod tests {
+    use chrono::NaiveDate;
+
     use super::*;
+    use crate::brazil::money::Money;
 
     #[test]
     fn words() {

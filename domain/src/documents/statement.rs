@@ -1,6 +1,9 @@
 //! The debtor statement (extrato): open, paid and other charges with totals.
 
-use super::*;
+use chrono::NaiveDate;
+
+use super::{Align, Party, Style, Writer, fit, short_date};
+use crate::brazil::money::Money;
 
 /// One charge in a statement.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -1,7 +1,9 @@
 //! Portuguese text of documents: parties, CPF/CNPJ punctuation, dates and amounts in
 //! words (for the letter's "a quantia de ...").
 
-use super::*;
+use chrono::{Datelike, NaiveDate};
+
+use crate::brazil::money::Money;
 
 /// A party of a document: name and CPF/CNPJ (digits, or alphanumeric CNPJ).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -7,12 +7,17 @@
 //! those glyphs (`subsetter`), as a `Type0` font over a `CIDFontType2` (`Identity-H`,
 //! two bytes per glyph) with its widths and a `ToUnicode` map of every glyph's text.
 
+use chrono::{Datelike, NaiveDate};
+use pdf_writer::{Content, Date, Finish, Name, Pdf, Rect, Ref, Str, TextStr};
+use sha2::{Digest, Sha256};
+
+use super::Party;
+
 use std::collections::BTreeMap;
 
 use pdf_writer::types::{CidFontType, FontFlags, SystemInfo, UnicodeCmap};
 
 use super::fonts::{self, Face, Glyph};
-use super::*;
 
 pub(super) const PAGE_W: f32 = 595.0;
 pub(super) const PAGE_H: f32 = 842.0;

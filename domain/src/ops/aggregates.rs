@@ -24,9 +24,9 @@ use serde_json::{Value, json};
 
 use super::charges::Charge;
 use super::debtors::Debtor;
+use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::Op;
-use crate::rules::money::Money;
 use crate::store::{Cond, Kind, Order, Query, load, save};
 
 /// Statuses whose balance a debtor still owes.

@@ -8,6 +8,10 @@
 //! Opting out (LGPD, CDC art. 42) takes effect at once: `opted_out_at` is stamped and a
 //! `contact_point.opted_out` event is written; the senders check `consent` before every
 //! message ([`reachable`]).
+//!
+//! One file rather than a group folder: the group is small enough that its document,
+//! declarations and handlers read best together (one document and its channel rules, four tools); past about 600 lines it becomes
+//! a folder of the usual shape (see [`crate::ops`]).
 
 use crate::catalog::name;
 use crate::status::{ContactPointStatus, DebtorStatus, DeliveryStatus};
@@ -17,8 +21,8 @@ use serde_json::{Value, json};
 
 use crate::args::{ListArgs, fields};
 use crate::error::DomainError;
-use crate::op::{Op, created, list, ok};
-use crate::ops::debtors::{self, Debtor, load_debtor};
+use crate::op::{Op, created, diff, list, ok};
+use crate::ops::debtors::{Debtor, load_debtor};
 use crate::schema as s;
 use crate::store::{Cond, Kind, Order, Query, find, must, save};
 use crate::tool::{ToolBuilder, ToolSpec, tool};
@@ -360,7 +364,7 @@ fn demote_others(op: &mut Op<'_>, cp: &ContactPoint) -> Result<(), DomainError> 
             other.is_primary = false;
             other.updated_at = op.timestamp();
             save(op.tx, Kind::ContactPoint, op.org, &other)?;
-            let changes = debtors::diff(&before, &other);
+            let changes = diff(&before, &other);
             op.event(
                 "contact_point.updated",
                 "contact_point",
@@ -502,7 +506,7 @@ pub(crate) fn save_changed(
 ) -> Result<ContactPoint, DomainError> {
     cp.updated_at = op.timestamp();
     save(op.tx, Kind::ContactPoint, op.org, &cp)?;
-    let changes = debtors::diff(before, &cp);
+    let changes = diff(before, &cp);
     let id = cp.id.clone();
     op.event(
         "contact_point.updated",
@@ -559,7 +563,7 @@ fn delete_cp(op: &mut Op<'_>) -> Result<Output, DomainError> {
             n.is_primary = true;
             n.updated_at = op.timestamp();
             save(op.tx, Kind::ContactPoint, op.org, &n)?;
-            let changes = debtors::diff(&before, &n);
+            let changes = diff(&before, &n);
             op.event("contact_point.updated", "contact_point", &n.id, &n, changes)?;
         }
     }

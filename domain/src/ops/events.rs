@@ -1,5 +1,9 @@
 //! The audit trail (`dunning_events_list`): every change writes an event in the
 //! same transaction ([`crate::op::Op::event`]); this lists them.
+//!
+//! One file rather than a group folder: the group is small enough that its document,
+//! declarations and handlers read best together (one list tool); past about 600 lines it becomes
+//! a folder of the usual shape (see [`crate::ops`]).
 
 use crate::catalog::name;
 use crate::list::{Filter, Listing};

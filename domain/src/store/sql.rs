@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use crate::rules::money::Money;
+use crate::brazil::money::Money;
 
 use super::{
     ColumnType, Cond, Kind, Order, Query, Remembered, StoreError, Tx, changes_membership, identity,

@@ -4,8 +4,8 @@
 
 use dunning_core::Principal;
 use dunning_domain::ops::exports;
+use dunning_domain::ops::webhooks::{self, WebhookDriver};
 use dunning_domain::testing::Bed;
-use dunning_domain::webhooks::{self, WebhookDriver};
 use serde_json::{Value, json};
 
 pub(crate) fn hook(bed: &mut Bed, who: &Principal, url: &str, events: Value) -> Value {

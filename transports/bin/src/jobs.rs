@@ -25,8 +25,8 @@ use dunning_core::{RequestLog, Server};
 use dunning_domain::Domain;
 use dunning_domain::engine::{self, DeliveryDriver, SendPolicy};
 use dunning_domain::ops::exports;
+use dunning_domain::ops::webhooks::WebhookDriver;
 use dunning_domain::scheduler::{Job, Scheduler};
-use dunning_domain::webhooks::WebhookDriver;
 use dunning_runtime::{CloseReason, Observer};
 
 use crate::clock::Clock;
@@ -227,7 +227,7 @@ fn build_exports(domain: &Domain, clock: Clock) {
 /// Webhook deliveries, through the driver `[webhooks]` chose (by default one that
 /// records and never leaves the machine).
 fn webhooks_tick(domain: &Domain, clock: Clock, driver: &dyn WebhookDriver) {
-    let report = dunning_domain::webhooks::tick(domain, clock.now(), driver);
+    let report = dunning_domain::ops::webhooks::tick(domain, clock.now(), driver);
     if let Ok(r) = &report {
         record_webhooks(r);
     }
@@ -264,7 +264,7 @@ fn record_engine(report: Option<&engine::TickReport>) {
 }
 
 /// Counts the webhook attempts of one outbox tick by what each delivery became.
-fn record_webhooks(r: &dunning_domain::webhooks::TickReport) {
+fn record_webhooks(r: &dunning_domain::ops::webhooks::TickReport) {
     let o = r.outcomes;
     for (outcome, n) in [
         ("delivered", o.delivered),

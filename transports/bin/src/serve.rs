@@ -96,7 +96,7 @@ fn serve(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
     );
     let clock = args.clock.clock();
     if clock.is_shifted() {
-        tracing::warn!(now = %dunning_domain::rules::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");
+        tracing::warn!(now = %dunning_domain::brazil::calendar::timestamp(clock.now()), "--clock: the wall clock is shifted (tests only)");
     }
     let now = clock.now();
     match fdlimit::raise(settings.limits.max_connections) {
@@ -484,11 +484,11 @@ fn embedded_authorization_server(
 /// machine) or [`HttpDriver`] with TLS.
 fn webhook_driver(
     w: &crate::settings::Webhooks,
-) -> Arc<dyn dunning_domain::webhooks::WebhookDriver> {
+) -> Arc<dyn dunning_domain::ops::webhooks::WebhookDriver> {
     match w.driver {
         WebhookDriver::Record => {
             tracing::info!("webhooks: recording driver (nothing leaves the machine)");
-            Arc::new(dunning_domain::webhooks::RecordingDriver::new())
+            Arc::new(dunning_domain::ops::webhooks::RecordingDriver::new())
         }
         WebhookDriver::Http => {
             tracing::info!(

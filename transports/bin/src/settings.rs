@@ -593,7 +593,7 @@ impl Settings {
         // An attempt must end well inside its claim, or the outbox worker could take the
         // same delivery again and post it twice (a claim lasts `CLAIM_MS`).
         let w = &file.webhooks;
-        let most = dunning_domain::webhooks::CLAIM_MS / 2000;
+        let most = dunning_domain::ops::webhooks::CLAIM_MS / 2000;
         if !(1..=most).contains(&w.timeout_secs)
             || !(1..=w.timeout_secs).contains(&w.connect_timeout_secs)
         {

@@ -211,7 +211,7 @@ fn http_driver_posts_signed_deliveries_to_a_loopback_receiver() {
     assert_eq!(header(&head, "X-Kobana-Event"), Some("webhook.ping"));
     let sig = header(&head, "X-Kobana-Signature").expect("signature header");
     assert!(
-        dunning_domain::webhooks::verify(sig, &secret, &body).is_some(),
+        dunning_domain::ops::webhooks::verify(sig, &secret, &body).is_some(),
         "the signature verifies over the raw body with the webhook's secret: {sig}"
     );
     assert_eq!(d["status"], "delivered", "{d}");
@@ -244,7 +244,7 @@ fn http_driver_speaks_tls_and_checks_certificates_unless_told_not_to() {
     );
     assert!(head.starts_with("POST /tls HTTP/1.1\r\n"), "{head}");
     let sig = header(&head, "X-Kobana-Signature").unwrap();
-    assert!(dunning_domain::webhooks::verify(sig, &secret, &body).is_some());
+    assert!(dunning_domain::ops::webhooks::verify(sig, &secret, &body).is_some());
 }
 
 #[test]

@@ -1,8 +1,20 @@
 //! Accepting an agreement (installments issued, originals renegotiated) and canceling
 //! one.
 
-use super::*;
+use dunning_core::{Output, UnixTime};
+use serde::Deserialize;
+
+use super::{Agreement, commit, load_agreement, sync_installments, ts_ms};
+use crate::args::{ById, IdReason};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
+use crate::error::DomainError;
+use crate::op::{Op, ok};
+use crate::ops::charges;
+use crate::ops::charges::NewCharge;
+use crate::ops::debtors::Debtor;
 use crate::status::{AgreementStatus, ChargeStatus};
+use crate::store::{Kind, load};
 
 pub(super) fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)

@@ -1,6 +1,21 @@
 //! Demo agreements.
 
-use super::*;
+use dunning_core::{Output, UnixTime};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+use super::accept::{accept, short};
+use super::plan::fmt_date;
+use super::{check_broken, create_agreement, end_of_day};
+use crate::brazil::calendar;
+use crate::demo::{Rng, Seeded};
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::charges::Charge;
+use crate::ops::debtors::Debtor;
+use crate::status::ChargeStatus;
+use crate::store::{Cond, Kind, Order, Query, find, load};
+use crate::{Domain, store};
 
 pub(super) const DAY_MS_I: i64 = 86_400_000;
 

@@ -1,7 +1,25 @@
 //! The list, get and create handlers of agreements.
 
-use super::*;
+use chrono::NaiveDate;
+use dunning_core::{Output, UnixTime};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::plan::{Terms, TermsArgs, fmt_date, terms};
+use super::{Agreement, BREAK_AFTER_DAYS, DAY_MS, DEFAULT_VALIDITY_DAYS, OPEN};
+use crate::args::ById;
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
+use crate::documents;
+use crate::error::DomainError;
 use crate::list::{Filter, Listing, Rows};
+use crate::op::{Op, created, diff, list, ok};
+use crate::ops::charges::Charge;
+use crate::ops::deliveries;
+use crate::ops::deliveries::Delivery;
+use crate::outbound::Budget;
+use crate::status::{AgreementStatus, DeliveryStatus, InstallmentStatus};
+use crate::store::{Cond, Kind, Order, Query, find, load, must, save};
 
 /// Loads an agreement of the caller's organization or answers `NOT_FOUND`.
 pub fn load_agreement(op: &mut Op<'_>, id: &str) -> Result<Agreement, DomainError> {
@@ -77,7 +95,7 @@ pub(super) fn commit(
 ) -> Result<(), DomainError> {
     a.updated_at = op.timestamp();
     save(op.tx, Kind::Agreement, op.org, &*a)?;
-    let changes = before.map_or(Value::Null, |b| debtors::diff(b, &*a));
+    let changes = before.map_or(Value::Null, |b| diff(b, &*a));
     op.event(code, "agreement", &a.id.clone(), &*a, changes)?;
     Ok(())
 }

@@ -1,8 +1,15 @@
 //! The agreements worker: expiry of proposals, completion, and breaking after
 //! `break_after_days` of an overdue installment.
 
-use super::*;
+use super::accept::{cancel_charge, short};
+use super::{Agreement, commit, sync_installments, ts_ms};
+use crate::brazil::money::Money;
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::charges;
+use crate::ops::charges::{Charge, NewCharge};
 use crate::status::{AgreementStatus, ChargeStatus};
+use crate::store::{Cond, Kind, Query, find, load, save};
 
 /// Moves agreements along with the clock and their installments' payments (see the
 /// module docs); called by the worker tick. Returns how many agreements changed status.

@@ -1,8 +1,24 @@
 //! Negativation: the checks of `rules.md`, Negativação, the record, and the prior notice
 //! sent at once.
 
-use super::*;
+use dunning_core::{Output, UnixTime};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{
+    BUREAUS, BureauRecord, DAY_MS, MAX_NOTICE_DAYS, active_record, bureau_name, commit,
+    is_disputed, registrable_until,
+};
+use crate::brazil::calendar;
+use crate::error::DomainError;
+use crate::op::{Op, created};
+use crate::ops::charges::Charge;
+use crate::ops::debtors::Debtor;
+use crate::ops::deliveries::Delivery;
+use crate::ops::{charges, deliveries};
+use crate::outbound::Budget;
 use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};
+use crate::store::{Kind, must, save};
 
 /// Where the prior notice goes.
 pub(super) struct NoticeTarget {

@@ -1,8 +1,17 @@
 //! The bureau worker: notice window, request, inclusion, and automatic removal after
 //! payment or agreement.
 
-use super::*;
+use super::{
+    ACTIVE, BureauRecord, cancel_record, commit, due_now, is_disputed, registrable_until,
+    request_removal,
+};
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::charges::Charge;
+use crate::ops::debtors::Debtor;
+use crate::ops::deliveries::Delivery;
 use crate::status::{BureauStatus, ChargeStatus, DeliveryStatus};
+use crate::store::{Cond, Kind, Query, find, load};
 
 /// The default bureau driver: records the request and answers with a protocol at once
 /// (nothing leaves the machine).

@@ -9,9 +9,9 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::rules::calendar;
-use crate::rules::growth;
-use crate::rules::money::Money;
+use crate::brazil::calendar;
+use crate::brazil::growth;
+use crate::brazil::money::Money;
 
 /// The bank code of the default registration driver (a demo bank: nothing is sent out).
 pub const BANK_CODE: &str = "001";

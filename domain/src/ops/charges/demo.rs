@@ -13,12 +13,12 @@ use dunning_core::{Output, Principal, UnixTime};
 use serde_json::{Value, json};
 
 use crate::Domain;
+use crate::brazil::calendar;
 use crate::demo::{Rng, Seeded, run_as};
 use crate::error::DomainError;
 use crate::op::Op;
 use crate::ops::contact_points;
 use crate::ops::debtors::Debtor;
-use crate::rules::calendar;
 use crate::store::{self, Kind};
 
 const DAY_MS: i64 = 86_400_000;
@@ -291,7 +291,7 @@ fn seed_charges(
         let interest = if company {
             interest
         } else {
-            interest.min(crate::rules::growth::CONSUMER_MAX_MONTHLY_INTEREST)
+            interest.min(crate::brazil::growth::CONSUMER_MAX_MONTHLY_INTEREST)
         };
         let method = *rng.pick(&["boleto", "pix", "bolepix"]);
         let (due, created) = match plan {

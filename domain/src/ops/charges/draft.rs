@@ -4,7 +4,6 @@
 //! it. The debtor must still be active, and the due date may not be in the past (a draft
 //! kept for a while is issued with a new `due_date`).
 
-use crate::status::{ChargeStatus, DebtorStatus};
 use chrono::NaiveDate;
 use dunning_core::Output;
 use serde::Deserialize;
@@ -15,6 +14,7 @@ use crate::args::fields;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
 use crate::ops::debtors::Debtor;
+use crate::status::{ChargeStatus, DebtorStatus};
 use crate::store::{Kind, must};
 
 /// `dunning_charges_issue`'s arguments.

@@ -1,24 +1,23 @@
 //! The charge tools' handlers and their confirmation messages.
 
-use crate::args::{Amount, ById, Date, IdReason, ListArgs, fields};
-use crate::list::{Filter, Listing};
-use crate::rules::money::Money;
-use crate::status::ChargeStatus;
-use std::collections::HashMap;
-
 use chrono::NaiveDate;
 use dunning_core::Output;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 
 use super::{
     Charge, Discount, NewCharge, OPEN, Payment, breakdown, commit, due_date, effective_due_date,
     is_open, issue, label, load_charge, register, validate_amount, validate_discount, view,
 };
+use crate::args::{Amount, ById, Date, IdReason, ListArgs, fields};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::error::DomainError;
+use crate::list::{Filter, Listing};
 use crate::op::{Op, created, list, ok};
 use crate::ops::debtors::Debtor;
-use crate::rules::calendar;
+use crate::status::ChargeStatus;
 use crate::store::{Cond, Kind, Order, Query, find, load, save};
 
 /// The decisions an operator can take on a debt (`dunning_charges_decide`).

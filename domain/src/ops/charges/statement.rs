@@ -7,13 +7,13 @@ use serde_json::{Value, json};
 
 use super::{Charge, breakdown, due_date, view};
 use crate::args::{ById, ListArgs, fields};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
 use crate::documents::{self, Party, SettlementLetter, StatementDoc, StatementLine};
 use crate::error::DomainError;
 use crate::op::{Op, Page, ok};
 use crate::ops::debtors::{Debtor, load_debtor};
 use crate::org::Organization;
-use crate::rules::calendar;
-use crate::rules::money::Money;
 use crate::status::{AgreementStatus, ChargeStatus};
 use crate::store::{Cond, Kind, Query, find, must};
 

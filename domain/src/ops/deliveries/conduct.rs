@@ -1,7 +1,14 @@
 //! Collection conduct (rules.md, Collection conduct): who may receive a message, on which channel, and when.
 
-use super::*;
+use dunning_core::UnixTime;
+use serde_json::{Value, json};
+
+use crate::brazil::calendar;
+use crate::error::DomainError;
+use crate::ops::rulers;
+use crate::ops::rulers::{DUNNABLE, SendWindow, Window};
 use crate::status::{AgreementStatus, ChargeStatus, ContactPointStatus, DebtorStatus};
+use crate::store::{Cond, Kind, Query, Tx};
 
 /// Why a message may not go out: a machine `code`, a precise message, and the argument
 /// it is about when the caller chose it (then it is a validation error, else a conflict).
@@ -239,9 +246,4 @@ pub fn window_for(
         .unwrap_or_default();
     let parsed = w.window();
     Ok((w, parsed))
-}
-
-/// Local wall-clock time of `now`.
-pub fn local_now(now: UnixTime) -> NaiveDateTime {
-    calendar::local(now).naive_local()
 }

@@ -1,7 +1,19 @@
 //! Demo deliveries.
 
-use super::*;
+use dunning_core::{Output, UnixTime};
+use serde_json::{Value, json};
+
+use super::{
+    Delivery, creditor, debtor_refusal, delivery_template, pick_contact_point, render_template,
+    text,
+};
+use crate::brazil::calendar;
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::rulers;
 use crate::status::ChargeStatus;
+use crate::status::DeliveryStatus;
+use crate::store::{Cond, Kind, Order, Query, find, save};
 
 /// How many demo deliveries.
 #[derive(Debug, serde::Deserialize)]

@@ -13,9 +13,16 @@
 //! | [`Failure::Retry`] | `queued`, `next_attempt_at` after the back-off; past the policy's attempts, `failed` | — |
 //! | [`Failure::Deferred`] | `queued`, `next_attempt_at`, the attempt not counted | — |
 
-use super::*;
+use serde_json::{Value, json};
+
+use super::{Delivery, advance_to};
+use crate::brazil::calendar;
+use crate::engine::Rendered;
 use crate::engine::{DriverError, DriverReceipt, Failure, SendPolicy};
+use crate::error::DomainError;
+use crate::op::Op;
 use crate::status::{ContactPointStatus, DeliveryStatus};
+use crate::store::{Kind, load, save};
 
 /// What became of one send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

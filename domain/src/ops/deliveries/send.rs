@@ -1,6 +1,24 @@
 //! Manual messages (notify, bulk notify, resend): planned, described for the confirmation, then queued for the engine.
 
-use super::*;
+use chrono::NaiveDateTime;
+use dunning_core::Output;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    BUILTIN_TEMPLATES, Delivery, MAX_BULK, MESSAGE_CHANNELS, Refusal, br_date, charge_stop,
+    contact_refusal, debtor_refusal, find_template, no_contact_refusal, pick_contact_point, text,
+    window_for,
+};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
+use crate::error::DomainError;
+use crate::op::{Op, created};
+use crate::ops::rulers;
+use crate::ops::rulers::{SendWindow, Window};
+use crate::outbound::Budget;
+use crate::status::DeliveryStatus;
+use crate::store::{Kind, must, save};
 
 /// What a message should say: a template or a free text.
 #[derive(Clone, Debug)]
@@ -129,7 +147,7 @@ pub(super) fn when(
     window: &Window,
     sw: &SendWindow,
 ) -> Result<(NaiveDateTime, bool), DomainError> {
-    let now = local_now(op.now);
+    let now = calendar::local_now(op.now);
     match schedule_at {
         Some(raw) => {
             let t = calendar::parse_timestamp(raw).ok_or_else(|| {
@@ -145,7 +163,7 @@ pub(super) fn when(
             if !window.allows(at) {
                 let next = window
                     .next_open(at)
-                    .map(rulers::local_timestamp)
+                    .map(calendar::local_timestamp)
                     .unwrap_or_default();
                 return Err(DomainError::field(
                     "schedule_at",
@@ -290,7 +308,7 @@ pub(super) fn manual_delivery(
         template_id: c.template_id.clone(),
         message: c.message.clone(),
         subject: c.subject.clone(),
-        scheduled_at: rulers::local_timestamp(at),
+        scheduled_at: calendar::local_timestamp(at),
         queued_at: due_now.then(|| now.clone()),
         requested_by: Some(op.principal.subject.clone()),
         created_at: now.clone(),
@@ -342,7 +360,7 @@ pub(super) fn describe_notify(op: &mut Op<'_>) -> Result<String, DomainError> {
     let when = if due_now {
         "now".to_owned()
     } else {
-        format!("at {}", rulers::local_timestamp(at))
+        format!("at {}", calendar::local_timestamp(at))
     };
     Ok(format!(
         "Send {} to {} ({}) {when} about {}?",
@@ -560,7 +578,7 @@ pub(super) fn describe_resend(op: &mut Op<'_>) -> Result<String, DomainError> {
     let when = if due_now {
         "now".to_owned()
     } else {
-        format!("at {}", rulers::local_timestamp(at))
+        format!("at {}", calendar::local_timestamp(at))
     };
     Ok(format!(
         "Resend delivery {} ({}) as {} to {} ({}) {when} about {}?",

@@ -14,10 +14,15 @@
 //! * the contact point keeps `last_delivery_status`, and a bounce counts in
 //!   `bounce_count` (a hard one makes it `invalid`, see [`super::record_send`]).
 
-use super::*;
+use dunning_core::{Scope, UnixTime};
+
+use super::{Delivery, advance_to, count_bounce, touch_contact_point};
 use crate::Domain;
 use crate::Worker;
+use crate::error::DomainError;
+use crate::op::Op;
 use crate::status::DeliveryStatus;
+use crate::store::{Kind, load};
 
 /// What a provider said about one of its messages.
 #[derive(Clone, Debug, PartialEq, Eq)]

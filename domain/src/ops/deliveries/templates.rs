@@ -1,6 +1,17 @@
 //! Message text: the built-in templates, the creditor line every message carries, how to pay, and rendering a delivery.
 
-use super::*;
+use dunning_core::UnixTime;
+use serde_json::Value;
+
+use super::{Delivery, Refusal, text};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
+use crate::engine::Rendered;
+use crate::error::DomainError;
+use crate::ops::rulers;
+use crate::ops::rulers::Template;
+use crate::org::Organization;
+use crate::store::{Kind, Tx, load, must};
 
 /// Built-in message templates (`template_id`), usable on every channel, WhatsApp
 /// included (they are the organization's approved templates). A step id is a template

@@ -1,8 +1,17 @@
-//! The delivery tools' declarations, and the list.
+//! The delivery tools: schemas and declarations.
 
-use super::*;
+use dunning_core::Scope;
+use serde_json::Value;
+
+use super::handlers::{LISTING, list_deliveries};
+use super::{
+    BUILTIN_TEMPLATES, BulkArgs, CHANNELS, MESSAGE_CHANNELS, MessageArgs, NotifyArgs, ResendArgs,
+    STATUSES, bulk_notify, describe_bulk, describe_notify, describe_resend, notify, resend,
+};
 use crate::catalog::name;
-use crate::list::{Filter, Listing};
+use crate::ops::rulers;
+use crate::schema as s;
+use crate::tool::{ToolSpec, tool};
 
 pub(super) fn delivery_output() -> Value {
     s::entity_output(&["id", "charge_id", "channel", "status", "scheduled_at"])
@@ -95,31 +104,4 @@ pub fn tools() -> Vec<ToolSpec> {
             .confirm(describe_resend)
             .run(resend),
     ]
-}
-
-pub(super) const SORTS: &[(&str, &str, Order)] = &[
-    ("scheduled_at", "scheduled_at", Order::Desc),
-    ("created_at", "created_at", Order::Desc),
-];
-
-/// `dunning_deliveries_list`.
-const LISTING: Listing = Listing {
-    kind: Kind::Delivery,
-    filters: &[
-        Filter::In("status", "status"),
-        Filter::In("channel", "channel"),
-        Filter::Eq("charge_id", "charge_id"),
-        Filter::Eq("debtor_id", "debtor_id"),
-        Filter::Eq("step_id", "step_id"),
-        Filter::TimeRange {
-            from: "from",
-            to: "to",
-            column: "scheduled_at",
-        },
-    ],
-    sorts: SORTS,
-};
-
-pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    LISTING.run(op)
 }

@@ -5,10 +5,15 @@
 //! `contact_point.opted_out` events, and every message still scheduled or queued for it
 //! canceled (`opted_out`).
 
-use super::*;
+use dunning_core::{Scope, UnixTime};
+use serde_json::json;
+
+use super::cancel_pending;
 use crate::Domain;
 use crate::Worker;
+use crate::error::DomainError;
 use crate::ops::contact_points::ContactPoint;
+use crate::store::{Cond, Kind, load};
 
 /// The worker whose events record unsubscribes.
 const UNSUBSCRIBE: Worker = Worker {

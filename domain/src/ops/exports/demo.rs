@@ -1,13 +1,14 @@
 //! Demo data of the exports group: a webhook, three exports and their deliveries.
 
-use crate::catalog::name;
 use dunning_core::{Output, UnixTime};
 use serde_json::{Value, json};
 
-use super::{create_export, process};
+use super::handlers::create_export;
+use super::worker::process;
 use crate::Domain;
+use crate::brazil::calendar;
+use crate::catalog::name;
 use crate::error::DomainError;
-use crate::rules::calendar;
 use crate::status::WebhookDeliveryStatus;
 use crate::store::{self, Cond, Kind, Order, Query};
 
@@ -16,10 +17,13 @@ struct DemoDriver {
     failing: String,
 }
 
-impl crate::webhooks::WebhookDriver for DemoDriver {
-    fn post(&self, request: &crate::webhooks::WebhookRequest) -> crate::webhooks::WebhookResponse {
+impl crate::ops::webhooks::WebhookDriver for DemoDriver {
+    fn post(
+        &self,
+        request: &crate::ops::webhooks::WebhookRequest,
+    ) -> crate::ops::webhooks::WebhookResponse {
         let fail = request.body.contains(&self.failing);
-        crate::webhooks::WebhookResponse {
+        crate::ops::webhooks::WebhookResponse {
             status: Some(if fail { 503 } else { 200 }),
             body: if fail {
                 "Service Unavailable".into()
@@ -54,7 +58,7 @@ pub fn seed_demo(
         Output::Json { body, .. } => body,
         _ => Value::Null,
     };
-    let webhook_create = crate::webhooks::tools()
+    let webhook_create = crate::ops::webhooks::tools()
         .into_iter()
         .find(|t| t.def.name == name::WEBHOOKS_CREATE)
         .map(|t| t.run)
@@ -93,12 +97,12 @@ pub fn seed_demo(
     let mut at = start;
     for _ in 0..2 {
         at = at.plus_millis(60_000);
-        crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), process)?;
+        crate::ops::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), process)?;
     }
     // Walk the retry schedule until nothing is pending.
-    for _ in 0..=crate::webhooks::RETRY_SCHEDULE_SECS.len() {
-        crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), |op| {
-            crate::webhooks::deliver(op, &driver)
+    for _ in 0..=crate::ops::webhooks::RETRY_SCHEDULE_SECS.len() {
+        crate::ops::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), |op| {
+            crate::ops::webhooks::deliver(op, &driver)
         })?;
         let next = store::read(domain.store(), |tx| {
             let q = Query {
@@ -132,10 +136,10 @@ pub fn seed_demo(
     let mut at = recent;
     for _ in 0..2 {
         at = at.plus_millis(60_000);
-        crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), process)?;
+        crate::ops::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), process)?;
     }
-    crate::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), |op| {
-        crate::webhooks::deliver(op, &driver)
+    crate::ops::webhooks::with_system_op(domain, &org, at, Some(rng.entropy()), |op| {
+        crate::ops::webhooks::deliver(op, &driver)
     })?;
     Ok(())
 }

@@ -1,7 +1,17 @@
 //! Tool arguments of rulers and steps: parsing and validation, every issue named by its
 //! field (`filters.min_amount`, `steps[2].template.body`, ...).
 
-use super::*;
+use dunning_core::FieldIssue;
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+use super::{
+    ACTIONS, CHANNELS, Conditions, DUNNABLE, Filters, OFFSET_RANGE, SendWindow, Step, Template,
+    WEEKDAYS, check_template_text, parse_hhmm,
+};
+use crate::brazil::money::Money;
+use crate::error::DomainError;
+use crate::status::ChargeStatus;
 
 pub(super) fn issue(field: &str, why: impl Into<String>) -> FieldIssue {
     FieldIssue {

@@ -1,6 +1,10 @@
 //! Demo rulers: a default consumer ruler and a B2B one per organization.
 
-use super::*;
+use serde_json::{Value, json};
+
+use super::handlers::{activate_ruler, create_ruler};
+use crate::error::DomainError;
+use crate::store::{Kind, load};
 
 pub(super) fn demo_step(
     offset: i64,

@@ -1,9 +1,25 @@
 //! The handlers of the ruler and step tools.
 
-use super::*;
+use chrono::NaiveDate;
+use dunning_core::Output;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::args::{
+    STEP_FIELDS, apply_filters, apply_step, apply_window, blank_step, check_step, fail, issue,
+    join, new_step, object, unknown_keys,
+};
+use super::{
+    DUNNABLE, Filters, Ruler, SendWindow, Step, condition_refusal, load_ruler, slot, steps_of,
+};
 use crate::args::{ById, IdReason, fields};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
+use crate::error::DomainError;
 use crate::list::{Filter, Listing, Rows};
+use crate::op::{Op, created, diff, list, ok};
 use crate::status::{ChargeStatus, RulerStatus};
+use crate::store::{Cond, Kind, Order, Query, find, must, save};
 
 /// `dunning_rulers_create`.
 #[derive(Debug, Deserialize)]
@@ -113,7 +129,7 @@ pub(super) fn take_default(op: &mut Op<'_>, keep: &str) -> Result<(), DomainErro
         r.is_default = false;
         r.updated_at = op.timestamp();
         save(op.tx, Kind::Ruler, op.org, &r)?;
-        let changes = crate::ops::debtors::diff(&before, &r);
+        let changes = diff(&before, &r);
         op.event("ruler.updated", "ruler", &r.id, &r, changes)?;
     }
     Ok(())
@@ -244,7 +260,7 @@ pub(super) fn update_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     r.updated_at = op.timestamp();
     save(op.tx, Kind::Ruler, op.org, &r)?;
-    let changes = crate::ops::debtors::diff(&before, &r);
+    let changes = diff(&before, &r);
     op.event("ruler.updated", "ruler", id, &r, changes)?;
     Ok(ok(full_view(op, &r)?))
 }
@@ -274,7 +290,7 @@ pub(super) fn transition(
     }
     r.updated_at = now;
     save(op.tx, Kind::Ruler, op.org, r)?;
-    let changes = crate::ops::debtors::diff(&before, r);
+    let changes = diff(&before, r);
     op.event(code, "ruler", &r.id, r, changes)?;
     Ok(())
 }
@@ -434,7 +450,7 @@ pub(super) fn update_step(op: &mut Op<'_>) -> Result<Output, DomainError> {
         st = steps[at].clone();
     }
     save(op.tx, Kind::Step, op.org, &st)?;
-    let changes = crate::ops::debtors::diff(&before, &st);
+    let changes = diff(&before, &st);
     op.event("step.updated", "step", step_id, &st, changes)?;
     Ok(ok(st))
 }
@@ -562,7 +578,7 @@ pub(super) fn preview_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {
             "channel": st.channel,
             "action": st.action,
             "planned_date": sl.nominal.format("%Y-%m-%d").to_string(),
-            "scheduled_at": sl.at.map(local_timestamp),
+            "scheduled_at": sl.at.map(calendar::local_timestamp),
             "moved": sl.moved.is_some(),
             "moved_reason": sl.moved,
             "applies": applies.is_none(),

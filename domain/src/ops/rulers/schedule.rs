@@ -1,7 +1,16 @@
 //! Schedule arithmetic shared by the preview tool and the engine: offsets in calendar
 //! or business days, the send window, step conditions and template text.
 
-use super::*;
+use chrono::{Duration, NaiveDate, NaiveDateTime, NaiveTime};
+use dunning_core::FieldIssue;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+use super::args::issue;
+use super::{Step, VARIABLES, Window, parse_hhmm};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
+use crate::status::ChargeStatus;
 
 /// `d` moved by `n` bank business days (negative: backwards); `n = 0` gives `d` itself
 /// when it is a business day, else the next one.
@@ -59,11 +68,6 @@ pub fn slot(step: &Step, window: &Window, due: NaiveDate) -> Slot {
         _ => None,
     };
     Slot { nominal, at, moved }
-}
-
-/// Local date-time as an RFC 3339 timestamp in the organization's zone.
-pub fn local_timestamp(at: NaiveDateTime) -> String {
-    format!("{}-03:00", at.format("%Y-%m-%dT%H:%M:%S"))
 }
 
 /// Why a step does not apply to a charge (its conditions), or `None` when it does.

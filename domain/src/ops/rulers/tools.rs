@@ -1,8 +1,19 @@
 //! The ruler and step tools: schemas and declarations.
 
-use super::*;
+use dunning_core::Scope;
+use serde_json::Value;
+
+use super::args::STEP_FIELDS;
+use super::handlers::{
+    LISTING, NewRuler, PreviewArgs, RulerPatch, StepRef, activate_ruler, archive_ruler,
+    create_ruler, create_step, delete_step, describe_archive, describe_delete_step, get_ruler,
+    list_rulers, pause_ruler, preview_ruler, update_ruler, update_step,
+};
+use super::{ACTIONS, CHANNELS, DUNNABLE, STATUSES, VARIABLES, WEEKDAYS};
 use crate::args::{ById, IdReason};
 use crate::catalog::name;
+use crate::schema as s;
+use crate::tool::{ToolBuilder, ToolSpec, tool};
 
 pub(super) fn filters_schema() -> Value {
     s::object(

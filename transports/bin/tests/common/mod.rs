@@ -536,7 +536,7 @@ pub fn date_in(days: i64) -> String {
 /// own rule).
 pub fn cpf(base: u32) -> String {
     let digits: Vec<u8> = format!("{base:09}").bytes().map(|b| b - b'0').collect();
-    dunning_domain::rules::document::cpf_from_base(&digits.try_into().unwrap())
+    dunning_domain::brazil::document::cpf_from_base(&digits.try_into().unwrap())
 }
 
 /// A 2026 `tools/call` over a fresh connection; `None` when the server is gone.

@@ -21,14 +21,14 @@
 //!   false` goes through a second agent whose TLS configuration does not verify the
 //!   certificate (still encrypted).
 //!
-//! The URL handed to `ureq` is the one `dunning_domain::webhooks::parse_url` reads
+//! The URL handed to `ureq` is the one `dunning_domain::ops::webhooks::parse_url` reads
 //! (scheme, canonical host without a trailing dot, port, path), so the `Host` header,
 //! the TLS server name and the lookup all use one spelling.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use dunning_domain::webhooks::{
+use dunning_domain::ops::webhooks::{
     CLAIM_MS, RESPONSE_BODY_MAX, WebhookDriver, WebhookRequest, WebhookResponse, parse_url,
     truncate_body,
 };

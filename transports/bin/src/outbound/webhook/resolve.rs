@@ -8,7 +8,7 @@
 //! on its own when the system resolver does. An IP literal is never looked up.
 //!
 //! Names reach this point canonical (the driver hands `ureq` the URL as
-//! `dunning_domain::webhooks::parse_url` spelled it, which drops one trailing dot, and
+//! `dunning_domain::ops::webhooks::parse_url` spelled it, which drops one trailing dot, and
 //! [`GlobalResolver`] drops one more should it get one), so `example.com.` and
 //! `example.com` are resolved the same way and pass the same address filter
 //! ([`super::global_ip::is_global`]). `ureq` connects to exactly the addresses the

@@ -10,8 +10,8 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
+use dunning_domain::ops::webhooks::{self, WebhookDriver, WebhookRequest, verify};
 use dunning_domain::testing::Bed;
-use dunning_domain::webhooks::{self, WebhookDriver, WebhookRequest, verify};
 use serde_json::json;
 
 use super::HttpDriver;

@@ -1,7 +1,17 @@
-//! Listing, reading and removing bureau records.
+//! The handlers of the bureau record tools: listing, reading and removing records
+//! (negativating is in `negativate`, with its checks).
 
-use super::*;
+use dunning_core::Output;
+use serde::Deserialize;
+
+use super::{BureauRecord, EARLY, REMOVAL_REASONS, bureau_name, cancel_record, request_removal};
+use crate::args::ById;
+use crate::error::DomainError;
 use crate::list::{Filter, Listing};
+use crate::op::{Op, ok};
+use crate::ops::debtors::Debtor;
+use crate::status::BureauStatus;
+use crate::store::{Kind, Order, load, must};
 
 /// `dunning_credit_bureau_list`.
 pub(super) const LISTING: Listing = Listing {

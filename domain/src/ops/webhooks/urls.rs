@@ -1,7 +1,7 @@
 //! Receiver URLs: parsing and the address policy (global addresses only, unless
 //! allowed).
 
-use super::*;
+use crate::error::DomainError;
 
 /// A parsed webhook URL.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,9 +1,22 @@
 //! The fan-out of events into pending deliveries, and the delivery worker: claim, post,
 //! finish.
 
-use super::*;
+use dunning_core::{Scope, UnixTime};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+use super::{
+    BATCH, CLAIM_MS, RETRY_SCHEDULE_SECS, SIGNATURE_HEADER, Webhook, WebhookDelivery,
+    WebhookDriver, WebhookRequest, WebhookResponse, filter_matches, is_catalog_code,
+    signature_header, stamp, truncate_body,
+};
 use crate::Worker;
+use crate::error::DomainError;
+use crate::op::{Op, diff};
+use crate::outbound::Budget;
 use crate::status::WebhookDeliveryStatus;
+use crate::store::{Cond, Kind, Order, Query, find, load, save};
+use crate::{Domain, store};
 
 /// Queues a `pending` delivery for every active webhook whose filter matches the event
 /// (published catalogue codes only; `webhook.ping` goes only through the test tool).
@@ -170,7 +183,7 @@ pub fn claim(op: &mut Op<'_>, limit: u32) -> Result<Vec<Claimed>, DomainError> {
                 d.next_retry_at = None;
                 d.updated_at = now.clone();
                 save(op.tx, Kind::WebhookDelivery, op.org, &d)?;
-                let changes = crate::ops::debtors::diff(&before.summary(), &d.summary());
+                let changes = diff(&before.summary(), &d.summary());
                 op.event(
                     "webhook_delivery.failed",
                     "webhook_delivery",
@@ -278,7 +291,7 @@ pub(super) fn record(
     save(op.tx, Kind::WebhookDelivery, op.org, &*d)?;
     if let Some(code) = final_code {
         let after = d.summary();
-        let changes = crate::ops::debtors::diff(&before, &after);
+        let changes = diff(&before, &after);
         op.event(code, "webhook_delivery", &d.id, &after, changes)?;
     }
     Ok(())

@@ -1,7 +1,19 @@
 //! The agreement term (termo de acordo) as a PDF, with a draft watermark until it is
 //! accepted.
 
-use super::*;
+use chrono::NaiveDate;
+use dunning_core::{File, Output};
+
+use super::{Agreement, DRAFT_WATERMARK, load_agreement, sync_installments};
+use crate::args::ById;
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
+use crate::documents;
+use crate::documents::{Align, Party, Style};
+use crate::error::DomainError;
+use crate::op::Op;
+use crate::ops::debtors::Debtor;
+use crate::store::{Kind, must};
 
 pub(super) fn term(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let ById { id } = op.args()?;

@@ -4,7 +4,9 @@
 //! UTC−03:00 offset. Bank holidays are the national ones plus Carnival Monday and
 //! Tuesday and Corpus Christi (no bank clearing on those days).
 
-use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, TimeZone, Weekday};
+use chrono::{
+    DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveDateTime, TimeZone, Weekday,
+};
 use dunning_core::UnixTime;
 
 /// The organization's offset (UTC−03:00).
@@ -25,6 +27,16 @@ pub fn local(now: UnixTime) -> DateTime<FixedOffset> {
 /// RFC 3339 timestamp with the `-03:00` offset, second precision.
 pub fn timestamp(now: UnixTime) -> String {
     local(now).format("%Y-%m-%dT%H:%M:%S%:z").to_string()
+}
+
+/// Local wall-clock time of `now` (the organization's zone).
+pub fn local_now(now: UnixTime) -> NaiveDateTime {
+    local(now).naive_local()
+}
+
+/// A local date-time as an RFC 3339 timestamp in the organization's zone.
+pub fn local_timestamp(at: NaiveDateTime) -> String {
+    format!("{}-03:00", at.format("%Y-%m-%dT%H:%M:%S"))
 }
 
 /// Today's date in the organization's time zone.

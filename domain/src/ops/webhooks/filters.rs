@@ -1,7 +1,11 @@
 //! Event filters of a webhook (`*`, a group such as `charge.*`, or an exact code),
 //! checked against the published event catalogue.
 
-use super::*;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use crate::error::DomainError;
 
 pub(super) fn catalog_codes() -> &'static HashSet<String> {
     static CODES: OnceLock<HashSet<String>> = OnceLock::new();

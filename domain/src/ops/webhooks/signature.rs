@@ -1,7 +1,11 @@
 //! The `X-Kobana-Signature` header: HMAC-SHA256 over `<t>.<body>`, one `v1` per secret
 //! in force.
 
-use super::*;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::hex;
+use crate::op::Op;
 
 pub(super) type HmacSha256 = Hmac<Sha256>;
 

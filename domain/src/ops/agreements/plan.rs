@@ -1,7 +1,22 @@
-//! An agreement's terms: simulation of lump sums and installments, discounts within the
-//! organization's cap, and the arguments that describe them.
+//! An agreement's payment plan (its terms): simulation of lump sums and installments,
+//! discounts within the organization's cap, and the arguments that describe them.
 
-use super::*;
+use chrono::{Months, NaiveDate};
+use dunning_core::Output;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+use super::{ChargePart, Installment, MAX_CHARGES, MAX_FIRST_DUE_DAYS, MAX_INSTALLMENTS};
+use crate::brazil::calendar;
+use crate::brazil::money::Money;
+use crate::error::DomainError;
+use crate::op::{Op, ok};
+use crate::ops::charges;
+use crate::ops::charges::Charge;
+use crate::ops::debtors::Debtor;
+use crate::status::InstallmentStatus;
+use crate::store::{Kind, must};
 
 /// Computed terms of an agreement.
 #[derive(Clone, Debug, PartialEq)]

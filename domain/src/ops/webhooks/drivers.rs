@@ -2,7 +2,9 @@
 //! the recording driver (the default). The driver that posts for real lives in the binary
 //! (`transports/bin/src/webhook_http/`): sockets stay out of the domain.
 
-use super::*;
+use std::sync::Mutex;
+
+use super::RESPONSE_BODY_MAX;
 
 /// One POST to a receiver.
 #[derive(Clone, Debug, PartialEq, Eq)]
