@@ -177,6 +177,18 @@ fn numbers_a_tool(text: &str) -> bool {
     })
 }
 
+/// Whether `md`, named in `file`, is a file of the repository at `root`: from the root,
+/// or from the file's folder or one of its parents inside the repository.
+fn found(root: &Path, file: &Path, md: &str) -> bool {
+    root.join(md).is_file()
+        || file
+            .parent()
+            .into_iter()
+            .flat_map(Path::ancestors)
+            .take_while(|d| d.starts_with(root))
+            .any(|d| d.join(md).is_file())
+}
+
 /// The findings of one file's comments: `(line, why)`. `exists` says whether a `.md`
 /// path, as written, names a file.
 fn check(src: &str, exists: &dyn Fn(&str) -> bool) -> Vec<(usize, String)> {
@@ -248,14 +260,7 @@ fn every_comment_resolves_inside_the_repository() {
     let mut report = Vec::new();
     for file in &files {
         let src = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file:?}: {e}"));
-        let dir = file.parent().expect("a file has a folder");
-        let exists = |md: &str| {
-            root.join(md).is_file()
-                || dir
-                    .ancestors()
-                    .take_while(|d| d.starts_with(&root))
-                    .any(|d| d.join(md).is_file())
-        };
+        let exists = |md: &str| found(&root, file, md);
         let shown = file.strip_prefix(&root).unwrap_or(file).display();
         for (line, why) in check(&src, &exists) {
             report.push(format!("{shown}:{line}: {why}"));
@@ -288,14 +293,7 @@ fn scripts_fixtures_and_readmes_resolve_inside_the_repository_too() {
         let Ok(src) = std::fs::read_to_string(file) else {
             continue;
         };
-        let dir = file.parent().expect("a file has a folder");
-        let exists = |md: &str| {
-            root.join(md).is_file()
-                || dir
-                    .ancestors()
-                    .take_while(|d| d.starts_with(&root))
-                    .any(|d| d.join(md).is_file())
-        };
+        let exists = |md: &str| found(&root, file, md);
         let lines = src
             .lines()
             .enumerate()

@@ -462,19 +462,15 @@ fn sibling(name: &str) -> PathBuf {
 pub(crate) fn run(args: &[String]) -> io::Result<()> {
     let quick = args.iter().any(|a| a == "--quick");
     let (secs, rounds) = if quick { (2, 1) } else { (5, 3) };
-    let flag = |name: &str| {
+    let value = |name: &str| {
         args.iter()
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1))
-            .map(PathBuf::from)
     };
+    let flag = |name: &str| value(name).map(PathBuf::from);
     let product = flag("--product").unwrap_or_else(|| sibling("kobana-dunning"));
     let before = flag("--before");
-    let store = args
-        .iter()
-        .position(|a| a == "--store")
-        .and_then(|i| args.get(i + 1))
-        .cloned();
+    let store = value("--store").cloned();
     let peers = flag("--peers").unwrap_or_else(|| {
         sibling("dunning-peers")
             .parent()
