@@ -383,6 +383,23 @@ impl Authenticate for Authenticator {
 mod tests {
     use super::*;
 
+    /// The thread's kept key is the digest of exactly its token, audience and key
+    /// version: any of the three changing computes the right key again.
+    #[test]
+    fn a_kept_key_is_only_ever_its_own_tokens() {
+        let d = TokenCache::digest;
+        let k = TokenCache::key;
+        assert_eq!(k("t1", Audience::Mcp, 1), d("t1", Audience::Mcp, 1));
+        assert_eq!(k("t1", Audience::Mcp, 1), d("t1", Audience::Mcp, 1), "kept");
+        assert_eq!(k("t2", Audience::Mcp, 1), d("t2", Audience::Mcp, 1));
+        assert_eq!(k("t2", Audience::Api, 1), d("t2", Audience::Api, 1));
+        assert_eq!(k("t2", Audience::Api, 2), d("t2", Audience::Api, 2));
+        assert_eq!(k("t1", Audience::Mcp, 1), d("t1", Audience::Mcp, 1));
+        assert_ne!(d("t1", Audience::Mcp, 1), d("t2", Audience::Mcp, 1));
+        assert_ne!(d("t1", Audience::Mcp, 1), d("t1", Audience::Api, 1));
+        assert_ne!(d("t1", Audience::Mcp, 1), d("t1", Audience::Mcp, 2));
+    }
+
     fn claims(exp_secs: u64) -> Claims {
         Claims {
             subject: "ana@demo.example".into(),
