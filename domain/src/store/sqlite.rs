@@ -79,11 +79,30 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
-fn configure(c: &Connection) -> Result<(), StoreError> {
+/// How much of the database file a reader maps: pages are read from the page cache of
+/// the kernel in place, without a `pread` and a copy each (`docs/decisions.md`, "Readers
+/// map the database").
+const MMAP_BYTES: u64 = 1 << 30;
+
+/// What every connection of a file store sets: how long it waits on a lock, and where
+/// its temporary tables go.
+fn configure_any(c: &Connection) -> Result<(), StoreError> {
     c.busy_timeout(std::time::Duration::from_secs(10))?;
-    c.execute_batch(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;",
-    )?;
+    c.execute_batch("PRAGMA temp_store=MEMORY;")?;
+    Ok(())
+}
+
+/// The writer: write-ahead log, durable commits.
+fn configure(c: &Connection) -> Result<(), StoreError> {
+    configure_any(c)?;
+    c.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;")?;
+    Ok(())
+}
+
+/// A reader: maps the file.
+fn configure_reader(c: &Connection) -> Result<(), StoreError> {
+    configure_any(c)?;
+    c.execute_batch(&format!("PRAGMA mmap_size={MMAP_BYTES};"))?;
     Ok(())
 }
 
@@ -102,7 +121,7 @@ impl SqliteStore {
                 path,
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )?;
-            r.busy_timeout(std::time::Duration::from_secs(10))?;
+            configure_reader(&r)?;
             rs.push(Mutex::new(r));
         }
         Ok(Self {
@@ -489,6 +508,25 @@ mod tests {
             .expect("reads");
         assert!(!store.read_may_wait(), "released");
         assert!(SqliteStore::in_memory().expect("memory").read_may_wait());
+    }
+
+    /// Every reader connection of a file store maps the database file; the writer does
+    /// not (`configure_reader`).
+    #[test]
+    fn readers_map_the_database_file() {
+        let file = ScratchFile::new("readers-map");
+        let store = SqliteStore::open(&file.path, 2).expect("store");
+        for r in &store.readers {
+            let mapped: i64 = lock(r)
+                .query_row("PRAGMA mmap_size", [], |row| row.get(0))
+                .expect("mmap_size");
+            assert_eq!(u64::try_from(mapped).ok(), Some(MMAP_BYTES));
+        }
+        let writer: i64 = store
+            .writer
+            .with_conn(|c| c.query_row("PRAGMA mmap_size", [], |row| row.get(0)))
+            .expect("writer's mmap_size");
+        assert_eq!(writer, 0, "the writer reads through pread");
     }
 
     /// The migrations are applied once: opening a migrated database again changes nothing.

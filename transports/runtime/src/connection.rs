@@ -241,10 +241,12 @@ impl Connection {
 
     /// Takes the connection's place from its slot ([`crate::Service::open_connection_from`]):
     /// its count as unauthenticated for its address ([`Connection::set_ticket`]) and its
-    /// standing in the eviction queue, entered at once (it waits for its first head).
+    /// standing in the eviction queue, which the slot entered at accept (it waits for its
+    /// first head).
     pub fn enrol(&mut self, slot: &mut ConnectionSlot) {
         self.ticket = slot.take_ticket();
         self.standing = slot.standing();
+        self.queued = self.standing.is_some();
         self.settle();
     }
 

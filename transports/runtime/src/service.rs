@@ -121,7 +121,8 @@ impl<D: Dispatch> Service<D> {
     /// authenticated and waits for a head is evicted and this one takes its place
     /// (`None` when there is none). Hand the slot to the [`crate::Connection`]
     /// ([`crate::Connection::enrol`]): it gives the per-address count back once a request
-    /// of it passes authentication, and enters the eviction queue while it waits.
+    /// of it passes authentication, and stays in the eviction queue (entered here) while
+    /// it waits.
     #[must_use]
     pub fn open_connection_from(&self, peer: IpAddr) -> Option<ConnectionSlot> {
         let ticket = match self.opts.max_unauthenticated_per_ip {
@@ -135,7 +136,11 @@ impl<D: Dispatch> Service<D> {
             None => return None,
         };
         slot.ticket = ticket;
-        slot.standing = Some(Standing::new(&self.evictable));
+        // In the queue from here, in accept order: an async adapter's connection task
+        // may first run later than a younger one's.
+        let standing = Standing::new(&self.evictable);
+        standing.set_waiting(true);
+        slot.standing = Some(standing);
         Some(slot)
     }
 

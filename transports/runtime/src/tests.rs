@@ -260,6 +260,27 @@ fn at_the_cap_the_oldest_unauthenticated_head_waiter_gives_its_place() {
 }
 
 #[test]
+fn age_is_counted_from_accept_not_from_the_connections_first_run() {
+    // An async adapter's tasks may first run in any order: the older slot is enrolled
+    // last, and is still the one evicted.
+    let service = capped();
+    let mut old_slot = service.open_connection_from([127, 0, 0, 1].into()).unwrap();
+    let (young, _young_slot) = open(&service).unwrap();
+    let mut old = Connection::new(service.options());
+    old.enrol(&mut old_slot);
+    assert_eq!(service.evictable(), 2);
+    let (_third, _third_slot) = open(&service).expect("the oldest is evicted");
+    assert!(old.evicted() && !young.evicted());
+    // Evicted before its task ever ran: enrolled, it closes at once.
+    let mut late_slot = service.open_connection_from([127, 0, 0, 1].into()).unwrap();
+    assert!(young.evicted());
+    let mut late = Connection::new(service.options());
+    late.enrol(&mut late_slot);
+    assert!(!late.evicted());
+    drop(young);
+}
+
+#[test]
 fn an_authenticated_or_busy_connection_is_never_evicted() {
     let service = capped();
     // Authenticated: its request was answered for an organization.
