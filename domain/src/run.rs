@@ -24,8 +24,15 @@ impl Domain {
     }
 
     fn settings(tx: &mut dyn store::Tx, org: &str) -> Result<org::Settings, DomainError> {
+        /// Every call reads its organization's settings: the rest of the document is
+        /// skipped unparsed.
+        #[derive(serde::Deserialize)]
+        struct Only {
+            #[serde(default)]
+            settings: org::Settings,
+        }
         Ok(
-            store::load::<org::Organization>(tx, store::Kind::Organization, org, org)?
+            store::load::<Only>(tx, store::Kind::Organization, org, org)?
                 .map(|o| o.settings)
                 .unwrap_or_default(),
         )

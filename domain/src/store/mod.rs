@@ -413,7 +413,12 @@ pub struct Remembered {
 /// One transaction. Writes are atomic with everything else done in the same `write`.
 pub trait Tx {
     /// The document `id` of `kind` in `org`.
-    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError>;
+    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        self.get_raw(kind, org, id)?.map(parse_doc).transpose()
+    }
+    /// The document `id` of `kind` in `org`, as stored (JSON text): [`load`] deserializes
+    /// straight from it, as [`find`] does from [`Tx::find_raw`].
+    fn get_raw(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<String>, StoreError>;
     /// Inserts or replaces a document (its `id` and `created_at` fields are required).
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError>;
     /// Deletes a document; whether it existed.
@@ -666,9 +671,9 @@ pub fn load<T: DeserializeOwned>(
     org: &str,
     id: &str,
 ) -> Result<Option<T>, DomainError> {
-    match tx.get(kind, org, id)? {
+    match tx.get_raw(kind, org, id)? {
         None => Ok(None),
-        Some(v) => serde_json::from_value(v)
+        Some(text) => serde_json::from_str(&text)
             .map(Some)
             .map_err(|e| StoreError(format!("corrupt {} {id}: {e}", kind.noun())).into()),
     }

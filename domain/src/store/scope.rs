@@ -69,8 +69,8 @@ pub(super) struct Scoped<'t, 's> {
 }
 
 impl Tx for Scoped<'_, '_> {
-    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
-        self.tx.get(kind, org, id)
+    fn get_raw(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<String>, StoreError> {
+        self.tx.get_raw(kind, org, id)
     }
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
         self.scope.org(org)?;

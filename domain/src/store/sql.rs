@@ -424,13 +424,13 @@ impl<C: Driver> SqlTx<C> {
 }
 
 impl<C: Driver> Tx for SqlTx<C> {
-    fn get(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<Value>, StoreError> {
+    fn get_raw(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<String>, StoreError> {
         let sql = Self::fixed(&format!(
             "SELECT {{doc}} FROM {} WHERE org = {{1}} AND id = {{2}}",
             kind.table()
         ));
         let args = [Arg::Text(org.to_owned()), Arg::Text(id.to_owned())];
-        self.first_text(&sql, &args)?.map(parse_doc).transpose()
+        self.first_text(&sql, &args)
     }
 
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
