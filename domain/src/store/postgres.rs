@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use postgres::{Client, Config, IsolationLevel, NoTls, Statement, Transaction};
+use postgres::{Client, Config, NoTls, Statement};
 use sha2::{Digest, Sha256};
 
 use super::{
@@ -95,6 +95,9 @@ impl From<r2d2::Error> for StoreError {
 struct Conn {
     client: Client,
     statements: HashMap<String, Statement>,
+    /// A transaction of it could not be ended: the pool drops it rather than hand out a
+    /// session in an unknown state.
+    broken: bool,
 }
 
 /// Opens connections for the pool (`r2d2_postgres` hands out a bare `Client`, with no
@@ -111,15 +114,17 @@ impl r2d2::ManageConnection for Manager {
         Ok(Conn {
             client: self.config.connect(NoTls)?,
             statements: HashMap::new(),
+            broken: false,
         })
     }
 
+    /// Only asked with `test_on_check_out`, which is off ([`PostgresStore::begin`]).
     fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
         conn.client.simple_query("").map(|_| ())
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
-        conn.client.is_closed()
+        conn.broken || conn.client.is_closed()
     }
 }
 
@@ -225,6 +230,7 @@ impl PostgresStore {
             .max_size(connections.max(1))
             .min_idle(Some(0))
             .connection_timeout(Duration::from_secs(10))
+            .test_on_check_out(false)
             .build_unchecked(Manager {
                 config: config.clone(),
             });
@@ -269,52 +275,98 @@ impl PostgresStore {
         Ok(self.pool.get()?)
     }
 
-    /// Runs `f` in one transaction, counted in [`PostgresStore::round_trips`]. A read is
-    /// a read-only snapshot (repeatable read) and always commits; a write takes its
-    /// scope's locks first (the domain assumes one writer per organization: `max + 1`
-    /// sequences, checks then inserts) and commits only when `f` succeeded and `commit`
-    /// says so.
+    /// The statements that open a transaction of `access`, sent as one round trip: a
+    /// read is a read-only snapshot (repeatable read); a write is `READ COMMITTED` and
+    /// takes its scope's locks before anything else (the domain assumes one writer per
+    /// organization: `max + 1` sequences, checks then inserts).
+    fn frame(&self, access: Access<'_>) -> String {
+        match access {
+            Access::Read => "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY".into(),
+            Access::Write { scope, .. } => format!(
+                "START TRANSACTION ISOLATION LEVEL READ COMMITTED; {}",
+                self.keys.statement(scope)
+            ),
+        }
+    }
+
+    /// A pooled connection with a transaction of `access` open. The pool hands a
+    /// connection out without pinging it first (a round trip per transaction): one found
+    /// closed at the frame, where nothing of the transaction ran, is dropped by the pool
+    /// and the frame sent once more on another (`docs/decisions.md`, "PostgreSQL round
+    /// trips").
+    fn begin(&self, access: Access<'_>) -> Result<Open, StoreError> {
+        let frame = self.frame(access);
+        let mut retried = false;
+        loop {
+            let mut open = Open {
+                conn: self.conn()?,
+                ended: false,
+            };
+            match open.conn.client.batch_execute(&frame) {
+                Ok(()) => return Ok(open),
+                Err(_) if open.conn.client.is_closed() && !retried => retried = true,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Runs `f` in one transaction ([`PostgresStore::frame`]), counted in
+    /// [`PostgresStore::round_trips`]. A read always commits; a write commits only when
+    /// `f` succeeded and `commit` says so.
     fn in_transaction(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         access: Access<'_>,
     ) -> Result<(), DomainError> {
-        let mut conn = self.conn()?;
-        let Conn { client, statements } = &mut *conn;
-        let builder = client.build_transaction();
-        let builder = match access {
-            Access::Read => builder
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true),
-            Access::Write { .. } => builder.isolation_level(IsolationLevel::ReadCommitted),
-        };
-        let mut tx = builder.start().map_err(StoreError::from)?;
-        if let Access::Write { scope, .. } = access {
-            tx.batch_execute(&self.keys.statement(scope))
-                .map_err(StoreError::from)?;
-        }
+        let mut open = self.begin(access)?;
         self.trips.transactions.fetch_add(1, Ordering::Relaxed);
+        let Conn {
+            client, statements, ..
+        } = &mut *open.conn;
         let mut t = SqlTx::new(Pg {
-            tx: &mut tx,
+            client,
             statements,
             trips: &self.trips,
         });
         let out = f(&mut t);
         let members = t.members;
-        match access {
-            Access::Write { commit, .. } if !(commit && out.is_ok()) => {
-                tx.rollback().map_err(StoreError::from)?
-            }
-            Access::Write { .. } => {
-                tx.commit().map_err(StoreError::from)?;
-                if members {
-                    // At once for this process; the others hear the trigger's NOTIFY.
-                    self.members.bump();
-                }
-            }
-            Access::Read => tx.commit().map_err(StoreError::from)?,
+        let end = match access {
+            Access::Write { commit, .. } if !(commit && out.is_ok()) => "ROLLBACK",
+            _ => "COMMIT",
+        };
+        open.end(end)?;
+        if end == "COMMIT" && members {
+            // At once for this process; the others hear the trigger's NOTIFY.
+            self.members.bump();
         }
         out
+    }
+}
+
+/// A pooled connection inside a transaction: ended by [`Open::end`], or rolled back when
+/// dropped before (an error or a panic in the domain's closure).
+struct Open {
+    conn: r2d2::PooledConnection<Manager>,
+    ended: bool,
+}
+
+impl Open {
+    /// Ends the transaction with `COMMIT` or `ROLLBACK`.
+    fn end(&mut self, how: &str) -> Result<(), StoreError> {
+        self.ended = true;
+        let out = self.conn.client.batch_execute(how);
+        if out.is_err() {
+            self.conn.broken = true;
+        }
+        Ok(out?)
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        if !self.ended && self.conn.client.batch_execute("ROLLBACK").is_err() {
+            self.conn.broken = true;
+        }
     }
 }
 
@@ -477,8 +529,8 @@ impl PostgresStore {
 
 /// The PostgreSQL driver of the store's one [`SqlTx`]: every statement prepared once
 /// per connection and kept ([`STATEMENTS_KEPT`]), each prepare and execution counted.
-struct Pg<'a, 'c> {
-    tx: &'a mut Transaction<'c>,
+struct Pg<'a> {
+    client: &'a mut Client,
     statements: &'a mut HashMap<String, Statement>,
     trips: &'a RoundTrips,
 }
@@ -530,13 +582,13 @@ impl ToSql for Arg {
     to_sql_checked!();
 }
 
-impl Pg<'_, '_> {
+impl Pg<'_> {
     /// The prepared statement for `sql` on this connection.
     fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.tx.prepare(sql)?;
+        let s = self.client.prepare(sql)?;
         self.trips.statements.fetch_add(1, Ordering::Relaxed);
         if self.statements.len() >= STATEMENTS_KEPT {
             self.statements.clear();
@@ -549,11 +601,11 @@ impl Pg<'_, '_> {
         let s = self.statement(sql)?;
         self.trips.statements.fetch_add(1, Ordering::Relaxed);
         let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-        Ok(self.tx.query(&s, &refs)?)
+        Ok(self.client.query(&s, &refs)?)
     }
 }
 
-impl Driver for Pg<'_, '_> {
+impl Driver for Pg<'_> {
     const DIALECT: Dialect = Dialect::Postgres;
 
     fn rows(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<Vec<Cell>>, StoreError> {
@@ -588,7 +640,7 @@ impl Driver for Pg<'_, '_> {
         let s = self.statement(sql)?;
         self.trips.statements.fetch_add(1, Ordering::Relaxed);
         let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-        Ok(self.tx.execute(&s, &refs)?)
+        Ok(self.client.execute(&s, &refs)?)
     }
 }
 

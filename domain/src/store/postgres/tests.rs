@@ -515,3 +515,82 @@ fn money_columns_become_whole_centavos() {
     assert_eq!(row.get::<_, i64>(0), 15010);
     assert_eq!(row.get::<_, String>(1), doc);
 }
+
+/// The backend that holds `org`'s writer lock of `schema` now (asked from `probe`).
+fn holder_of(probe: &mut Client, schema: &str, org: &str) -> i32 {
+    let key = lock_key(&format!("dunning-org:{schema}:{org}"));
+    probe
+        .query_one(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock' \
+             AND classid = (($1::bigint >> 32) & 4294967295)::oid AND objid = ($1::bigint & 4294967295)::oid",
+            &[&key],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// The pool hands connections out without a ping (`PostgresStore::begin`): one closed
+/// while idle (a restarted server, a killed backend) is found at the transaction's
+/// first round trip, before anything of it ran, and the transaction runs on a new one.
+#[test]
+fn a_pooled_connection_closed_while_idle_is_replaced_before_anything_runs() {
+    let Some(url) = url() else { return };
+    let first = PostgresStore::scratch(&url).unwrap();
+    let schema = first.scratch_schema().unwrap().to_owned();
+    let store = PostgresStore::open_in_schema(&url, &schema, 1).unwrap();
+    let mut probe = parse_url(&url).unwrap().connect(NoTls).unwrap();
+    let mut pid = 0;
+    write(&store, WriteScope::Org("org-a"), |tx| {
+        tx.put(Kind::Event, "org-a", &event("e1", 1))?;
+        pid = holder_of(&mut probe, &schema, "org-a");
+        Ok(())
+    })
+    .unwrap();
+    let killed: bool = probe
+        .query_one("SELECT pg_terminate_backend($1, 5000)", &[&pid])
+        .unwrap()
+        .get(0);
+    assert!(killed, "the pool's one connection ({pid}) is gone");
+    let seen = read(&store, |tx| Ok(tx.count(Kind::Event, "org-a", &[])?)).unwrap();
+    assert_eq!(seen, 1, "the read ran on a new connection");
+    write(&store, WriteScope::Org("org-a"), |tx| {
+        tx.put(Kind::Event, "org-a", &event("e2", 2))?;
+        assert_ne!(holder_of(&mut probe, &schema, "org-a"), pid);
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// A write whose closure panics is rolled back, and its connection goes back to the
+/// pool with no transaction open: the next write on it commits on its own.
+#[test]
+fn a_write_that_panics_leaves_its_connection_clean() {
+    let Some(url) = url() else { return };
+    let first = PostgresStore::scratch(&url).unwrap();
+    let store = PostgresStore::open_in_schema(&url, first.scratch_schema().unwrap(), 1).unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = write(
+            &store,
+            WriteScope::Org("org-a"),
+            |tx| -> Result<(), DomainError> {
+                tx.put(Kind::Event, "org-a", &event("lost", 1))?;
+                panic!("a bug in the middle of a write");
+            },
+        );
+    }));
+    assert!(panicked.is_err());
+    write(&store, WriteScope::Org("org-a"), |tx| {
+        Ok(tx.put(Kind::Event, "org-a", &event("kept", 1))?)
+    })
+    .unwrap();
+    // Seen from another replica: committed, and alone.
+    let ids = read(&first, |tx| {
+        Ok(tx
+            .find(Kind::Event, "org-a", &Query::all())?
+            .into_iter()
+            .map(|e| e["id"].as_str().unwrap_or_default().to_owned())
+            .collect::<Vec<_>>())
+    })
+    .unwrap();
+    assert_eq!(ids, ["kept"]);
+}
