@@ -61,6 +61,7 @@ pub mod request;
 pub mod response;
 pub mod rest;
 pub mod server;
+mod tool_lists;
 pub mod xheader;
 
 pub use auth::{AuthError, Authenticate};

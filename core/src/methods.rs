@@ -10,7 +10,6 @@ use crate::dispatch::{
 };
 use crate::era::{self, Version};
 use crate::error::ProtocolError;
-use crate::jsonrpc;
 use crate::mrtr::{self, PromptReply, Round};
 use crate::response::RequestLog;
 use crate::server::{Reply, Rpc, Server};
@@ -98,39 +97,19 @@ impl<D: Dispatch> Server<D> {
         }
     }
 
-    /// `tools/list`, assembled from pre-serialized tool JSON: no schema is cloned or
-    /// re-serialized per request.
+    /// `tools/list`: the answer kept for the caller's permission set
+    /// ([`crate::tool_lists`]), after this request's `id`.
     fn tools_list(&self, rpc: &Rpc<'_>) -> Reply {
         if let Err(e) = self.no_cursor(rpc) {
             return Reply::Error(e);
         }
-        let mut out = Vec::with_capacity(64 * 1024);
-        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        jsonrpc::write_json(&mut out, rpc.msg.id.as_ref().unwrap_or(&Value::Null));
-        out.extend_from_slice(b",\"result\":{\"tools\":[");
-        let mut first = true;
-        for tool in &self.registry.tools {
-            if !rpc.principal.may(&tool.def.access) {
-                continue;
-            }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.extend_from_slice(tool.list_json(rpc.version).get().as_bytes());
-        }
-        out.push(b']');
-        if rpc.modern() {
-            out.extend_from_slice(
-                b",\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\",\"_meta\":{\"",
-            );
-            out.extend_from_slice(era::META_SERVER_INFO.as_bytes());
-            out.extend_from_slice(b"\":");
-            jsonrpc::write_json(&mut out, self.server_info());
-            out.push(b'}');
-        }
-        out.extend_from_slice(b"}}");
-        Reply::Body(out)
+        Reply::Body(self.tool_lists.answer(
+            &self.registry,
+            self.server_info(),
+            rpc.msg.id.as_ref().unwrap_or(&Value::Null),
+            rpc.version,
+            rpc.principal,
+        ))
     }
 
     fn titled(&self, rpc: &Rpc<'_>, mut item: Value, title: &str) -> Value {

@@ -54,6 +54,7 @@ pub struct Server<D> {
     pub(crate) oauth: Option<AuthorizationServer>,
     pub(crate) callbacks: Option<Box<dyn crate::Callbacks>>,
     server_info: Value,
+    pub(crate) tool_lists: crate::tool_lists::ToolLists,
 }
 
 /// One MCP request past the checks of steps 1–10 of the processing order: what methods work with.
@@ -104,6 +105,7 @@ impl<D: Dispatch> Server<D> {
         auth: impl Authenticate + 'static,
     ) -> Result<Self, ConfigError> {
         let registry = Registry::new(dispatch.catalog())?;
+        let tool_lists = crate::tool_lists::ToolLists::new(&registry);
         let server_info = json!({
             "name": config.server_name,
             "title": config.server_title,
@@ -120,6 +122,7 @@ impl<D: Dispatch> Server<D> {
             oauth: None,
             callbacks: None,
             server_info,
+            tool_lists,
         })
     }
 

@@ -1,0 +1,189 @@
+//! `tools/list` answers written once per permission set and reused.
+//!
+//! Why: the list is the same for every caller who may see the same tools, and it is the
+//! largest answer a client asks for at every connection (68 tools, about 100 KB). Each
+//! tool has a requirement ([`Access`]: a scope and maybe a permission); the catalogue
+//! has few distinct ones. So, in order: at startup the distinct requirements are
+//! numbered (at most [`MAX_REQUIREMENTS`]; past that every list is written per request,
+//! as before); per request the caller's set is the bit mask of the requirements it
+//! meets (a handful of checks instead of one per tool); the answer after the JSON-RPC
+//! `id` (`,"result":{...}}`) is written the first time its (version, mask) is asked for
+//! and kept for the life of the server. The bytes are exactly those the per-request
+//! writer produces (`render`): only where they are written changes.
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::era::{self, Version};
+use crate::jsonrpc;
+use crate::principal::{Access, Principal};
+use crate::registry::Registry;
+
+/// The most distinct requirements kept as masks: 2^10 lists per version at most, each
+/// written only when a caller with that set asks.
+const MAX_REQUIREMENTS: usize = 10;
+
+/// The kept answers of one server.
+pub(crate) struct ToolLists {
+    /// The distinct requirements of the tools (`None` past [`MAX_REQUIREMENTS`]).
+    requirements: Option<Vec<Access>>,
+    /// Per tool (registry order), the bit of its requirement.
+    bits: Vec<u16>,
+    /// By `version index << requirements | mask`.
+    kept: Vec<OnceLock<Box<[u8]>>>,
+}
+
+impl ToolLists {
+    pub(crate) fn new(registry: &Registry) -> Self {
+        let mut requirements: Vec<Access> = Vec::new();
+        let mut bits = Vec::with_capacity(registry.tools.len());
+        for tool in &registry.tools {
+            let at = match requirements.iter().position(|a| *a == tool.def.access) {
+                Some(at) => at,
+                None => {
+                    requirements.push(tool.def.access.clone());
+                    requirements.len() - 1
+                }
+            };
+            bits.push(
+                1u16.checked_shl(u32::try_from(at).unwrap_or(u32::MAX))
+                    .unwrap_or(0),
+            );
+        }
+        if requirements.len() > MAX_REQUIREMENTS {
+            return Self {
+                requirements: None,
+                bits,
+                kept: Vec::new(),
+            };
+        }
+        let slots = Version::ALL.len() << requirements.len();
+        Self {
+            requirements: Some(requirements),
+            bits,
+            kept: (0..slots).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The complete `tools/list` answer for `id`, `version` and `principal`.
+    pub(crate) fn answer(
+        &self,
+        registry: &Registry,
+        server_info: &Value,
+        id: &Value,
+        version: Version,
+        principal: &Principal,
+    ) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128 * 1024);
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        jsonrpc::write_json(&mut out, id);
+        match &self.requirements {
+            Some(requirements) => {
+                let mask = requirements
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| principal.may(a))
+                    .fold(0u16, |m, (i, _)| m | (1 << i));
+                let v = Version::ALL.iter().position(|&x| x == version).unwrap_or(0);
+                let slot = (v << requirements.len()) | usize::from(mask);
+                let kept = self.kept[slot].get_or_init(|| {
+                    let mut body = Vec::new();
+                    self.render(&mut body, registry, server_info, version, |i| {
+                        self.bits[i] & mask != 0
+                    });
+                    body.into_boxed_slice()
+                });
+                out.extend_from_slice(kept);
+            }
+            None => self.render(&mut out, registry, server_info, version, |i| {
+                principal.may(&registry.tools[i].def.access)
+            }),
+        }
+        out
+    }
+
+    /// Writes `,"result":{"tools":[...]...}}` with the tools `visible` by index.
+    fn render(
+        &self,
+        out: &mut Vec<u8>,
+        registry: &Registry,
+        server_info: &Value,
+        version: Version,
+        visible: impl Fn(usize) -> bool,
+    ) {
+        out.extend_from_slice(b",\"result\":{\"tools\":[");
+        let mut first = true;
+        for (i, tool) in registry.tools.iter().enumerate() {
+            if !visible(i) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(tool.list_json(version).get().as_bytes());
+        }
+        out.push(b']');
+        if version == Version::V2026_07_28 {
+            out.extend_from_slice(
+                b",\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\",\"_meta\":{\"",
+            );
+            out.extend_from_slice(era::META_SERVER_INFO.as_bytes());
+            out.extend_from_slice(b"\":");
+            jsonrpc::write_json(out, server_info);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"}}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Authenticate;
+    use crate::env::UnixTime;
+    use crate::fuzzing::{TestAuth, server};
+    use crate::principal::Audience;
+    use serde_json::json;
+
+    /// For every caller of the test domain, every version and a few ids, the kept
+    /// answer is byte for byte the one written per request, and callers who may see
+    /// different tools get different lists.
+    #[test]
+    fn a_kept_list_is_the_list_written_per_request() {
+        let server = server();
+        let registry = &server.registry;
+        let kept = ToolLists::new(registry);
+        assert!(
+            kept.requirements.is_some(),
+            "the test domain has few requirements"
+        );
+        let per_request = ToolLists {
+            requirements: None,
+            bits: kept.bits.clone(),
+            kept: Vec::new(),
+        };
+        let now = UnixTime::from_secs(1_800_000_000);
+        let mut lists = std::collections::BTreeSet::new();
+        for token in ["tok-owner", "tok-noperm", "tok-reader"] {
+            let who = TestAuth
+                .authenticate(token, Audience::Mcp, now)
+                .expect("a test token");
+            for version in Version::ALL {
+                for id in [json!(1), json!("a\"b"), Value::Null] {
+                    // Twice: written, then reused.
+                    for _ in 0..2 {
+                        let a = kept.answer(registry, server.server_info(), &id, version, &who);
+                        let b =
+                            per_request.answer(registry, server.server_info(), &id, version, &who);
+                        assert_eq!(a, b, "{token} {version:?} {id}");
+                    }
+                }
+            }
+            let v = Version::V2026_07_28;
+            lists.insert(kept.answer(registry, server.server_info(), &json!(1), v, &who));
+        }
+        assert_eq!(lists.len(), 3, "three permission sets, three lists");
+    }
+}
