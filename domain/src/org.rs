@@ -188,17 +188,50 @@ pub fn find_org(tx: &mut dyn Tx, reference: &str) -> Result<Option<Organization>
     Ok(None)
 }
 
-/// Finds a member of `org` by e-mail or id.
+/// Finds a member of `org` by e-mail or id: one query, since an id (a UUID) never has
+/// the `@` every e-mail address has.
 pub fn find_member(
     tx: &mut dyn Tx,
     org: &str,
     subject: &str,
 ) -> Result<Option<Member>, DomainError> {
-    if let Some(m) = load::<Member>(tx, Kind::Member, org, subject)? {
-        return Ok(Some(m));
+    if !subject.contains('@') {
+        return load::<Member>(tx, Kind::Member, org, subject);
     }
     let q = Query::all().with(Cond::Eq("email", json!(subject.to_ascii_lowercase())));
     Ok(find::<Member>(tx, Kind::Member, org, &q)?
         .into_iter()
         .next())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Domain;
+    use crate::demo::{seed_org, stable_id};
+    use dunning_core::UnixTime;
+
+    /// A member is found by its e-mail (any case) or by its id; a subject that is
+    /// neither finds nobody.
+    #[test]
+    fn a_member_is_found_by_email_or_by_id() {
+        let domain = Domain::new(crate::testing::store());
+        let now = UnixTime::from_secs(1_800_000_000);
+        let org = seed_org(&domain, "demo", "Demo", "11222333000181", now).unwrap();
+        let id = stable_id("member:demo:ana@demo.example");
+        crate::store::read(domain.store(), |tx| {
+            for subject in ["ana@demo.example", "ANA@demo.example", id.as_str()] {
+                let m = find_member(tx, &org, subject)?.expect(subject);
+                assert_eq!(
+                    (m.id.as_str(), m.email.as_str()),
+                    (id.as_str(), "ana@demo.example")
+                );
+            }
+            for nobody in ["nobody@demo.example", "ana", "0000"] {
+                assert!(find_member(tx, &org, nobody)?.is_none(), "{nobody}");
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
 }
