@@ -75,6 +75,7 @@ pub struct Domain {
     answer_limit: usize,
     webhook_driver: Arc<dyn ops::webhooks::WebhookDriver>,
     worker_entropy: op::WorkerEntropy,
+    settings: org::SettingsCache,
 }
 
 impl std::fmt::Debug for Domain {
@@ -95,6 +96,7 @@ impl Domain {
             answer_limit: ceiling::MAX_ANSWER_BYTES,
             webhook_driver: Arc::new(ops::webhooks::RecordingDriver::new()),
             worker_entropy: op::WorkerEntropy::default(),
+            settings: org::SettingsCache::default(),
         }
     }
 

@@ -38,6 +38,26 @@ impl Domain {
         )
     }
 
+    /// A read-only call's settings: kept between calls under the rule of
+    /// [`org::SettingsCache`]. The epoch is asked before the store is read (a read
+    /// transaction takes its snapshot at its first statement, after this).
+    pub(crate) fn read_settings(
+        &self,
+        tx: &mut dyn store::Tx,
+        org: &str,
+        now: UnixTime,
+    ) -> Result<org::Settings, DomainError> {
+        let Some(epoch) = self.members_epoch() else {
+            return Self::settings(tx, org);
+        };
+        if let Some(kept) = self.settings.get(org, epoch, now) {
+            return Ok(kept);
+        }
+        let settings = Self::settings(tx, org)?;
+        self.settings.put(org, settings.clone(), epoch, now);
+        Ok(settings)
+    }
+
     /// Runs a handler on a fresh [`Op`].
     pub(crate) fn op_run<R>(
         &self,
@@ -51,7 +71,11 @@ impl Domain {
             // Before anything is read or written: what would be stored must be clean text.
             brazil::text::refuse_controls(call.args)?;
         }
-        let settings = Self::settings(tx, &principal.organization)?;
+        let settings = if call.tool.annotations.read_only {
+            self.read_settings(tx, &principal.organization, call.ctx.now)?
+        } else {
+            Self::settings(tx, &principal.organization)?
+        };
         let mut op = Op::new(
             tx,
             &principal.organization,
