@@ -97,6 +97,7 @@ pub(crate) fn run(
         "replica A",
         Some(scratch.url()),
         DEMO_OWNER,
+        "tokio",
     )?;
     let b = spawn_product(
         bin,
@@ -104,6 +105,7 @@ pub(crate) fn run(
         "replica B",
         Some(scratch.url()),
         ACME_OWNER,
+        "tokio",
     )?;
     let dir = std::env::temp_dir().join(format!("dunning-contention-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;

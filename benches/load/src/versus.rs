@@ -17,6 +17,10 @@
 //!   a token of the demo owner minted by `kobana-dunning token`), asked `server/discover`,
 //!   `tools/list`, `tools/call dunning_me`, `dunning_charges_list` (overdue, per_page 10)
 //!   and `dunning_debtors_create` (a new debtor and idempotency key per request);
+//! * the same binary on the mio and the blocking adapters (`--transport`), asked
+//!   `server/discover`, `dunning_me` and the charges page: every adapter's p99/p50;
+//! * with `--store URL`, a replica on PostgreSQL (a scratch schema) asked the page and
+//!   the create, then the two organizations' write contention (`contention.rs`);
 //! * with `--before PATH`, another build of the product asked the same (before/after in
 //!   one run).
 //!
@@ -138,14 +142,15 @@ pub(crate) const DEMO_OWNER: (&str, &str) = ("demo", "ana@demo.example");
 pub(crate) const ACME_OWNER: (&str, &str) = ("acme", "carla@acme.example");
 
 /// `kobana-dunning serve` on a new data dir (demo data, seeded by the first server of a
-/// store), rate limits off, on `store` (a PostgreSQL URL) or SQLite in the dir, and a
-/// token of `owner` (organization, person).
+/// store), rate limits off, on `store` (a PostgreSQL URL) or SQLite in the dir, with the
+/// network adapter `transport`, and a token of `owner` (organization, person).
 pub(crate) fn spawn_product(
     bin: &Path,
     cpu: Option<usize>,
     label: &str,
     store: Option<&str>,
     owner: (&str, &str),
+    transport: &str,
 ) -> io::Result<Child2> {
     let tag: String = label
         .chars()
@@ -171,6 +176,7 @@ pub(crate) fn spawn_product(
         .arg("--config")
         .arg(&config)
         .args(&store_args)
+        .args(["--transport", transport])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(err)
@@ -508,12 +514,20 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
     }
     servers.push((
         "kobana-dunning (tokio)".into(),
-        spawn_product(&product, server_cpu, "after", None, DEMO_OWNER)?,
+        spawn_product(&product, server_cpu, "after", None, DEMO_OWNER, "tokio")?,
     ));
+    // The other adapters, for their latency spread (p99/p50) on the same requests.
+    let other_adapters = servers.len();
+    for transport in ["mio", "blocking"] {
+        servers.push((
+            format!("kobana-dunning ({transport})"),
+            spawn_product(&product, server_cpu, transport, None, DEMO_OWNER, transport)?,
+        ));
+    }
     if let Some(b) = &before {
         servers.push((
             "kobana-dunning before".into(),
-            spawn_product(b, server_cpu, "before", None, DEMO_OWNER)?,
+            spawn_product(b, server_cpu, "before", None, DEMO_OWNER, "tokio")?,
         ));
     }
     // The PostgreSQL replica's schema outlives its server (dropped after `servers`).
@@ -525,7 +539,14 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
         Some(s) => {
             servers.push((
                 "kobana-dunning (tokio, PostgreSQL)".into(),
-                spawn_product(&product, server_cpu, "postgres", Some(s.url()), DEMO_OWNER)?,
+                spawn_product(
+                    &product,
+                    server_cpu,
+                    "postgres",
+                    Some(s.url()),
+                    DEMO_OWNER,
+                    "tokio",
+                )?,
             ));
             Some(servers.len() - 1)
         }
@@ -595,6 +616,28 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             // On PostgreSQL, the store's rows: a page read and a write.
             scenarios.push(fixed(i, label, list_label, "tools/call", list, t));
             scenarios.push(writes(i, label, token));
+            continue;
+        }
+        if (other_adapters..other_adapters + 2).contains(&i) {
+            // The other adapters: the protocol path, a call and a page.
+            let me_call = Some(("dunning_me", "{}"));
+            scenarios.push(fixed(
+                i,
+                label,
+                "server/discover",
+                "server/discover",
+                None,
+                t,
+            ));
+            scenarios.push(fixed(
+                i,
+                label,
+                "tools/call dunning_me",
+                "tools/call",
+                me_call,
+                t,
+            ));
+            scenarios.push(fixed(i, label, list_label, "tools/call", list, t));
             continue;
         }
         scenarios.push(fixed(

@@ -76,6 +76,18 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 /// query shapes are finite, this only bounds a surprise).
 const STATEMENTS_KEPT: usize = 512;
 
+/// Executions after which a connection prepares its statements again.
+///
+/// PostgreSQL keeps a prepared statement's generic plan for the session, until the
+/// table's statistics change, and makes it from the table's size when it is planned.
+/// Planned on a nearly empty table (a new database, before autovacuum's first
+/// `ANALYZE`), a page's `id IN (...)` lookup scanned the whole organization for every
+/// row once the table had grown: `dunning_charges_list` fell from 2,000 to 250 req/s
+/// after 4,500 debtors were created, and stayed there. Re-prepared every this many
+/// executions, such a plan lasts seconds under load, for one extra round trip per
+/// statement shape each time (`docs/decisions.md`, "PostgreSQL round trips").
+const REPLAN_AFTER: u64 = 5_000;
+
 impl From<postgres::Error> for StoreError {
     fn from(e: postgres::Error) -> Self {
         match e.as_db_error() {
@@ -94,7 +106,7 @@ impl From<r2d2::Error> for StoreError {
 /// One pooled connection and its prepared statements.
 struct Conn {
     client: Client,
-    statements: HashMap<String, Statement>,
+    statements: Prepared,
     /// A transaction of it could not be ended: the pool drops it rather than hand out a
     /// session in an unknown state.
     broken: bool,
@@ -113,7 +125,7 @@ impl r2d2::ManageConnection for Manager {
     fn connect(&self) -> Result<Conn, postgres::Error> {
         Ok(Conn {
             client: self.config.connect(NoTls)?,
-            statements: HashMap::new(),
+            statements: Prepared::default(),
             broken: false,
         })
     }
@@ -343,6 +355,14 @@ impl PostgresStore {
     }
 }
 
+/// One connection's prepared statements, by SQL text.
+#[derive(Default)]
+struct Prepared {
+    kept: HashMap<String, Statement>,
+    /// Executions since `kept` was last emptied ([`REPLAN_AFTER`]).
+    uses: u64,
+}
+
 /// A pooled connection inside a transaction: ended by [`Open::end`], or rolled back when
 /// dropped before (an error or a panic in the domain's closure).
 struct Open {
@@ -531,7 +551,7 @@ impl PostgresStore {
 /// per connection and kept ([`STATEMENTS_KEPT`]), each prepare and execution counted.
 struct Pg<'a> {
     client: &'a mut Client,
-    statements: &'a mut HashMap<String, Statement>,
+    statements: &'a mut Prepared,
     trips: &'a RoundTrips,
 }
 
@@ -585,15 +605,21 @@ impl ToSql for Arg {
 impl Pg<'_> {
     /// The prepared statement for `sql` on this connection.
     fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
-        if let Some(s) = self.statements.get(sql) {
+        let prepared = &mut *self.statements;
+        prepared.uses += 1;
+        if prepared.uses > REPLAN_AFTER {
+            prepared.kept.clear();
+            prepared.uses = 1;
+        }
+        if let Some(s) = prepared.kept.get(sql) {
             return Ok(s.clone());
         }
         let s = self.client.prepare(sql)?;
         self.trips.statements.fetch_add(1, Ordering::Relaxed);
-        if self.statements.len() >= STATEMENTS_KEPT {
-            self.statements.clear();
+        if prepared.kept.len() >= STATEMENTS_KEPT {
+            prepared.kept.clear();
         }
-        self.statements.insert(sql.to_owned(), s.clone());
+        prepared.kept.insert(sql.to_owned(), s.clone());
         Ok(s)
     }
 

@@ -594,3 +594,26 @@ fn a_write_that_panics_leaves_its_connection_clean() {
     .unwrap();
     assert_eq!(ids, ["kept"]);
 }
+
+/// A connection prepares its statements again every [`REPLAN_AFTER`] executions, so a
+/// generic plan made on a nearly empty table does not outlive the table's growth.
+#[test]
+fn statements_are_prepared_again_after_replan_after_executions() {
+    let Some(url) = url() else { return };
+    let first = PostgresStore::scratch(&url).unwrap();
+    let store = PostgresStore::open_in_schema(&url, first.scratch_schema().unwrap(), 1).unwrap();
+    let get = |store: &PostgresStore| {
+        read(store, |tx| Ok(tx.get(Kind::Charge, "a", "nothing")?)).unwrap();
+    };
+    get(&store);
+    let (_, prepared_and_run) = store.round_trips();
+    assert_eq!(prepared_and_run, 2, "the first execution prepares");
+    for _ in 1..REPLAN_AFTER {
+        get(&store);
+    }
+    let (_, s) = store.round_trips();
+    assert_eq!(s, REPLAN_AFTER + 1, "one prepare, then executions only");
+    get(&store);
+    let (_, s) = store.round_trips();
+    assert_eq!(s, REPLAN_AFTER + 3, "prepared again, then run");
+}
