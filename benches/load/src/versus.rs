@@ -618,28 +618,8 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             scenarios.push(writes(i, label, token));
             continue;
         }
-        if (other_adapters..other_adapters + 2).contains(&i) {
-            // The other adapters: the protocol path, a call and a page.
-            let me_call = Some(("dunning_me", "{}"));
-            scenarios.push(fixed(
-                i,
-                label,
-                "server/discover",
-                "server/discover",
-                None,
-                t,
-            ));
-            scenarios.push(fixed(
-                i,
-                label,
-                "tools/call dunning_me",
-                "tools/call",
-                me_call,
-                t,
-            ));
-            scenarios.push(fixed(i, label, list_label, "tools/call", list, t));
-            continue;
-        }
+        // The other adapters: the protocol path, a call and a page (no list, no write).
+        let other = (other_adapters..other_adapters + 2).contains(&i);
         scenarios.push(fixed(
             i,
             label,
@@ -648,7 +628,9 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             None,
             t,
         ));
-        scenarios.push(fixed(i, label, "tools/list", "tools/list", None, t));
+        if !other {
+            scenarios.push(fixed(i, label, "tools/list", "tools/list", None, t));
+        }
         let me_call = Some(("dunning_me", "{}"));
         scenarios.push(fixed(
             i,
@@ -659,7 +641,9 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             t,
         ));
         scenarios.push(fixed(i, label, list_label, "tools/call", list, t));
-        scenarios.push(writes(i, label, token));
+        if !other {
+            scenarios.push(writes(i, label, token));
+        }
     }
 
     let dir = TempDir(std::env::temp_dir().join(format!("dunning-versus-{}", std::process::id())));

@@ -516,6 +516,14 @@ fn money_columns_become_whole_centavos() {
     assert_eq!(row.get::<_, String>(1), doc);
 }
 
+/// A scratch store, and a replica of it with a pool of one connection (the one the
+/// test watches).
+fn one_connection(url: &str) -> (PostgresStore, PostgresStore) {
+    let first = PostgresStore::scratch(url).unwrap();
+    let one = PostgresStore::open_in_schema(url, first.scratch_schema().unwrap(), 1).unwrap();
+    (first, one)
+}
+
 /// The backend that holds `org`'s writer lock of `schema` now (asked from `probe`).
 fn holder_of(probe: &mut Client, schema: &str, org: &str) -> i32 {
     let key = lock_key(&format!("dunning-org:{schema}:{org}"));
@@ -535,9 +543,8 @@ fn holder_of(probe: &mut Client, schema: &str, org: &str) -> i32 {
 #[test]
 fn a_pooled_connection_closed_while_idle_is_replaced_before_anything_runs() {
     let Some(url) = url() else { return };
-    let first = PostgresStore::scratch(&url).unwrap();
+    let (first, store) = one_connection(&url);
     let schema = first.scratch_schema().unwrap().to_owned();
-    let store = PostgresStore::open_in_schema(&url, &schema, 1).unwrap();
     let mut probe = parse_url(&url).unwrap().connect(NoTls).unwrap();
     let mut pid = 0;
     write(&store, WriteScope::Org("org-a"), |tx| {
@@ -566,8 +573,7 @@ fn a_pooled_connection_closed_while_idle_is_replaced_before_anything_runs() {
 #[test]
 fn a_write_that_panics_leaves_its_connection_clean() {
     let Some(url) = url() else { return };
-    let first = PostgresStore::scratch(&url).unwrap();
-    let store = PostgresStore::open_in_schema(&url, first.scratch_schema().unwrap(), 1).unwrap();
+    let (first, store) = one_connection(&url);
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _ = write(
             &store,
@@ -600,8 +606,7 @@ fn a_write_that_panics_leaves_its_connection_clean() {
 #[test]
 fn statements_are_prepared_again_after_replan_after_executions() {
     let Some(url) = url() else { return };
-    let first = PostgresStore::scratch(&url).unwrap();
-    let store = PostgresStore::open_in_schema(&url, first.scratch_schema().unwrap(), 1).unwrap();
+    let (_first, store) = one_connection(&url);
     let get = |store: &PostgresStore| {
         read(store, |tx| Ok(tx.get(Kind::Charge, "a", "nothing")?)).unwrap();
     };
