@@ -53,7 +53,7 @@ use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
-    MAX_REFUSING, Observer, Options, Service, TICK,
+    MAX_REFUSING, Observer, Options, Service, TICK, WRITE_SLICES,
 };
 
 /// How long a worker keeps a connection that waits for its next request, when no other
@@ -328,7 +328,9 @@ fn flush(stream: &mut TcpStream, conn: &mut Connection) -> Result<(), CloseReaso
         if stream.set_write_timeout(Some(left)).is_err() {
             return Err(CloseReason::Io);
         }
-        match stream.write(conn.output()) {
+        let mut bufs = [io::IoSlice::new(&[]); WRITE_SLICES];
+        let n = conn.output_vectored(&mut bufs);
+        match stream.write_vectored(&bufs[..n]) {
             Ok(0) => return Err(CloseReason::Io),
             Ok(n) => conn.consume_output(n, Instant::now()),
             Err(e) if timed_out(&e) => {}

@@ -437,27 +437,45 @@ impl Connection {
             .unwrap_or_default()
     }
 
+    /// The next bytes to write as up to `bufs.len()` slices, in order, for one vectored
+    /// write (a large answer's head and body in one system call and one segment); how
+    /// many were filled. Then [`Connection::consume_output`] with what was written.
+    pub fn output_vectored<'a>(&'a self, bufs: &mut [std::io::IoSlice<'a>]) -> usize {
+        let mut n = 0;
+        for (i, buf) in self.out.iter().enumerate().take(bufs.len()) {
+            let from = if i == 0 { self.written } else { 0 };
+            bufs[i] = std::io::IoSlice::new(buf.get(from..).unwrap_or_default());
+            n = i + 1;
+        }
+        n
+    }
+
     /// Bytes waiting to be written, in all ([`Connection::output`] is their first part).
     pub fn pending(&self) -> usize {
         self.pending
     }
 
-    /// `n` bytes of [`Connection::output`] were written at `now`.
+    /// `n` bytes of the output ([`Connection::output`], or as many buffers as
+    /// [`Connection::output_vectored`] gave) were written at `now`.
     pub fn consume_output(&mut self, n: usize, now: Instant) {
-        let n = n.min(self.output().len());
+        let mut n = n.min(self.pending);
         if n == 0 {
             return;
         }
-        self.written += n;
         self.pending -= n;
-        if self
-            .out
-            .front()
-            .is_some_and(|first| self.written >= first.len())
-        {
+        while let Some(first) = self.out.front() {
+            let left = first.len() - self.written;
+            if n < left {
+                self.written += n;
+                break;
+            }
             // Written: its buffer goes back at once.
+            n -= left;
             self.out.pop_front();
             self.written = 0;
+            if n == 0 {
+                break;
+            }
         }
         if self.pending == 0 {
             self.write_since = None;

@@ -110,6 +110,10 @@ pub const BODY_RATE_GRACE: std::time::Duration = std::time::Duration::from_secs(
 /// flag (the blocking adapter's read timeout, the mio adapter's poll timeout).
 pub const TICK: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// Buffers one vectored write of [`Connection::output_vectored`] takes: a few answers'
+/// heads and bodies (an answer past 16 KiB is a buffer of its own, after its head's).
+pub const WRITE_SLICES: usize = 8;
+
 /// How long a closing connection keeps reading (and discarding) what the peer still sends,
 /// after our last response and `FIN`, so that the peer reads that response instead of a
 /// reset ("lingering close"). Bounded by [`LINGER_BYTES`] too.

@@ -57,7 +57,7 @@ use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
-    MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service,
+    MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service, WRITE_SLICES,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -264,9 +264,12 @@ async fn drive<D: Dispatch + 'static>(
 
 /// Writes everything pending, each write bounded by the connection's deadline.
 async fn flush(stream: &mut TcpStream, conn: &mut Connection) -> Result<(), CloseReason> {
-    // Most answers fit in the socket buffer: write at once, without arming a timer.
+    // Most answers fit in the socket buffer: write at once, without arming a timer, a
+    // large answer's head and body in one vectored write.
     while !conn.output().is_empty() {
-        match stream.try_write(conn.output()) {
+        let mut bufs = [io::IoSlice::new(&[]); WRITE_SLICES];
+        let n = conn.output_vectored(&mut bufs);
+        match stream.try_write_vectored(&bufs[..n]) {
             Ok(0) => return Err(CloseReason::Io),
             Ok(n) => conn.consume_output(n, Instant::now()),
             Err(e) if retry(&e) => break,
