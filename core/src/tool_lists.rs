@@ -28,8 +28,8 @@ const MAX_REQUIREMENTS: usize = 10;
 pub(crate) struct ToolLists {
     /// The distinct requirements of the tools (`None` past [`MAX_REQUIREMENTS`]).
     requirements: Option<Vec<Access>>,
-    /// Per tool (registry order), the bit of its requirement.
-    bits: Vec<u16>,
+    /// Per tool (registry order), the index of its requirement.
+    requirement_of: Vec<usize>,
     /// By `version index << requirements | mask`.
     kept: Vec<OnceLock<Box<[u8]>>>,
 }
@@ -37,31 +37,23 @@ pub(crate) struct ToolLists {
 impl ToolLists {
     pub(crate) fn new(registry: &Registry) -> Self {
         let mut requirements: Vec<Access> = Vec::new();
-        let mut bits = Vec::with_capacity(registry.tools.len());
+        let mut requirement_of = Vec::with_capacity(registry.tools.len());
         for tool in &registry.tools {
-            let at = match requirements.iter().position(|a| *a == tool.def.access) {
-                Some(at) => at,
-                None => {
-                    requirements.push(tool.def.access.clone());
-                    requirements.len() - 1
-                }
-            };
-            bits.push(
-                1u16.checked_shl(u32::try_from(at).unwrap_or(u32::MAX))
-                    .unwrap_or(0),
-            );
+            let at = requirements.iter().position(|a| *a == tool.def.access);
+            requirement_of.push(at.unwrap_or_else(|| {
+                requirements.push(tool.def.access.clone());
+                requirements.len() - 1
+            }));
         }
-        if requirements.len() > MAX_REQUIREMENTS {
-            return Self {
-                requirements: None,
-                bits,
-                kept: Vec::new(),
-            };
-        }
-        let slots = Version::ALL.len() << requirements.len();
+        let kept = requirements.len() <= MAX_REQUIREMENTS;
+        let slots = if kept {
+            Version::ALL.len() << requirements.len()
+        } else {
+            0
+        };
         Self {
-            requirements: Some(requirements),
-            bits,
+            requirements: kept.then_some(requirements),
+            requirement_of,
             kept: (0..slots).map(|_| OnceLock::new()).collect(),
         }
     }
@@ -75,7 +67,7 @@ impl ToolLists {
         version: Version,
         principal: &Principal,
     ) -> Vec<u8> {
-        let mut out = Vec::with_capacity(128 * 1024);
+        let mut out = Vec::new();
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         jsonrpc::write_json(&mut out, id);
         match &self.requirements {
@@ -84,58 +76,56 @@ impl ToolLists {
                     .iter()
                     .enumerate()
                     .filter(|(_, a)| principal.may(a))
-                    .fold(0u16, |m, (i, _)| m | (1 << i));
+                    .fold(0usize, |m, (i, _)| m | (1 << i));
                 let v = Version::ALL.iter().position(|&x| x == version).unwrap_or(0);
-                let slot = (v << requirements.len()) | usize::from(mask);
-                let kept = self.kept[slot].get_or_init(|| {
+                let kept = self.kept[(v << requirements.len()) | mask].get_or_init(|| {
                     let mut body = Vec::new();
-                    self.render(&mut body, registry, server_info, version, |i| {
-                        self.bits[i] & mask != 0
+                    render(&mut body, registry, server_info, version, |i| {
+                        mask & (1 << self.requirement_of[i]) != 0
                     });
                     body.into_boxed_slice()
                 });
                 out.extend_from_slice(kept);
             }
-            None => self.render(&mut out, registry, server_info, version, |i| {
+            None => render(&mut out, registry, server_info, version, |i| {
                 principal.may(&registry.tools[i].def.access)
             }),
         }
         out
     }
+}
 
-    /// Writes `,"result":{"tools":[...]...}}` with the tools `visible` by index.
-    fn render(
-        &self,
-        out: &mut Vec<u8>,
-        registry: &Registry,
-        server_info: &Value,
-        version: Version,
-        visible: impl Fn(usize) -> bool,
-    ) {
-        out.extend_from_slice(b",\"result\":{\"tools\":[");
-        let mut first = true;
-        for (i, tool) in registry.tools.iter().enumerate() {
-            if !visible(i) {
-                continue;
-            }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.extend_from_slice(tool.list_json(version).get().as_bytes());
+/// Writes `,"result":{"tools":[...]...}}` with the tools `visible` by index.
+fn render(
+    out: &mut Vec<u8>,
+    registry: &Registry,
+    server_info: &Value,
+    version: Version,
+    visible: impl Fn(usize) -> bool,
+) {
+    out.extend_from_slice(b",\"result\":{\"tools\":[");
+    let mut first = true;
+    for (i, tool) in registry.tools.iter().enumerate() {
+        if !visible(i) {
+            continue;
         }
-        out.push(b']');
-        if version == Version::V2026_07_28 {
-            out.extend_from_slice(
-                b",\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\",\"_meta\":{\"",
-            );
-            out.extend_from_slice(era::META_SERVER_INFO.as_bytes());
-            out.extend_from_slice(b"\":");
-            jsonrpc::write_json(out, server_info);
-            out.push(b'}');
+        if !first {
+            out.push(b',');
         }
-        out.extend_from_slice(b"}}");
+        first = false;
+        out.extend_from_slice(tool.list_json(version).get().as_bytes());
     }
+    out.push(b']');
+    if version == Version::V2026_07_28 {
+        out.extend_from_slice(
+            b",\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\",\"_meta\":{\"",
+        );
+        out.extend_from_slice(era::META_SERVER_INFO.as_bytes());
+        out.extend_from_slice(b"\":");
+        jsonrpc::write_json(out, server_info);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"}}");
 }
 
 #[cfg(test)]
@@ -161,7 +151,7 @@ mod tests {
         );
         let per_request = ToolLists {
             requirements: None,
-            bits: kept.bits.clone(),
+            requirement_of: kept.requirement_of.clone(),
             kept: Vec::new(),
         };
         let now = UnixTime::from_secs(1_800_000_000);

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use dunning_domain::store::Store as _;
 use dunning_domain::store::postgres::PostgresStore;
 use dunning_domain::testing::{Bed, pg_url};
 use serde_json::{Value, json};
@@ -40,6 +41,19 @@ fn bed_with(charges: usize) -> Option<(Arc<PostgresStore>, Bed, String)> {
     Some((store, bed, debtor))
 }
 
+/// Waits (at most 10 s, in counted sleeps) until `store` hears membership changes: from
+/// then on read-only calls keep their organization's settings (`Domain::read_settings`),
+/// so the statements measured are the steady ones, not the listener's start-up race.
+fn settled(store: &PostgresStore) {
+    for _ in 0..500 {
+        if store.members_epoch().is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the membership listener never came up");
+}
+
 /// `(transactions, statements)` of one call.
 fn cost(store: &PostgresStore, bed: &mut Bed, tool: &str, args: Value) -> (u64, u64) {
     let ana = bed.ana();
@@ -55,6 +69,7 @@ fn a_list_is_one_transaction_whatever_its_page() {
         return;
     };
     let list = |per_page: u64| json!({ "debtor_id": debtor, "per_page": per_page });
+    settled(&store);
     // Once each to prepare the statements on the connection; then measured.
     cost(&store, &mut bed, "dunning_charges_list", list(5));
     cost(&store, &mut bed, "dunning_charges_list", list(40));

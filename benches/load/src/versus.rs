@@ -37,6 +37,9 @@ use std::time::{Duration, Instant};
 
 use crate::contention;
 
+/// The adapters besides tokio, asked the protocol path, a call and a page.
+const OTHER_ADAPTERS: [&str; 2] = ["mio", "blocking"];
+
 /// Connections `wrk` keeps busy (the figure).
 const CONNS: usize = 32;
 
@@ -517,8 +520,8 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
         spawn_product(&product, server_cpu, "after", None, DEMO_OWNER, "tokio")?,
     ));
     // The other adapters, for their latency spread (p99/p50) on the same requests.
-    let other_adapters = servers.len();
-    for transport in ["mio", "blocking"] {
+    let other_adapters = servers.len()..servers.len() + OTHER_ADAPTERS.len();
+    for transport in OTHER_ADAPTERS {
         servers.push((
             format!("kobana-dunning ({transport})"),
             spawn_product(&product, server_cpu, transport, None, DEMO_OWNER, transport)?,
@@ -619,7 +622,7 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             continue;
         }
         // The other adapters: the protocol path, a call and a page (no list, no write).
-        let other = (other_adapters..other_adapters + 2).contains(&i);
+        let other = other_adapters.contains(&i);
         scenarios.push(fixed(
             i,
             label,

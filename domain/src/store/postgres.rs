@@ -342,12 +342,12 @@ impl PostgresStore {
         });
         let out = f(&mut t);
         let members = t.members;
-        let end = match access {
-            Access::Write { commit, .. } if !(commit && out.is_ok()) => "ROLLBACK",
-            _ => "COMMIT",
+        let commit = match access {
+            Access::Write { commit, .. } => commit && out.is_ok(),
+            Access::Read => true,
         };
-        open.end(end)?;
-        if end == "COMMIT" && members {
+        open.end(commit)?;
+        if commit && members {
             // At once for this process; the others hear the trigger's NOTIFY.
             self.members.bump();
         }
@@ -371,10 +371,13 @@ struct Open {
 }
 
 impl Open {
-    /// Ends the transaction with `COMMIT` or `ROLLBACK`.
-    fn end(&mut self, how: &str) -> Result<(), StoreError> {
+    /// Ends the transaction with `COMMIT` (`commit`) or `ROLLBACK`.
+    fn end(&mut self, commit: bool) -> Result<(), StoreError> {
         self.ended = true;
-        let out = self.conn.client.batch_execute(how);
+        let out = self
+            .conn
+            .client
+            .batch_execute(if commit { "COMMIT" } else { "ROLLBACK" });
         if out.is_err() {
             self.conn.broken = true;
         }

@@ -53,7 +53,7 @@ use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
-    MAX_REFUSING, Observer, Options, Service, TICK, WRITE_SLICES,
+    MAX_REFUSING, Observer, Options, Service, TICK,
 };
 
 /// How long a worker keeps a connection that waits for its next request, when no other
@@ -328,9 +328,8 @@ fn flush(stream: &mut TcpStream, conn: &mut Connection) -> Result<(), CloseReaso
         if stream.set_write_timeout(Some(left)).is_err() {
             return Err(CloseReason::Io);
         }
-        let mut bufs = [io::IoSlice::new(&[]); WRITE_SLICES];
-        let n = conn.output_vectored(&mut bufs);
-        match stream.write_vectored(&bufs[..n]) {
+        let (slices, n) = conn.output_vectored();
+        match stream.write_vectored(&slices[..n]) {
             Ok(0) => return Err(CloseReason::Io),
             Ok(n) => conn.consume_output(n, Instant::now()),
             Err(e) if timed_out(&e) => {}

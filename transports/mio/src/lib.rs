@@ -50,7 +50,7 @@ use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
-    MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service, TICK, WRITE_SLICES,
+    MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service, TICK,
 };
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -392,9 +392,8 @@ fn apply(conns: &mut Slab<Entry>, ready: &mut VecDeque<usize>, done: Done) {
 /// Writes pending output; `Ok(true)` once all is written, `Ok(false)` on `WouldBlock`.
 fn flush(entry: &mut Entry) -> Result<bool, CloseReason> {
     while !entry.conn.output().is_empty() {
-        let mut bufs = [io::IoSlice::new(&[]); WRITE_SLICES];
-        let n = entry.conn.output_vectored(&mut bufs);
-        match entry.stream.write_vectored(&bufs[..n]) {
+        let (slices, n) = entry.conn.output_vectored();
+        match entry.stream.write_vectored(&slices[..n]) {
             Ok(0) => return Err(CloseReason::Io),
             Ok(n) => entry.conn.consume_output(n, Instant::now()),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),

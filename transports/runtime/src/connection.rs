@@ -10,6 +10,7 @@ use dunning_core::Response;
 use dunning_core::dispatch::Dispatch;
 use dunning_http1::{Conn, Output, OwnedRequest};
 
+use crate::WRITE_SLICES;
 use crate::budget::Lease;
 use crate::env::EnvSource;
 use crate::evict::Standing;
@@ -437,17 +438,19 @@ impl Connection {
             .unwrap_or_default()
     }
 
-    /// The next bytes to write as up to `bufs.len()` slices, in order, for one vectored
-    /// write (a large answer's head and body in one system call and one segment); how
-    /// many were filled. Then [`Connection::consume_output`] with what was written.
-    pub fn output_vectored<'a>(&'a self, bufs: &mut [std::io::IoSlice<'a>]) -> usize {
+    /// The next bytes to write as up to [`WRITE_SLICES`] slices, in order, for one
+    /// vectored write (a large answer's head and body in one system call and one
+    /// segment): write `slices[..n]`, then [`Connection::consume_output`] with what was
+    /// written.
+    pub fn output_vectored(&self) -> ([std::io::IoSlice<'_>; WRITE_SLICES], usize) {
+        let mut slices = [std::io::IoSlice::new(&[]); WRITE_SLICES];
         let mut n = 0;
-        for (i, buf) in self.out.iter().enumerate().take(bufs.len()) {
-            let from = if i == 0 { self.written } else { 0 };
-            bufs[i] = std::io::IoSlice::new(buf.get(from..).unwrap_or_default());
-            n = i + 1;
+        for (slot, buf) in slices.iter_mut().zip(&self.out) {
+            let from = if n == 0 { self.written } else { 0 };
+            *slot = std::io::IoSlice::new(buf.get(from..).unwrap_or_default());
+            n += 1;
         }
-        n
+        (slices, n)
     }
 
     /// Bytes waiting to be written, in all ([`Connection::output`] is their first part).
@@ -473,9 +476,6 @@ impl Connection {
             n -= left;
             self.out.pop_front();
             self.written = 0;
-            if n == 0 {
-                break;
-            }
         }
         if self.pending == 0 {
             self.write_since = None;

@@ -57,7 +57,7 @@ use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
-    MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service, WRITE_SLICES,
+    MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -267,9 +267,8 @@ async fn flush(stream: &mut TcpStream, conn: &mut Connection) -> Result<(), Clos
     // Most answers fit in the socket buffer: write at once, without arming a timer, a
     // large answer's head and body in one vectored write.
     while !conn.output().is_empty() {
-        let mut bufs = [io::IoSlice::new(&[]); WRITE_SLICES];
-        let n = conn.output_vectored(&mut bufs);
-        match stream.try_write_vectored(&bufs[..n]) {
+        let (slices, n) = conn.output_vectored();
+        match stream.try_write_vectored(&slices[..n]) {
             Ok(0) => return Err(CloseReason::Io),
             Ok(n) => conn.consume_output(n, Instant::now()),
             Err(e) if retry(&e) => break,
