@@ -65,7 +65,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<(), String> {
     } else {
         (None, None)
     };
-    telemetry::init_logging(settings.log_format, filter, layer);
+    let _flushed_on_return = telemetry::init_logging(settings.log_format, filter, layer);
     if otel.is_some() {
         tracing::info!(
             otlp_endpoint = settings.otlp_endpoint.as_deref().map(otel::traces_url),

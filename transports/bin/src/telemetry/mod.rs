@@ -132,13 +132,48 @@ pub(crate) fn log_filter(
 /// OTLP export, the request's log line carries the same fields, and formatting each
 /// field recorded into a span the log never prints cost 7 % of a `server/discover`.
 /// Without the OTLP layer nobody wants the span, so it is never built.
-pub(crate) fn init_logging(format: LogFormat, filter: EnvFilter, otel: Option<BoxedLayer>) {
+/// Lines queued for the log thread before a request waits for it to catch up.
+const LOG_QUEUE_LINES: usize = 64 * 1024;
+
+/// The log thread's writer over `sink`: a queue of `lines` lines, never lossy, buffered
+/// and flushed whenever the queue runs empty.
+fn log_writer(
+    sink: impl std::io::Write + Send + 'static,
+    lines: usize,
+) -> (
+    tracing_appender::non_blocking::NonBlocking,
+    tracing_appender::non_blocking::WorkerGuard,
+) {
+    tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .buffered_lines_limit(lines)
+        .thread_name("dunning-log")
+        .finish(std::io::BufWriter::with_capacity(64 * 1024, sink))
+}
+
+/// Installs the global subscriber: the log lines on standard error, in `format`, through
+/// `filter`, plus `otel` when OTLP export is on. The returned guard flushes every queued
+/// line when dropped; `serve` holds it until it returns.
+///
+/// The lines are written by a thread of their own, not by the I/O thread that answered:
+/// a write to standard error per request was a system call on the request's path (15 %
+/// of `server/discover`). That thread buffers what it finds queued and flushes when the
+/// queue is empty, so a line reaches the file as soon as the thread runs, and a quiet
+/// server's log is never behind. The queue is not lossy: when it is full, a request waits
+/// for the writer rather than dropping its line (an access log with holes is worse than a
+/// slower request; docs/decisions.md, "The log lines off the request's path").
+pub(crate) fn init_logging(
+    format: LogFormat,
+    filter: EnvFilter,
+    otel: Option<BoxedLayer>,
+) -> tracing_appender::non_blocking::WorkerGuard {
     use tracing_subscriber::filter::{FilterExt as _, filter_fn};
     let filter = filter.and(filter_fn(|m| {
         !(m.is_span() && m.target() == request::TARGET)
     }));
+    let (writer, guard) = log_writer(std::io::stderr(), LOG_QUEUE_LINES);
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_target(false);
     let logs: BoxedLayer = match format {
         LogFormat::Text => fmt.with_ansi(false).with_filter(filter).boxed(),
@@ -152,11 +187,63 @@ pub(crate) fn init_logging(format: LogFormat, filter: EnvFilter, otel: Option<Bo
     let mut layers = vec![logs];
     layers.extend(otel);
     let _ = tracing_subscriber::registry().with(layers).try_init();
+    guard
 }
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write as _;
+    use std::sync::{Arc, Mutex};
+
     use super::*;
+
+    /// A sink slower than its writers, so the log queue fills.
+    #[derive(Clone, Default)]
+    struct Slow(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Slow {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_log_queue_makes_the_request_wait_and_loses_no_line() {
+        let sink = Slow::default();
+        let (writer, guard) = log_writer(sink.clone(), 4);
+        let writers: Vec<_> = (0..4)
+            .map(|t| {
+                let mut w = writer.clone();
+                std::thread::spawn(move || {
+                    for i in 0..100 {
+                        // Longer than the buffer, so the slow sink is written often.
+                        let line = format!("{t} {i} {}\n", "x".repeat(2000));
+                        w.write_all(line.as_bytes()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        drop(guard);
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 400);
+        for t in 0..4 {
+            for i in 0..100 {
+                assert!(
+                    text.contains(&format!("\n{t} {i} x"))
+                        || text.starts_with(&format!("{t} {i} x"))
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_flag_wins_over_rust_log_which_wins_over_the_file() {
