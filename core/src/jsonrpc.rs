@@ -90,13 +90,25 @@ pub fn peek_id(body: &[u8]) -> Option<Value> {
 
 /// Serializes a success response.
 pub fn success(id: &Value, result: &Value) -> Vec<u8> {
+    let mut out = head(id);
+    write_result(&mut out, result);
+    out
+}
+
+/// A success response's bytes up to its `id` included: answers kept whole after that
+/// point (`tools/list`, `server/discover`) are appended to it.
+pub(crate) fn head(id: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     write_json(&mut out, id);
-    out.extend_from_slice(b",\"result\":");
-    write_json(&mut out, result);
-    out.push(b'}');
     out
+}
+
+/// Appends what follows a success response's `id`: `,"result":<result>}`.
+pub(crate) fn write_result(out: &mut Vec<u8>, result: &Value) {
+    out.extend_from_slice(b",\"result\":");
+    write_json(out, result);
+    out.push(b'}');
 }
 
 /// Serializes an error response (`id` null when it could not be read).

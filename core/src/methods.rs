@@ -28,7 +28,7 @@ impl<D: Dispatch> Server<D> {
     pub(crate) fn method(&self, rpc: &Rpc<'_>, log: &mut RequestLog) -> Reply {
         let modern = rpc.modern();
         let result = match rpc.msg.method.as_str() {
-            "server/discover" if modern => Ok(self.discover()),
+            "server/discover" if modern => return self.discover(rpc),
             "initialize" if !modern => Ok(self.initialize(rpc)),
             "ping" if !modern => Ok(json!({})),
             "tools/list" => return self.tools_list(rpc),
@@ -56,12 +56,24 @@ impl<D: Dispatch> Server<D> {
         }
     }
 
-    fn discover(&self) -> Value {
-        json!({
-            "supportedVersions": Version::ALL.map(Version::as_str),
-            "capabilities": { "tools": {}, "resources": {}, "prompts": {}, "completions": {} },
-            "instructions": self.config.instructions,
-        })
+    /// `server/discover`: the same for every caller, so written (decorated) the first
+    /// time and kept after the request's `id`, as `tools/list` is
+    /// ([`crate::tool_lists`]); 6 % of its CPU was writing it again.
+    fn discover(&self, rpc: &Rpc<'_>) -> Reply {
+        let kept = self.discovered.get_or_init(|| {
+            let mut result = json!({
+                "supportedVersions": Version::ALL.map(Version::as_str),
+                "capabilities": { "tools": {}, "resources": {}, "prompts": {}, "completions": {} },
+                "instructions": self.config.instructions,
+            });
+            self.decorate("server/discover", &mut result);
+            let mut tail = Vec::new();
+            crate::jsonrpc::write_result(&mut tail, &result);
+            tail.into_boxed_slice()
+        });
+        let mut out = crate::jsonrpc::head(rpc.msg.id.as_ref().unwrap_or(&Value::Null));
+        out.extend_from_slice(kept);
+        Reply::Body(out)
     }
 
     fn initialize(&self, rpc: &Rpc<'_>) -> Value {

@@ -55,6 +55,8 @@ pub struct Server<D> {
     pub(crate) callbacks: Option<Box<dyn crate::Callbacks>>,
     server_info: Value,
     pub(crate) tool_lists: crate::tool_lists::ToolLists,
+    /// The `server/discover` answer after its `id` (`methods.rs`), written once.
+    pub(crate) discovered: std::sync::OnceLock<Box<[u8]>>,
 }
 
 /// One MCP request past the checks of steps 1–10 of the processing order: what methods work with.
@@ -123,6 +125,7 @@ impl<D: Dispatch> Server<D> {
             callbacks: None,
             server_info,
             tool_lists,
+            discovered: std::sync::OnceLock::new(),
         })
     }
 
@@ -456,7 +459,10 @@ impl<D: Dispatch> Server<D> {
             principal: &principal,
         };
         match self.method(&rpc, log) {
-            Reply::Body(body) => with_version(Response::json(StatusCode::OK, body), version),
+            Reply::Body(body) => {
+                log.version = Some(version);
+                with_version(Response::json(StatusCode::OK, body), version)
+            }
             Reply::Result(mut result) => {
                 if modern {
                     self.decorate(&msg.method, &mut result);
@@ -574,7 +580,7 @@ impl<D: Dispatch> Server<D> {
 
     /// Adds the era-2026 fields to a result: `resultType`, `serverInfo`, and the
     /// caching hints on discovery, listings and reads.
-    fn decorate(&self, method: &str, result: &mut Value) {
+    pub(crate) fn decorate(&self, method: &str, result: &mut Value) {
         let Value::Object(obj) = result else { return };
         obj.entry("resultType")
             .or_insert_with(|| Value::from("complete"));

@@ -67,9 +67,7 @@ impl ToolLists {
         version: Version,
         principal: &Principal,
     ) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        jsonrpc::write_json(&mut out, id);
+        let mut out = jsonrpc::head(id);
         match &self.requirements {
             Some(requirements) => {
                 let mask = requirements

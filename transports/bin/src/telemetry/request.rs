@@ -34,12 +34,13 @@
 //! organization is logged, never a label.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use dunning_core::{Catalog, Endpoint, Era, RequestLog};
 use dunning_runtime::{CloseReason, Observer};
-use metrics::{counter, gauge, histogram};
+use metrics::{Counter, Histogram, counter, gauge, histogram};
 use tracing::field::Empty;
 use tracing::span::EnteredSpan;
 
@@ -77,6 +78,10 @@ thread_local! {
     static SPAN: RefCell<Option<EnteredSpan>> = const { RefCell::new(None) };
 }
 
+/// Series handles kept before the map is cleared (the labels come from closed sets, so it
+/// is never reached in practice; the bound holds whatever the core's statuses become).
+const SERIES_KEPT: usize = 4096;
+
 /// Counts, traces and logs each request: the adapters' [`Observer`].
 #[derive(Debug)]
 pub(crate) struct Telemetry {
@@ -84,6 +89,43 @@ pub(crate) struct Telemetry {
     tools: HashSet<String>,
     prompts: HashSet<String>,
     templates: HashSet<String>,
+    /// The request counter and duration histogram of each label set met so far. Looking
+    /// a series up in the recorder builds its key and compares every label (6 % of a
+    /// `server/discover`); a handle found here is one hash of the labels.
+    series: Mutex<HashMap<Series, (Counter, Histogram)>>,
+}
+
+/// The labels of [`m::REQUESTS`] (those of [`m::DURATION`] are the first three).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Series {
+    endpoint: &'static str,
+    method: String,
+    tool: String,
+    era: &'static str,
+    status: u16,
+    tool_error: &'static str,
+}
+
+impl Series {
+    /// Registers the series' counter and histogram with the recorder.
+    fn register(&self) -> (Counter, Histogram) {
+        let counter = counter!(
+            m::REQUESTS,
+            "endpoint" => self.endpoint,
+            "method" => self.method.clone(),
+            "tool" => self.tool.clone(),
+            "era" => self.era,
+            "status" => self.status.to_string(),
+            "tool_error" => self.tool_error,
+        );
+        let histogram = histogram!(
+            m::DURATION,
+            "endpoint" => self.endpoint,
+            "method" => self.method.clone(),
+            "tool" => self.tool.clone(),
+        );
+        (counter, histogram)
+    }
 }
 
 /// What a request's method names, by kind (see the module docs).
@@ -119,7 +161,25 @@ impl Telemetry {
             tools,
             prompts,
             templates,
+            series: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The handles of `series`, registered the first time it is met.
+    fn handles(&self, series: Series) -> (Counter, Histogram) {
+        let mut kept = self
+            .series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(h) = kept.get(&series) {
+            return h.clone();
+        }
+        if kept.len() >= SERIES_KEPT {
+            kept.clear();
+        }
+        let h = series.register();
+        kept.insert(series, h.clone());
+        h
     }
 
     /// The `method` label: the JSON-RPC method or REST route from the closed set
@@ -341,23 +401,16 @@ impl Observer for Telemetry {
         };
         let era = Self::era(log);
         let secs = elapsed.as_secs_f64();
-        counter!(
-            m::REQUESTS,
-            "endpoint" => endpoint,
-            "method" => method.clone(),
-            "tool" => tool.clone(),
-            "era" => era,
-            "status" => status.to_string(),
-            "tool_error" => log.tool_error.unwrap_or(""),
-        )
-        .increment(1);
-        histogram!(
-            m::DURATION,
-            "endpoint" => endpoint,
-            "method" => method.clone(),
-            "tool" => tool.clone(),
-        )
-        .record(secs);
+        let (requests, duration) = self.handles(Series {
+            endpoint,
+            method: method.clone(),
+            tool,
+            era,
+            status,
+            tool_error: log.tool_error.unwrap_or(""),
+        });
+        requests.increment(1);
+        duration.record(secs);
         if let Some(why) = log.auth_error {
             counter!(m::AUTH_FAILURES, "reason" => why.kind()).increment(1);
         }
@@ -419,6 +472,47 @@ mod tests {
             prompts: Vec::new(),
             scopes: dunning_core::ScopeNames::default(),
         }
+    }
+
+    #[test]
+    fn a_series_met_again_is_counted_through_its_kept_handles() {
+        let recorder = Prometheus::recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            let t = Telemetry::new(&catalog());
+            let log = |method: &str| RequestLog {
+                method: Some(method.into()),
+                version: Some(Version::V2026_07_28),
+                endpoint: Some(Endpoint::Mcp),
+                ..RequestLog::default()
+            };
+            for (method, status) in [
+                ("ping", 200),
+                ("ping", 200),
+                ("ping", 400),
+                ("tools/list", 200),
+            ] {
+                t.request_started("r");
+                t.request_finished("r", &log(method), status, Duration::from_micros(300));
+            }
+            assert_eq!(t.series.lock().unwrap().len(), 3);
+        });
+        let text = handle.render();
+        for (series, n) in [
+            ("method=\"ping\",tool=\"\",era=\"2026\",status=\"200\"", 2),
+            ("method=\"ping\",tool=\"\",era=\"2026\",status=\"400\"", 1),
+            (
+                "method=\"tools/list\",tool=\"\",era=\"2026\",status=\"200\"",
+                1,
+            ),
+        ] {
+            let line =
+                format!("dunning_requests_total{{endpoint=\"mcp\",{series},tool_error=\"\"}} {n}");
+            assert!(text.contains(&line), "{line} in {text}");
+        }
+        assert!(text.contains(
+            "dunning_request_duration_seconds_count{endpoint=\"mcp\",method=\"ping\",tool=\"\"} 3"
+        ), "{text}");
     }
 
     #[test]
