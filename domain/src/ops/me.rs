@@ -3,12 +3,13 @@
 //! its handler side by side.
 
 use dunning_core::{Output, Scope};
+use serde::Deserialize;
 use serde_json::json;
 
 use crate::catalog::name;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
-use crate::org::{Organization, find_member};
+use crate::org::find_member;
 use crate::schema;
 use crate::store::{Kind, load};
 use crate::tool::{ToolSpec, tool};
@@ -35,8 +36,18 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
+/// What `dunning_me` shows of the organization: its settings are neither parsed nor
+/// copied (most of the stored document, read at every call).
+#[derive(Deserialize)]
+struct OrgCard {
+    id: String,
+    name: String,
+    cnpj: String,
+    timezone: String,
+}
+
 fn me(op: &mut Op<'_>) -> Result<Output, DomainError> {
-    let org = load::<Organization>(op.tx, Kind::Organization, op.org, op.org)?
+    let org = load::<OrgCard>(op.tx, Kind::Organization, op.org, op.org)?
         .ok_or_else(|| DomainError::not_found("organization", op.org))?;
     let member = find_member(op.tx, op.org, &op.principal.subject)?;
     let (id, name, email) = member
