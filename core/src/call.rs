@@ -19,6 +19,7 @@ use crate::mrtr::{self, InputRequired, Round, ToolReply};
 use crate::registry::Tool;
 use crate::response::RequestLog;
 use crate::server::{Reply, Rpc, Server};
+use crate::tool_result::ToolResult;
 
 /// Key of the one input request a confirmation asks.
 pub const CONFIRM_KEY: &str = "confirm";
@@ -146,6 +147,10 @@ impl<D: Dispatch> Server<D> {
                 let inner = self.render_reply(rpc, call, *reply, binding, token);
                 // Progress goes only to a caller that asked for it, before a final result.
                 match (token, inner) {
+                    (Some(token), Reply::Tool(result)) if !steps.is_empty() => Reply::Stream {
+                        notifications: steps.iter().map(|s| s.notification(token)).collect(),
+                        result: result.into_value(),
+                    },
                     (Some(token), Reply::Result(result)) if !steps.is_empty() => Reply::Stream {
                         notifications: steps.iter().map(|s| s.notification(token)).collect(),
                         result,
@@ -412,18 +417,14 @@ impl<D: Dispatch> Server<D> {
         }))
     }
 
-    /// A successful tool result: pretty JSON text plus `structuredContent`.
+    /// A tool result: pretty JSON text plus `structuredContent`, written straight to the
+    /// answer ([`crate::tool_result`]).
     pub(crate) fn tool_result(&self, rpc: &Rpc<'_>, value: Value, is_error: bool) -> Reply {
-        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        let mut result = json!({ "content": [{ "type": "text", "text": text }] });
-        // 2025-03-26 predates structured output.
-        if rpc.version != Version::V2025_03_26 {
-            result["structuredContent"] = value;
-        }
-        if is_error {
-            result["isError"] = Value::Bool(true);
-        }
-        Reply::Result(result)
+        Reply::Tool(ToolResult {
+            value,
+            is_error,
+            version: rpc.version,
+        })
     }
 
     /// A tool error as an `isError` result (a bug becomes `-32603`).

@@ -62,6 +62,7 @@ pub mod response;
 pub mod rest;
 pub mod server;
 mod tool_lists;
+mod tool_result;
 pub mod xheader;
 
 pub use auth::{AuthError, Authenticate};

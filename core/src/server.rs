@@ -85,6 +85,8 @@ pub(crate) enum Reply {
     Result(Value),
     /// A result already serialized in full (the `tools/list` fast path).
     Body(Vec<u8>),
+    /// A tool's result, written straight to the answer (era decoration included).
+    Tool(crate::tool_result::ToolResult),
     /// A protocol error.
     Error(ProtocolError),
     /// Notifications, then a result (era decoration is added by the server): an SSE body
@@ -461,6 +463,11 @@ impl<D: Dispatch> Server<D> {
         match self.method(&rpc, log) {
             Reply::Body(body) => {
                 log.version = Some(version);
+                with_version(Response::json(StatusCode::OK, body), version)
+            }
+            Reply::Tool(result) => {
+                log.version = Some(version);
+                let body = result.answer(id, modern.then(|| self.server_info()));
                 with_version(Response::json(StatusCode::OK, body), version)
             }
             Reply::Result(mut result) => {
