@@ -167,6 +167,12 @@ impl<D: Dispatch> Server<D> {
         self.dispatch.may_block() || self.auth.may_block()
     }
 
+    /// Whether `tools/list` answers are kept per permission set (`tool_lists.rs`): false
+    /// only for a catalogue with more distinct requirements than the kept masks hold.
+    pub fn keeps_tool_lists(&self) -> bool {
+        self.tool_lists.keeps()
+    }
+
     /// `serverInfo` (name, title, version).
     pub fn server_info(&self) -> &Value {
         &self.server_info

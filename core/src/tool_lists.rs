@@ -4,14 +4,16 @@
 //! largest answer a client asks for at every connection (68 tools, about 100 KB). Each
 //! tool has a requirement ([`Access`]: a scope and maybe a permission); the catalogue
 //! has few distinct ones. So, in order: at startup the distinct requirements are
-//! numbered (at most [`MAX_REQUIREMENTS`]; past that every list is written per request,
-//! as before); per request the caller's set is the bit mask of the requirements it
-//! meets (a handful of checks instead of one per tool); the answer after the JSON-RPC
-//! `id` (`,"result":{...}}`) is written the first time its (version, mask) is asked for
-//! and kept for the life of the server. The bytes are exactly those the per-request
-//! writer produces (`render`): only where they are written changes.
+//! numbered (at most [`MAX_REQUIREMENTS`]; past that every list is written per request);
+//! per request the caller's set is the bit mask of the requirements it meets (a check
+//! per requirement instead of one per tool); the answer after the JSON-RPC `id`
+//! (`,"result":{...}}`) is written the first time its (version, mask) is asked for and
+//! kept for the life of the server, up to [`MAX_KEPT`] answers (callers have few
+//! permission sets; past that, new sets are written per request). The bytes are exactly
+//! those the per-request writer produces (`render`): only where they are written changes.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
 
@@ -20,9 +22,14 @@ use crate::jsonrpc;
 use crate::principal::{Access, Principal};
 use crate::registry::Registry;
 
-/// The most distinct requirements kept as masks: 2^10 lists per version at most, each
-/// written only when a caller with that set asks.
-const MAX_REQUIREMENTS: usize = 10;
+/// The most distinct requirements kept as masks (the bits of a `u64`).
+const MAX_REQUIREMENTS: usize = 64;
+
+/// The most answers kept (each about 100 KB).
+const MAX_KEPT: usize = 64;
+
+/// The answers after the `id`, by (version, mask of the requirements met).
+type Kept = HashMap<(Version, u64), Arc<[u8]>>;
 
 /// The kept answers of one server.
 pub(crate) struct ToolLists {
@@ -30,8 +37,8 @@ pub(crate) struct ToolLists {
     requirements: Option<Vec<Access>>,
     /// Per tool (registry order), the index of its requirement.
     requirement_of: Vec<usize>,
-    /// By `version index << requirements | mask`.
-    kept: Vec<OnceLock<Box<[u8]>>>,
+    /// By (version, mask of the requirements met).
+    kept: RwLock<Kept>,
 }
 
 impl ToolLists {
@@ -46,16 +53,16 @@ impl ToolLists {
             }));
         }
         let kept = requirements.len() <= MAX_REQUIREMENTS;
-        let slots = if kept {
-            Version::ALL.len() << requirements.len()
-        } else {
-            0
-        };
         Self {
             requirements: kept.then_some(requirements),
             requirement_of,
-            kept: (0..slots).map(|_| OnceLock::new()).collect(),
+            kept: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Whether answers are kept (the catalogue's requirements fit a mask).
+    pub(crate) fn keeps(&self) -> bool {
+        self.requirements.is_some()
     }
 
     /// The complete `tools/list` answer for `id`, `version` and `principal`.
@@ -68,27 +75,36 @@ impl ToolLists {
         principal: &Principal,
     ) -> Vec<u8> {
         let mut out = jsonrpc::head(id);
-        match &self.requirements {
-            Some(requirements) => {
-                let mask = requirements
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, a)| principal.may(a))
-                    .fold(0usize, |m, (i, _)| m | (1 << i));
-                let v = Version::ALL.iter().position(|&x| x == version).unwrap_or(0);
-                let kept = self.kept[(v << requirements.len()) | mask].get_or_init(|| {
-                    let mut body = Vec::new();
-                    render(&mut body, registry, server_info, version, |i| {
-                        mask & (1 << self.requirement_of[i]) != 0
-                    });
-                    body.into_boxed_slice()
-                });
-                out.extend_from_slice(kept);
-            }
-            None => render(&mut out, registry, server_info, version, |i| {
+        let Some(requirements) = &self.requirements else {
+            render(&mut out, registry, server_info, version, |i| {
                 principal.may(&registry.tools[i].def.access)
-            }),
-        }
+            });
+            return out;
+        };
+        let mask = requirements
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| principal.may(a))
+            .fold(0u64, |m, (i, _)| m | (1 << i));
+        let found = self
+            .kept
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(version, mask))
+            .cloned();
+        let kept = found.unwrap_or_else(|| {
+            let mut body = Vec::new();
+            render(&mut body, registry, server_info, version, |i| {
+                mask & (1 << self.requirement_of[i]) != 0
+            });
+            let body: Arc<[u8]> = body.into();
+            let mut kept = self.kept.write().unwrap_or_else(PoisonError::into_inner);
+            if kept.len() < MAX_KEPT {
+                kept.insert((version, mask), Arc::clone(&body));
+            }
+            body
+        });
+        out.extend_from_slice(&kept);
         out
     }
 }
@@ -150,7 +166,7 @@ mod tests {
         let per_request = ToolLists {
             requirements: None,
             requirement_of: kept.requirement_of.clone(),
-            kept: Vec::new(),
+            kept: RwLock::new(HashMap::new()),
         };
         let now = UnixTime::from_secs(1_800_000_000);
         let mut lists = std::collections::BTreeSet::new();

@@ -341,3 +341,11 @@ fn completions_search_the_whole_store_with_a_true_total() {
         "{by_id}"
     );
 }
+
+/// The product's catalogue fits the kept `tools/list` answers (`core/src/tool_lists.rs`):
+/// past the masks' requirements every list would be written per request, as it was
+/// unnoticed when the limit was ten.
+#[test]
+fn the_catalogues_tool_lists_are_kept() {
+    assert!(server().keeps_tool_lists());
+}
