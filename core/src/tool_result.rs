@@ -50,6 +50,8 @@ impl ToolResult {
     /// before 2026-07-28, which has none).
     pub(crate) fn answer(&self, id: &Value, server_info: Option<&Value>) -> Vec<u8> {
         let mut out = jsonrpc::head(id);
+        // A small result's answer without growing the buffer on the way.
+        out.reserve(4096);
         out.extend_from_slice(br#","result":{"content":[{"type":"text","text":""#);
         // Writing into a Vec cannot fail.
         let _ = serde_json::to_writer_pretty(Escaped(&mut out), &self.value);

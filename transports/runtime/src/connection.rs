@@ -373,7 +373,13 @@ impl Connection {
             .iter()
             .map(|(n, v)| n.as_str().len() + v.len() + 4)
             .sum();
-        let mut head = Vec::with_capacity(fields + 160);
+        // A small body joins its head in one buffer (`queue`): room for both at once.
+        let joined = if resp.body.len() <= COALESCE {
+            resp.body.len()
+        } else {
+            0
+        };
+        let mut head = Vec::with_capacity(fields + 160 + joined);
         let with_body = self
             .codec
             .encode_response_head(&resp, self.env.now(), &mut head);
