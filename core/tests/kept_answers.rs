@@ -1,6 +1,6 @@
-//! Answers the server writes once and keeps (`server/discover`, `tools/list`): each
-//! request still gets its own `id`, and the bytes are those of the answer written for it
-//! alone (`jsonrpc::success` of the decorated result).
+//! `server/discover`, which the server writes once and keeps (as it keeps `tools/list`,
+//! tested in `tool_lists.rs`): each request still gets its own `id`, and the bytes are
+//! those of the answer written for it alone (`jsonrpc::success` of the decorated result).
 
 mod common;
 
