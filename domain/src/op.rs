@@ -266,7 +266,12 @@ pub fn diff<T: Serialize>(before: &T, after: &T) -> Value {
 /// organization are serialized (`WriteScope::Org`, `store/scope.rs`), so it is unique and
 /// increasing within the organization.
 pub(crate) fn next_sequence(tx: &mut dyn Tx, org: &str) -> Result<u64, StoreError> {
-    let last = tx.find(
+    /// Only the number is parsed of the last event (not its `changes`, at every write).
+    #[derive(serde::Deserialize)]
+    struct Numbered {
+        sequence: Option<u64>,
+    }
+    let last = tx.find_raw(
         Kind::Event,
         org,
         &Query {
@@ -276,10 +281,12 @@ pub(crate) fn next_sequence(tx: &mut dyn Tx, org: &str) -> Result<u64, StoreErro
             offset: 0,
         },
     )?;
-    Ok(last
-        .first()
-        .and_then(|e| e.get("sequence"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
-        + 1)
+    let number = match last.first() {
+        None => 0,
+        Some(text) => serde_json::from_str::<Numbered>(text)
+            .map_err(|e| StoreError(format!("corrupt event: {e}")))?
+            .sequence
+            .unwrap_or(0),
+    };
+    Ok(number + 1)
 }

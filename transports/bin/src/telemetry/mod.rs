@@ -74,8 +74,18 @@ REST API: {}
                 );
             }
             text.push_str("Ready: stop with Ctrl-C (SIGINT) or SIGTERM.\n");
-            // One write, so no log line lands in the middle of it.
-            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+            // One write, so no log line lands in the middle of it, through the log
+            // thread's queue when there is one, so it comes after the lines logged before
+            // it (a warning at startup, then `Ready:`).
+            match LOG_WRITER.get() {
+                Some(log) => {
+                    let _ = std::io::Write::write_all(&mut log.clone(), text.as_bytes());
+                }
+                None => {
+                    let _ =
+                        std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+                }
+            }
         }
         LogFormat::Json => {
             let token = b.dev_token.filter(|_| b.print_token);
@@ -132,6 +142,11 @@ pub(crate) fn log_filter(
 /// OTLP export, the request's log line carries the same fields, and formatting each
 /// field recorded into a span the log never prints cost 7 % of a `server/discover`.
 /// Without the OTLP layer nobody wants the span, so it is never built.
+/// The log thread's writer, for what goes to standard error besides the log lines (the
+/// text banner), in their order.
+static LOG_WRITER: std::sync::OnceLock<tracing_appender::non_blocking::NonBlocking> =
+    std::sync::OnceLock::new();
+
 /// Lines queued for the log thread before a request waits for it to catch up.
 const LOG_QUEUE_LINES: usize = 64 * 1024;
 
@@ -172,6 +187,7 @@ pub(crate) fn init_logging(
         !(m.is_span() && m.target() == request::TARGET)
     }));
     let (writer, guard) = log_writer(std::io::stderr(), LOG_QUEUE_LINES);
+    let _ = LOG_WRITER.set(writer.clone());
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_target(false);
