@@ -17,8 +17,9 @@ use crate::era::Version;
 use crate::error::ProtocolError;
 use crate::mrtr::{self, InputRequired, Round, ToolReply};
 use crate::registry::Tool;
+use crate::reply::Reply;
 use crate::response::RequestLog;
-use crate::server::{Reply, Rpc, Server};
+use crate::server::{Rpc, Server};
 use crate::tool_result::ToolResult;
 
 /// Key of the one input request a confirmation asks.

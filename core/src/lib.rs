@@ -57,6 +57,7 @@ pub mod origin;
 mod pct;
 pub mod principal;
 pub mod registry;
+mod reply;
 pub mod request;
 pub mod response;
 pub mod rest;

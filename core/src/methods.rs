@@ -11,8 +11,9 @@ use crate::dispatch::{
 use crate::era::{self, Version};
 use crate::error::ProtocolError;
 use crate::mrtr::{self, PromptReply, Round};
+use crate::reply::Reply;
 use crate::response::RequestLog;
-use crate::server::{Reply, Rpc, Server};
+use crate::server::{Rpc, Server};
 
 /// Most completion values returned.
 const MAX_COMPLETIONS: usize = 100;

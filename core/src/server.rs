@@ -79,26 +79,6 @@ impl Rpc<'_> {
     }
 }
 
-/// What a method produces.
-pub(crate) enum Reply {
-    /// A result object (era decoration is added by the server).
-    Result(Value),
-    /// A result already serialized in full (the `tools/list` fast path).
-    Body(Vec<u8>),
-    /// A tool's result, written straight to the answer (era decoration included).
-    Tool(crate::tool_result::ToolResult),
-    /// A protocol error.
-    Error(ProtocolError),
-    /// Notifications, then a result (era decoration is added by the server): an SSE body
-    /// when the client accepts `text/event-stream`, else the result alone as JSON.
-    Stream {
-        /// Complete JSON-RPC notifications, sent first.
-        notifications: Vec<Value>,
-        /// The result object.
-        result: Value,
-    },
-}
-
 impl<D: Dispatch> Server<D> {
     /// Builds a server. Fails when the domain's catalog is invalid (bad schema, bad
     /// `x-mcp-header` annotation, duplicate names): a startup error naming the culprit.
@@ -466,60 +446,8 @@ impl<D: Dispatch> Server<D> {
             detected: &detected,
             principal: &principal,
         };
-        match self.method(&rpc, log) {
-            Reply::Body(body) => {
-                log.version = Some(version);
-                with_version(Response::json(StatusCode::OK, body), version)
-            }
-            Reply::Tool(result) => {
-                log.version = Some(version);
-                let body = result.answer(id, modern.then(|| self.server_info()));
-                with_version(Response::json(StatusCode::OK, body), version)
-            }
-            Reply::Result(mut result) => {
-                if modern {
-                    self.decorate(&msg.method, &mut result);
-                }
-                // `initialize` settles the version in use: that is what goes back.
-                let version = match result.get("protocolVersion").and_then(Value::as_str) {
-                    Some(v) if msg.method == "initialize" => Version::parse(v).unwrap_or(version),
-                    _ => version,
-                };
-                log.version = Some(version);
-                let body = jsonrpc::success(id, &result);
-                with_version(Response::json(StatusCode::OK, body), version)
-            }
-            Reply::Stream {
-                notifications,
-                mut result,
-            } => {
-                if modern {
-                    self.decorate(&msg.method, &mut result);
-                }
-                let body = jsonrpc::success(id, &result);
-                let resp = if accepts_event_stream(req) {
-                    event_stream(&notifications, &body)
-                } else {
-                    Response::json(StatusCode::OK, body)
-                };
-                with_version(resp, version)
-            }
-            Reply::Error(ProtocolError::InsufficientScope { scope }) => {
-                let mut r = self.refuse(
-                    ProtocolError::InsufficientScope { scope },
-                    Some(id),
-                    Some(version),
-                    log,
-                );
-                let challenge = format!(
-                    "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{}\"",
-                    self.config.resource_metadata_url()
-                );
-                set_header(&mut r, WWW_AUTHENTICATE, &challenge);
-                r
-            }
-            Reply::Error(e) => self.refuse(e, Some(id), Some(version), log),
-        }
+        let reply = self.method(&rpc, log);
+        self.answer(req, &rpc, id, reply, log)
     }
 
     /// steps 3–7 of the processing order for both surfaces: method, Origin, authentication, limits,
@@ -588,25 +516,6 @@ impl<D: Dispatch> Server<D> {
             Ok(())
         } else {
             Err(ProtocolError::OriginNotAllowed)
-        }
-    }
-
-    /// Adds the era-2026 fields to a result: `resultType`, `serverInfo`, and the
-    /// caching hints on discovery, listings and reads.
-    pub(crate) fn decorate(&self, method: &str, result: &mut Value) {
-        let Value::Object(obj) = result else { return };
-        obj.entry("resultType")
-            .or_insert_with(|| Value::from("complete"));
-        let complete = obj.get("resultType").and_then(Value::as_str) == Some("complete");
-        if complete && cacheable(method) {
-            obj.insert("ttlMs".into(), Value::from(0));
-            obj.insert("cacheScope".into(), Value::from("private"));
-        }
-        let meta = obj
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Value::Object(m) = meta {
-            m.insert(era::META_SERVER_INFO.into(), self.server_info.clone());
         }
     }
 
@@ -806,19 +715,6 @@ pub(crate) fn decided_by_head(e: &ProtocolError) -> bool {
     )
 }
 
-/// Methods whose complete results carry `ttlMs` and `cacheScope`.
-fn cacheable(method: &str) -> bool {
-    matches!(
-        method,
-        "server/discover"
-            | "tools/list"
-            | "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-            | "prompts/list"
-    )
-}
-
 /// `application/json`, optionally with `charset=utf-8`; anything else is `415`.
 fn check_content_type(req: &Request<'_>) -> Result<(), ProtocolError> {
     let value = req
@@ -843,41 +739,7 @@ fn check_content_type(req: &Request<'_>) -> Result<(), ProtocolError> {
     Ok(())
 }
 
-/// Whether an `Accept` header lists `text/event-stream`.
-fn accepts_event_stream(req: &Request<'_>) -> bool {
-    req.header_values("accept").any(|v| {
-        std::str::from_utf8(v).is_ok_and(|v| {
-            v.split(',').any(|t| {
-                t.split(';')
-                    .next()
-                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
-            })
-        })
-    })
-}
-
-/// A complete `text/event-stream` body: one `message` event per notification, then the
-/// response (the stream ends with it, as Streamable HTTP requires).
-fn event_stream(notifications: &[Value], response: &[u8]) -> Response {
-    let mut body = Vec::with_capacity(response.len() + 256 * notifications.len());
-    for n in notifications {
-        body.extend_from_slice(b"event: message\ndata: ");
-        jsonrpc::write_json(&mut body, n);
-        body.extend_from_slice(b"\n\n");
-    }
-    body.extend_from_slice(b"event: message\ndata: ");
-    body.extend_from_slice(response);
-    body.extend_from_slice(b"\n\n");
-    let mut r = Response::empty(StatusCode::OK);
-    r.headers.push((
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    ));
-    r.body = body;
-    r
-}
-
-fn with_version(mut r: Response, v: Version) -> Response {
+pub(crate) fn with_version(mut r: Response, v: Version) -> Response {
     r.headers.push((
         HeaderName::from_static("mcp-protocol-version"),
         HeaderValue::from_static(v.as_str()),

@@ -17,10 +17,11 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
 
-use crate::era::{self, Version};
+use crate::era::Version;
 use crate::jsonrpc;
 use crate::principal::{Access, Principal};
 use crate::registry::Registry;
+use crate::reply;
 
 /// The most distinct requirements kept as masks (the bits of a `u64`).
 const MAX_REQUIREMENTS: usize = 64;
@@ -131,13 +132,7 @@ fn render(
     }
     out.push(b']');
     if version == Version::V2026_07_28 {
-        out.extend_from_slice(
-            b",\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\",\"_meta\":{\"",
-        );
-        out.extend_from_slice(era::META_SERVER_INFO.as_bytes());
-        out.extend_from_slice(b"\":");
-        jsonrpc::write_json(out, server_info);
-        out.push(b'}');
+        reply::write_decoration(out, "tools/list", server_info);
     }
     out.extend_from_slice(b"}}");
 }

@@ -13,8 +13,9 @@ use std::io;
 
 use serde_json::{Value, json};
 
-use crate::era::{self, Version};
+use crate::era::Version;
 use crate::jsonrpc;
+use crate::reply;
 
 /// A tool's result, kept as its value until it is written.
 pub(crate) struct ToolResult {
@@ -64,12 +65,7 @@ impl ToolResult {
             out.extend_from_slice(br#","isError":true"#);
         }
         if let Some(info) = server_info {
-            // `Server::decorate` of a `tools/call` result: complete, never cached.
-            out.extend_from_slice(br#","resultType":"complete","_meta":{""#);
-            out.extend_from_slice(era::META_SERVER_INFO.as_bytes());
-            out.extend_from_slice(b"\":");
-            jsonrpc::write_json(&mut out, info);
-            out.push(b'}');
+            reply::write_decoration(&mut out, "tools/call", info);
         }
         out.extend_from_slice(b"}}");
         out
