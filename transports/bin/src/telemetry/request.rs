@@ -474,12 +474,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_series_met_again_is_counted_through_its_kept_handles() {
+    /// What a fresh recorder renders after `f` ran with it and a new [`Telemetry`].
+    fn rendered(f: impl FnOnce(&Telemetry)) -> String {
         let recorder = Prometheus::recorder();
         let handle = recorder.handle();
-        metrics::with_local_recorder(&recorder, || {
-            let t = Telemetry::new(&catalog());
+        metrics::with_local_recorder(&recorder, || f(&Telemetry::new(&catalog())));
+        handle.render()
+    }
+
+    #[test]
+    fn a_series_met_again_is_counted_through_its_kept_handles() {
+        let text = rendered(|t| {
             let log = |method: &str| RequestLog {
                 method: Some(method.into()),
                 version: Some(Version::V2026_07_28),
@@ -497,7 +502,7 @@ mod tests {
             }
             assert_eq!(t.series.lock().unwrap().len(), 3);
         });
-        let text = handle.render();
+
         for (series, n) in [
             ("method=\"ping\",tool=\"\",era=\"2026\",status=\"200\"", 2),
             ("method=\"ping\",tool=\"\",era=\"2026\",status=\"400\"", 1),
@@ -517,10 +522,7 @@ mod tests {
 
     #[test]
     fn counts_and_bounds_labels() {
-        let recorder = Prometheus::recorder();
-        let handle = recorder.handle();
-        metrics::with_local_recorder(&recorder, || {
-            let t = Telemetry::new(&catalog());
+        let text = rendered(|t| {
             t.connection_opened();
             t.request_started("r1");
             let log = RequestLog {
@@ -547,7 +549,7 @@ mod tests {
             t.request_finished("r3", &log, 401, Duration::from_millis(1));
             t.connection_closed(CloseReason::Done);
         });
-        let text = handle.render();
+
         assert!(
             text.contains(
                 "dunning_requests_total{endpoint=\"mcp\",method=\"tools/call\",tool=\"unknown\",era=\"2026\",status=\"200\",tool_error=\"VALIDATION_ERROR\"} 1"
