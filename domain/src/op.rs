@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::org::Settings;
-use crate::store::{Kind, Order, Query, StoreError, Tx, save};
+use crate::store::{Kind, Tx, save};
 
 /// One operation in progress.
 pub struct Op<'a> {
@@ -160,7 +160,7 @@ impl<'a> Op<'a> {
     ) -> Result<Value, DomainError> {
         let id = self.new_id();
         let at = self.timestamp();
-        let sequence = next_sequence(self.tx, self.org)?;
+        let sequence = self.tx.next_event_sequence(self.org)?;
         let event = json!({
             "id": id,
             "sequence": sequence,
@@ -260,33 +260,4 @@ pub fn diff<T: Serialize>(before: &T, after: &T) -> Value {
         }
     }
     Value::Object(out)
-}
-
-/// The sequence number of `org`'s next event: the last one's plus one. Writes of one
-/// organization are serialized (`WriteScope::Org`, `store/scope.rs`), so it is unique and
-/// increasing within the organization.
-pub(crate) fn next_sequence(tx: &mut dyn Tx, org: &str) -> Result<u64, StoreError> {
-    /// Only the number is parsed of the last event (not its `changes`, at every write).
-    #[derive(serde::Deserialize)]
-    struct Numbered {
-        sequence: Option<u64>,
-    }
-    let last = tx.find_raw(
-        Kind::Event,
-        org,
-        &Query {
-            conds: Vec::new(),
-            sort: ("sequence", Order::Desc),
-            limit: Some(1),
-            offset: 0,
-        },
-    )?;
-    let number = match last.first() {
-        None => 0,
-        Some(text) => serde_json::from_str::<Numbered>(text)
-            .map_err(|e| StoreError(format!("corrupt event: {e}")))?
-            .sequence
-            .unwrap_or(0),
-    };
-    Ok(number + 1)
 }

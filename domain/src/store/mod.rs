@@ -438,6 +438,10 @@ pub trait Tx {
     fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError>;
     /// How many documents match `conds`.
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError>;
+    /// The number of `org`'s next event: one more than the last one stored, or taken in
+    /// this transaction. Unique because writes of an organization run one at a time (the
+    /// write scope's lock; a unique `(org, sequence)` on PostgreSQL refuses a breach).
+    fn next_event_sequence(&mut self, org: &str) -> Result<u64, StoreError>;
     /// Every organization id (for workers that sweep all of them).
     fn organizations(&mut self) -> Result<Vec<String>, StoreError>;
     /// The result stored under an idempotency key.

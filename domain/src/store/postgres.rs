@@ -143,6 +143,9 @@ impl r2d2::ManageConnection for Manager {
 /// PostgreSQL store.
 pub struct PostgresStore {
     pool: r2d2::Pool<Manager>,
+    /// Each organization's writers on this replica, sharing a transaction when they
+    /// queue (`postgres/group.rs`).
+    groups: group::Groups,
     /// Round trips so far, counted so that tests hold them minimal (`round_trips.rs`).
     trips: RoundTrips,
     /// The writers' lock keys of this schema ([`WriteScope`]).
@@ -248,6 +251,7 @@ impl PostgresStore {
             });
         Ok(Self {
             pool,
+            groups: group::Groups::default(),
             trips: RoundTrips::default(),
             keys: LockKeys::of(&schema),
             scratch,
@@ -508,13 +512,18 @@ impl Store for PostgresStore {
         self.in_transaction(f, Access::Read)
     }
 
+    /// An organization's writes are grouped per organization (`postgres/group.rs`);
+    /// the others run in a transaction each.
     fn transact(
         &self,
         scope: WriteScope<'_>,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         commit: bool,
     ) -> Result<(), DomainError> {
-        self.in_transaction(f, Access::Write { scope, commit })
+        match scope {
+            WriteScope::Org(org) => self.grouped_write(org, f, commit),
+            _ => self.in_transaction(f, Access::Write { scope, commit }),
+        }
     }
 
     fn members_epoch(&self) -> Option<u64> {
@@ -679,4 +688,5 @@ impl Driver for Pg<'_> {
 #[cfg(test)]
 mod tests;
 
+mod group;
 mod members;

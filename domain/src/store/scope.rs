@@ -89,6 +89,10 @@ impl Tx for Scoped<'_, '_> {
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
         self.tx.count(kind, org, conds)
     }
+    fn next_event_sequence(&mut self, org: &str) -> Result<u64, StoreError> {
+        self.scope.org(org)?;
+        self.tx.next_event_sequence(org)
+    }
     fn organizations(&mut self) -> Result<Vec<String>, StoreError> {
         self.tx.organizations()
     }

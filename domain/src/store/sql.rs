@@ -373,11 +373,17 @@ fn count_of(n: Option<i64>) -> u64 {
     u64::try_from(n.unwrap_or(0)).unwrap_or_default()
 }
 
+/// An organization's last event number (NULL: none yet), in neutral marks.
+const LAST_EVENT: &str = "SELECT MAX(sequence) FROM events WHERE org = {1}";
+
 /// The one [`Tx`] of both stores.
 pub(crate) struct SqlTx<C> {
     pub(crate) conn: C,
     /// A member or an organization was written ([`super::MemberEpoch`]).
     pub(crate) members: bool,
+    /// An organization's last event number, once read in this transaction: the next
+    /// ones are counted here, not read again.
+    last_event: Option<(String, u64)>,
 }
 
 impl<C: Driver> SqlTx<C> {
@@ -385,6 +391,7 @@ impl<C: Driver> SqlTx<C> {
         Self {
             conn,
             members: false,
+            last_event: None,
         }
     }
 
@@ -415,9 +422,16 @@ impl<C: Driver> SqlTx<C> {
         Ok(self.conn.texts(sql, args)?.into_iter().next())
     }
 
+    /// The integer of the first row's first column; `None` without a row or for NULL (an
+    /// aggregate over no rows).
     fn first_int(&mut self, sql: &str, args: &[Arg]) -> Result<Option<i64>, StoreError> {
         match self.conn.rows(sql, args)?.into_iter().next() {
-            Some(row) => row.into_iter().next().map(Cell::int).transpose(),
+            Some(row) => row
+                .into_iter()
+                .next()
+                .filter(|c| !matches!(c, Cell::Null))
+                .map(Cell::int)
+                .transpose(),
             None => Ok(None),
         }
     }
@@ -435,6 +449,13 @@ impl<C: Driver> Tx for SqlTx<C> {
 
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
         self.members |= changes_membership(kind);
+        if kind == Kind::Event
+            && let Some((known, last)) = &mut self.last_event
+            && known == org
+        {
+            // An event numbered by its writer: the count goes on from the larger.
+            *last = (*last).max(doc["sequence"].as_u64().unwrap_or(0));
+        }
         let (id, created) = identity(doc)?;
         let cols = kind.columns();
         let mut args = Vec::with_capacity(4 + cols.len());
@@ -465,6 +486,18 @@ impl<C: Driver> Tx for SqlTx<C> {
         let (clause, args) = where_clause(Self::D, kind, org, &q.conds)?;
         let sql = page_sql(Self::D, kind, q, &clause)?;
         self.conn.texts(&sql, &args.list)
+    }
+
+    fn next_event_sequence(&mut self, org: &str) -> Result<u64, StoreError> {
+        let last = match &self.last_event {
+            Some((known, last)) if known == org => *last,
+            _ => {
+                let sql = Self::fixed(LAST_EVENT);
+                count_of(self.first_int(&sql, &[Arg::Text(org.to_owned())])?)
+            }
+        };
+        self.last_event = Some((org.to_owned(), last + 1));
+        Ok(last + 1)
     }
 
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {

@@ -375,9 +375,10 @@ fn conditions_on_every_column_type() {
 }
 
 /// Writers run one at a time, so what the domain computes from the last write (an
-/// event's `max(sequence) + 1`, `Op::event`) is never computed twice: eight
-/// threads appending at once still number their documents 1, 2, 3… without a gap or
-/// a repeat, and the tally counts each once.
+/// event's number, `Tx::next_event_sequence`) is never computed twice: eight threads
+/// appending at once, half as the organization's writer and half as everyone's, still
+/// number their documents 1, 2, 3… without a gap or a repeat, and the tally counts each
+/// once.
 #[test]
 fn concurrent_writers_never_compute_the_same_next_number() {
     const THREADS: u64 = 8;
@@ -386,12 +387,15 @@ fn concurrent_writers_never_compute_the_same_next_number() {
     std::thread::scope(|scope| {
         for t in 0..THREADS {
             let store = store.clone();
+            let scope_of = if t % 2 == 0 {
+                WriteScope::All
+            } else {
+                WriteScope::Org("a")
+            };
             scope.spawn(move || {
                 for i in 0..EACH {
-                    write(&*store, WriteScope::All, |tx| {
-                        let q = Query { sort: ("sequence", Order::Desc), limit: Some(1), ..Query::all() };
-                        let last = tx.find(Kind::Event, "a", &q)?;
-                        let next = last.first().and_then(|e| e["sequence"].as_u64()).unwrap_or(0) + 1;
+                    write(&*store, scope_of, |tx| {
+                        let next = tx.next_event_sequence("a")?;
                         tx.put(Kind::Event, "a", &json!({"id": format!("e{t}-{i}"), "created_at": "2026-01-01", "sequence": next}))?;
                         Ok(())
                     })
@@ -580,4 +584,52 @@ fn amounts_are_compared_as_whole_centavos() {
         )]),
         ["small", "big"]
     );
+}
+
+/// An organization's next event number: one more than the last stored; within a write,
+/// one more than the last taken or put (a writer may number an event itself); a write
+/// rolled back leaves no gap; each organization counts on its own, and only the
+/// organization a write is scoped to may take one.
+#[test]
+fn event_numbers_go_on_from_the_last_one_stored_or_taken() {
+    let store: Arc<dyn Store> = testing::store();
+    let take = |tx: &mut dyn Tx, org: &str, id: &str| -> Result<u64, StoreError> {
+        let n = tx.next_event_sequence(org)?;
+        tx.put(
+            Kind::Event,
+            org,
+            &json!({"id": id, "created_at": "2026-01-01", "sequence": n}),
+        )?;
+        Ok(n)
+    };
+    let taken = write(&*store, WriteScope::Org("a"), |tx| {
+        let first = [take(tx, "a", "e1")?, take(tx, "a", "e2")?];
+        let elsewhere = tx.next_event_sequence("b").map_err(|e| e.to_string());
+        Ok((first, elsewhere))
+    })
+    .unwrap();
+    assert_eq!(taken.0, [1, 2]);
+    assert!(taken.1.is_err(), "a write of a takes no number of b");
+    let after_own = write(&*store, WriteScope::Org("a"), |tx| {
+        tx.put(
+            Kind::Event,
+            "a",
+            &json!({"id": "e10", "created_at": "2026-01-01", "sequence": 10}),
+        )?;
+        Ok(take(tx, "a", "e11")?)
+    })
+    .unwrap();
+    assert_eq!(after_own, 11);
+    let failed = write(&*store, WriteScope::Org("a"), |tx| {
+        take(tx, "a", "lost")?;
+        Err::<(), _>(DomainError::Conflict("rolled back".into()))
+    });
+    assert!(failed.is_err());
+    let next = write(&*store, WriteScope::Org("a"), |tx| {
+        Ok(take(tx, "a", "e12")?)
+    })
+    .unwrap();
+    assert_eq!(next, 12, "the rolled-back number is taken again");
+    let b = write(&*store, WriteScope::Org("b"), |tx| Ok(take(tx, "b", "b1")?)).unwrap();
+    assert_eq!(b, 1);
 }

@@ -462,7 +462,7 @@ fn concurrent_writers_keep_each_organizations_sequence() {
         workers.push(std::thread::spawn(move || {
             for i in 0..EACH {
                 write(&*store, WriteScope::Org(org), |tx| {
-                    let next = crate::op::next_sequence(tx, org)?;
+                    let next = tx.next_event_sequence(org)?;
                     Ok(tx.put(Kind::Event, org, &event(&format!("{n}-{i}"), next))?)
                 })
                 .unwrap();
