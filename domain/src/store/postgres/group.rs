@@ -196,6 +196,8 @@ impl PostgresStore {
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
     ) -> (Result<(), DomainError>, Option<bool>) {
         if nested && let Err(e) = open.conn.client.batch_execute("SAVEPOINT w") {
+            // What the transaction holds is not known any more: it fails with its group.
+            open.conn.broken = true;
             return (Err(StoreError::from(e).into()), None);
         }
         let Conn {
