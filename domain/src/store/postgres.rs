@@ -336,16 +336,7 @@ impl PostgresStore {
     ) -> Result<(), DomainError> {
         let mut open = self.begin(access)?;
         self.trips.transactions.fetch_add(1, Ordering::Relaxed);
-        let Conn {
-            client, statements, ..
-        } = &mut *open.conn;
-        let mut t = SqlTx::new(Pg {
-            client,
-            statements,
-            trips: &self.trips,
-        });
-        let out = f(&mut t);
-        let members = t.members;
+        let (out, members) = open.run(f, &self.trips);
         let commit = match access {
             Access::Write { commit, .. } => commit && out.is_ok(),
             Access::Read => true,
@@ -375,6 +366,25 @@ struct Open {
 }
 
 impl Open {
+    /// Runs `f` on this transaction (each statement counted in `trips`); returns its
+    /// outcome and whether it wrote a member or an organization.
+    fn run(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+        trips: &RoundTrips,
+    ) -> (Result<(), DomainError>, bool) {
+        let Conn {
+            client, statements, ..
+        } = &mut *self.conn;
+        let mut t = SqlTx::new(Pg {
+            client,
+            statements,
+            trips,
+        });
+        let out = f(&mut t);
+        (out, t.members)
+    }
+
     /// Ends the transaction with `COMMIT` (`commit`) or `ROLLBACK`.
     fn end(&mut self, commit: bool) -> Result<(), StoreError> {
         self.ended = true;

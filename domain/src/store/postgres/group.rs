@@ -29,10 +29,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use super::{Access, Conn, Open, Pg, PostgresStore, StoreError, WriteScope};
+use super::{Access, Open, PostgresStore, StoreError, WriteScope};
 use crate::error::DomainError;
 use crate::store::Tx;
-use crate::store::sql::SqlTx;
 
 /// The most writes one transaction holds: bounds how long its first writer waits, and
 /// keeps a transaction's subtransactions (one per savepoint that writes) within what a
@@ -200,16 +199,7 @@ impl PostgresStore {
             open.conn.broken = true;
             return (Err(StoreError::from(e).into()), None);
         }
-        let Conn {
-            client, statements, ..
-        } = &mut *open.conn;
-        let mut t = SqlTx::new(Pg {
-            client,
-            statements,
-            trips: &self.trips,
-        });
-        let out = f(&mut t);
-        let members = t.members;
+        let (out, members) = open.run(f, &self.trips);
         if keep && out.is_ok() {
             return (out, Some(members));
         }
