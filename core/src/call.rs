@@ -147,16 +147,15 @@ impl<D: Dispatch> Server<D> {
             ToolReply::WithProgress { steps, reply } => {
                 let inner = self.render_reply(rpc, call, *reply, binding, token);
                 // Progress goes only to a caller that asked for it, before a final result.
-                match (token, inner) {
-                    (Some(token), Reply::Tool(result)) if !steps.is_empty() => Reply::Stream {
-                        notifications: steps.iter().map(|s| s.notification(token)).collect(),
-                        result: result.into_value(),
-                    },
-                    (Some(token), Reply::Result(result)) if !steps.is_empty() => Reply::Stream {
+                let Some(token) = token.filter(|_| !steps.is_empty()) else {
+                    return inner;
+                };
+                match inner.into_result() {
+                    Ok(result) => Reply::Stream {
                         notifications: steps.iter().map(|s| s.notification(token)).collect(),
                         result,
                     },
-                    (_, inner) => inner,
+                    Err(other) => other,
                 }
             }
             ToolReply::InputRequired(ask) if rpc.modern() => self.input_required(rpc, ask, binding),

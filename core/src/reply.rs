@@ -35,6 +35,18 @@ pub(crate) enum Reply {
     },
 }
 
+impl Reply {
+    /// The result object of a result, written or not (a tool's is built as a tree);
+    /// anything else as it is.
+    pub(crate) fn into_result(self) -> Result<Value, Self> {
+        match self {
+            Self::Result(result) => Ok(result),
+            Self::Tool(tool) => Ok(tool.into_value()),
+            other => Err(other),
+        }
+    }
+}
+
 impl<D: Dispatch> Server<D> {
     /// The answer to `rpc` (of JSON-RPC `id`) that produced `reply`.
     pub(crate) fn answer(

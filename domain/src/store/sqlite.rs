@@ -558,6 +558,12 @@ mod tests {
         }));
         assert!(panicked.is_err());
         assert!(outside(&store), "the panic's unwinding rolled back");
+        // A read left inside its snapshot would not see this.
+        crate::store::write(&store, WriteScope::Org("org"), |tx| {
+            let doc = serde_json::json!({"id": "d1", "created_at": "2026-01-01"});
+            Ok(tx.put(Kind::Debtor, "org", &doc)?)
+        })
+        .expect("a write");
         let mut n = 0;
         store
             .read(&mut |tx| {
@@ -565,7 +571,7 @@ mod tests {
                 Ok(())
             })
             .expect("the connection serves the next read");
-        assert_eq!(n, 0);
+        assert_eq!(n, 1, "the next read sees what was written since");
         assert!(outside(&store));
     }
 

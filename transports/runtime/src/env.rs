@@ -193,14 +193,33 @@ mod tests {
         assert_ne!(before, after, "seeded afresh, not continued");
     }
 
+    /// A thread's draws leave another thread's generator alone, and each thread's was
+    /// seeded on its own (two draws from one shared generator would differ too, so the
+    /// outputs alone prove nothing).
     #[test]
     fn threads_draw_from_generators_of_their_own() {
         let draw = || {
             let mut out = [0u8; 32];
             Drbg::fill(&mut out).unwrap();
-            out
+            (
+                drawn(),
+                DRBG.with_borrow(|d| d.as_ref().unwrap().rng.get_seed()),
+            )
         };
-        let other = std::thread::spawn(draw).join().unwrap();
-        assert_ne!(draw(), other);
+        let (mine, my_seed) = draw();
+        let (theirs, their_seed) = std::thread::spawn(move || {
+            let first = draw();
+            draw();
+            first
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            theirs,
+            Some(1),
+            "a new thread starts a generator of its own"
+        );
+        assert_eq!(drawn(), mine, "their draws are not counted here");
+        assert_ne!(my_seed, their_seed, "seeded apart");
     }
 }

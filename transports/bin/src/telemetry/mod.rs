@@ -77,15 +77,10 @@ REST API: {}
             // One write, so no log line lands in the middle of it, through the log
             // thread's queue when there is one, so it comes after the lines logged before
             // it (a warning at startup, then `Ready:`).
-            match LOG_WRITER.get() {
-                Some(log) => {
-                    let _ = std::io::Write::write_all(&mut log.clone(), text.as_bytes());
-                }
-                None => {
-                    let _ =
-                        std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
-                }
-            }
+            let _ = match LOG_WRITER.get() {
+                Some(log) => std::io::Write::write_all(&mut log.clone(), text.as_bytes()),
+                None => std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes()),
+            };
         }
         LogFormat::Json => {
             let token = b.dev_token.filter(|_| b.print_token);
@@ -134,14 +129,6 @@ pub(crate) fn log_filter(
     })
 }
 
-/// Installs the global `tracing` subscriber: text or JSON lines on stderr, filtered by
-/// `filter` ([`log_filter`]), and the OTLP layer when given ([`otel::start`]). Each has
-/// its own filter, so the log level never decides which spans are exported.
-///
-/// The log lines never see the request span ([`request::TARGET`]): it exists for the
-/// OTLP export, the request's log line carries the same fields, and formatting each
-/// field recorded into a span the log never prints cost 7 % of a `server/discover`.
-/// Without the OTLP layer nobody wants the span, so it is never built.
 /// The log thread's writer, for what goes to standard error besides the log lines (the
 /// text banner), in their order.
 static LOG_WRITER: std::sync::OnceLock<tracing_appender::non_blocking::NonBlocking> =
@@ -166,9 +153,15 @@ fn log_writer(
         .finish(std::io::BufWriter::with_capacity(64 * 1024, sink))
 }
 
-/// Installs the global subscriber: the log lines on standard error, in `format`, through
-/// `filter`, plus `otel` when OTLP export is on. The returned guard flushes every queued
-/// line when dropped; `serve` holds it until it returns.
+/// Installs the global `tracing` subscriber: text or JSON lines on stderr, filtered by
+/// `filter` ([`log_filter`]), and the OTLP layer when given ([`otel::start`]). Each has
+/// its own filter, so the log level never decides which spans are exported. The returned
+/// guard flushes every queued line when dropped; `serve` holds it until it returns.
+///
+/// The log lines never see the request span ([`request::TARGET`]): it exists for the
+/// OTLP export, the request's log line carries the same fields, and formatting each
+/// field recorded into a span the log never prints cost 7 % of a `server/discover`.
+/// Without the OTLP layer nobody wants the span, so it is never built.
 ///
 /// The lines are written by a thread of their own, not by the I/O thread that answered:
 /// a write to standard error per request was a system call on the request's path (15 %
