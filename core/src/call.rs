@@ -11,6 +11,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::body::Body;
 use crate::confirm::{self, Claims};
 use crate::dispatch::{Dispatch, ToolCall, ToolError, ToolErrorCode};
 use crate::era::Version;
@@ -127,7 +128,7 @@ impl<D: Dispatch> Server<D> {
         token: Option<&Value>,
     ) -> Reply {
         match reply {
-            ToolReply::Output(out) => self.tool_result(rpc, out.into_tool_value(), false),
+            ToolReply::Output(out) => self.tool_result(rpc, out.into_tool_body(), false),
             ToolReply::Content {
                 content,
                 structured,
@@ -268,7 +269,7 @@ impl<D: Dispatch> Server<D> {
 
     fn execute(&self, rpc: &Rpc<'_>, call: &ToolCall<'_>, log: &mut RequestLog) -> Reply {
         match self.dispatch.call_tool(call) {
-            Ok(out) => self.tool_result(rpc, out.into_tool_value(), false),
+            Ok(out) => self.tool_result(rpc, out.into_tool_body(), false),
             Err(e) => self.tool_error(rpc, e, log),
         }
     }
@@ -419,9 +420,9 @@ impl<D: Dispatch> Server<D> {
 
     /// A tool result: pretty JSON text plus `structuredContent`, written straight to the
     /// answer ([`crate::tool_result`]).
-    pub(crate) fn tool_result(&self, rpc: &Rpc<'_>, value: Value, is_error: bool) -> Reply {
+    pub(crate) fn tool_result(&self, rpc: &Rpc<'_>, body: Body, is_error: bool) -> Reply {
         Reply::Tool(ToolResult {
-            value,
+            text: body.into_text(),
             is_error,
             version: rpc.version,
         })
@@ -434,7 +435,7 @@ impl<D: Dispatch> Server<D> {
         }
         log.tool_error = Some(e.code.as_str());
         log.reason = e.reason();
-        self.tool_result(rpc, e.to_json(&rpc.env.request_id), true)
+        self.tool_result(rpc, Body::Tree(e.to_json(&rpc.env.request_id)), true)
     }
 }
 

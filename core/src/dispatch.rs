@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use crate::body::Body;
 use crate::catalog::{Catalog, TemplateDef, ToolDef};
 use crate::env::UnixTime;
 pub use crate::mrtr::{InputRequired, Progress, PromptReply, Round, ToolReply};
@@ -60,7 +61,7 @@ pub enum Output {
         /// REST status.
         status: u16,
         /// The body (the tool result's `structuredContent`).
-        body: Value,
+        body: Body,
     },
     /// REST `204`; as a tool result, `{"status": 204}`.
     NoContent,
@@ -71,21 +72,24 @@ pub enum Output {
 impl Output {
     /// A `200` JSON body.
     pub fn ok(body: Value) -> Self {
-        Self::Json { status: 200, body }
-    }
-
-    /// [`Output::tool_value`] without copying a JSON body.
-    pub fn into_tool_value(self) -> Value {
-        match self {
-            Self::Json { body, .. } => body,
-            other => other.tool_value(),
+        Self::Json {
+            status: 200,
+            body: Body::Tree(body),
         }
     }
 
-    /// The value a tool returns for this output.
+    /// What a tool returns for this output, without copying a JSON body.
+    pub fn into_tool_body(self) -> Body {
+        match self {
+            Self::Json { body, .. } => body,
+            other => Body::Tree(other.tool_value()),
+        }
+    }
+
+    /// The value a tool returns for this output (a text body parsed).
     pub fn tool_value(&self) -> Value {
         match self {
-            Self::Json { body, .. } => body.clone(),
+            Self::Json { body, .. } => body.clone().into_value(),
             Self::NoContent => json!({ "status": 204 }),
             Self::File(f) => json!({
                 "content_type": f.content_type,

@@ -315,7 +315,7 @@ impl Dispatch for TestDomain {
             "secrets_rotate" => Ok(Output::NoContent),
             _ => Ok(Output::Json {
                 status: 201,
-                body: json!({ "echo": call.args }),
+                body: json!({ "echo": call.args }).into(),
             }),
         }
     }

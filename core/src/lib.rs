@@ -33,6 +33,7 @@
 
 pub mod auth;
 mod blocking;
+mod body;
 pub mod call;
 pub mod callbacks;
 pub mod catalog;
@@ -67,6 +68,7 @@ mod tool_result;
 pub mod xheader;
 
 pub use auth::{AuthError, Authenticate};
+pub use body::{Body, JsonText};
 pub use callbacks::Callbacks;
 pub use catalog::{
     Annotations, Catalog, PromptArgument, PromptDef, ResourceDef, Route, TemplateDef, ToolDef,

@@ -172,12 +172,12 @@ impl<D: Dispatch> Server<D> {
         };
         match self.dispatch.call_tool(&call) {
             Ok(Output::Json { status, body }) => {
-                let link = body.get("meta").and_then(|meta| {
-                    crate::link::pagination(&self.config.public_url, req.path(), req.query(), meta)
+                let link = body.member("meta").and_then(|meta| {
+                    crate::link::pagination(&self.config.public_url, req.path(), req.query(), &meta)
                 });
                 let mut r = Response::json(
                     StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
-                    serde_json::to_vec(&body).unwrap_or_default(),
+                    body.into_text().into_bytes(),
                 );
                 if let Some(link) = link {
                     set_header(&mut r, http::header::LINK, &link);

@@ -3,24 +3,25 @@
 //! Why: a result is its value twice, as `structuredContent` and as pretty JSON text in its
 //! one content block. Built as a `Value` tree, the text was written once into a string,
 //! then that string was escaped into the answer, and the tree walked a third time for the
-//! structured copy: most of a list page's writing. Here, in order: the answer's head up to
-//! the text; the value pretty-printed through [`Escaped`], which escapes it as the JSON
-//! string it becomes on the way (no intermediate string); the structured copy; the era's
-//! decoration. The bytes are exactly those of the generic path ([`ToolResult::into_value`]
-//! decorated and written by `jsonrpc::success`): test `written_is_the_generic_answer`.
-
-use std::io;
+//! structured copy: most of a list page's writing. Here the value is compact text, written
+//! once (by the operation, or from its tree when the result arrives: [`crate::Body`]), and,
+//! in order: the answer's head up to the text; that text re-indented and escaped as the
+//! JSON string it becomes, in one pass ([`JsonText::write_pretty_escaped`]); the
+//! structured copy, a copy; the era's decoration. The bytes are exactly those of the
+//! generic path ([`ToolResult::into_value`] decorated and written by `jsonrpc::success`):
+//! test `written_is_the_generic_answer`.
 
 use serde_json::{Value, json};
 
+use crate::body::JsonText;
 use crate::era::Version;
 use crate::jsonrpc;
 use crate::reply;
 
-/// A tool's result, kept as its value until it is written.
+/// A tool's result, kept as its compact text until it is written.
 pub(crate) struct ToolResult {
     /// What the tool returned.
-    pub(crate) value: Value,
+    pub(crate) text: JsonText,
     /// An `isError` result.
     pub(crate) is_error: bool,
     /// The version the answer is written for.
@@ -35,11 +36,12 @@ impl ToolResult {
 
     /// The result as a JSON object (for the answers that wrap it: progress streams).
     pub(crate) fn into_value(self) -> Value {
-        let text = serde_json::to_string_pretty(&self.value).unwrap_or_default();
+        let value = self.text.to_value();
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         let structured = self.structured();
         let mut result = json!({ "content": [{ "type": "text", "text": text }] });
         if structured {
-            result["structuredContent"] = self.value;
+            result["structuredContent"] = value;
         }
         if self.is_error {
             result["isError"] = Value::Bool(true);
@@ -52,14 +54,13 @@ impl ToolResult {
     pub(crate) fn answer(&self, id: &Value, server_info: Option<&Value>) -> Vec<u8> {
         let mut out = jsonrpc::head(id);
         // A small result's answer without growing the buffer on the way.
-        out.reserve(4096);
+        out.reserve(4096 + 3 * self.text.len());
         out.extend_from_slice(br#","result":{"content":[{"type":"text","text":""#);
-        // Writing into a Vec cannot fail.
-        let _ = serde_json::to_writer_pretty(Escaped(&mut out), &self.value);
+        self.text.write_pretty_escaped(&mut out);
         out.extend_from_slice(br#""}]"#);
         if self.structured() {
             out.extend_from_slice(br#","structuredContent":"#);
-            jsonrpc::write_json(&mut out, &self.value);
+            out.extend_from_slice(self.text.as_str().as_bytes());
         }
         if self.is_error {
             out.extend_from_slice(br#","isError":true"#);
@@ -69,58 +70,6 @@ impl ToolResult {
         }
         out.extend_from_slice(b"}}");
         out
-    }
-}
-
-/// Writes what it is given escaped as the inside of a JSON string, as `serde_json`
-/// escapes a string: `"` and `\` escaped, control characters as `\b \t \n \f \r` or
-/// `\u00XX`, everything else (UTF-8 included) as it is.
-struct Escaped<'a>(&'a mut Vec<u8>);
-
-/// The escape of each byte (0: none).
-const ESCAPE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        t[b] = b'u';
-        b += 1;
-    }
-    t[0x08] = b'b';
-    t[0x09] = b't';
-    t[0x0a] = b'n';
-    t[0x0c] = b'f';
-    t[0x0d] = b'r';
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t
-};
-
-impl io::Write for Escaped<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let out = &mut *self.0;
-        let mut start = 0;
-        for (i, &b) in buf.iter().enumerate() {
-            let e = ESCAPE[usize::from(b)];
-            if e == 0 {
-                continue;
-            }
-            out.extend_from_slice(&buf[start..i]);
-            if e == b'u' {
-                let hex = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]];
-                out.extend_from_slice(b"\\u00");
-                out.extend_from_slice(&hex);
-            } else {
-                out.extend_from_slice(&[b'\\', e]);
-            }
-            start = i + 1;
-        }
-        out.extend_from_slice(&buf[start..]);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -156,7 +105,7 @@ mod tests {
                 for is_error in [false, true] {
                     for id in [json!(1), json!("a\"b"), Value::Null] {
                         let r = ToolResult {
-                            value: value.clone(),
+                            text: JsonText::of(&value).unwrap(),
                             is_error,
                             version,
                         };

@@ -9,12 +9,12 @@
 //! request; for a resource, `-32602` with reason `ANSWER_TOO_LARGE`), instead of being
 //! sent.
 //!
-//! The size is measured on the JSON tree before it is serialized, as an upper bound of
-//! its compact serialization (strings with their escapes, integers exactly, every float
+//! A body written as text (a list page) is measured by its length. A tree is measured
+//! before it is serialized, as an upper bound of its compact serialization (strings with their escapes, integers exactly, every float
 //! as the 24 bytes of its longest form): one walk, no allocation, no formatting.
 //! Files (PDF, CSV) are not capped here: an export is downloaded whole, by design.
 
-use dunning_core::Output;
+use dunning_core::{Body, Output};
 use serde_json::Value;
 
 use crate::error::DomainError;
@@ -27,7 +27,10 @@ pub fn check(out: &Output, limit: usize) -> Result<(), DomainError> {
     let Output::Json { body, .. } = out else {
         return Ok(());
     };
-    let size = json_size(body);
+    let size = match body {
+        Body::Tree(v) => json_size(v),
+        Body::Text(text) => text.len(),
+    };
     if size <= limit {
         return Ok(());
     }

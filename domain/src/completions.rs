@@ -31,7 +31,8 @@ fn ids(
         return Vec::new();
     };
     let needle = value.to_lowercase();
-    body.get("data")
+    body.into_value()
+        .get("data")
         .and_then(Value::as_array)
         .map(|items| {
             items
@@ -315,6 +316,7 @@ fn ids_in(
     };
     match domain.read_tool(tool, args, ctx) {
         Some(Ok(Output::Json { body, .. })) => body
+            .into_value()
             .get(field)
             .and_then(Value::as_array)
             .map(|a| {

@@ -346,7 +346,7 @@ fn seed_entities(
         );
         match out {
             Ok(Output::Json { body, .. }) => {
-                if let Some(id) = body.get("id").and_then(Value::as_str) {
+                if let Some(id) = body.into_value().get("id").and_then(Value::as_str) {
                     seeded.debtors.push(id.to_owned());
                 }
             }

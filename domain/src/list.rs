@@ -10,6 +10,7 @@
 //! nothing.
 
 use dunning_core::Output;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -102,7 +103,7 @@ pub struct Rows<T> {
 
 impl<T> Rows<T> {
     /// The list answer, each row shown by `show`.
-    pub fn answer(self, show: impl FnMut(T) -> Value) -> Output {
+    pub fn answer<S: Serialize>(self, show: impl FnMut(T) -> S) -> Result<Output, DomainError> {
         list(
             self.items.into_iter().map(show).collect(),
             self.page,
@@ -119,7 +120,7 @@ impl Listing {
 
     /// [`Listing::run`] with conditions of the caller's besides the arguments'.
     pub fn run_with(&self, op: &mut Op<'_>, extra: Vec<Cond>) -> Result<Output, DomainError> {
-        Ok(self.fetch::<Value>(op, extra)?.answer(|v| v))
+        self.fetch::<Value>(op, extra)?.answer(|v| v)
     }
 
     /// One page of rows matching `extra` and the arguments' conditions.
@@ -212,7 +213,7 @@ fn ordered<T: PartialOrd>(
 }
 
 /// Pushes the bounds that are there.
-fn range<T, L: serde::Serialize, U: serde::Serialize>(
+fn range<T, L: Serialize, U: Serialize>(
     conds: &mut Vec<Cond>,
     column: &'static str,
     (lo, hi): (Option<T>, Option<T>),

@@ -360,6 +360,7 @@ pub fn read(domain: &Domain, read: &ResourceRead<'_>) -> Result<Vec<Contents>, R
         }]),
         Output::NoContent => Err(ResourceError::NotFound),
         Output::Json { body, .. } => {
+            let body = body.into_value();
             let body = match view.pick {
                 None => body,
                 Some((field, var)) => {

@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::NaiveDate;
-use dunning_core::{Output, Principal, UnixTime};
+use dunning_core::{Body, JsonText, Output, Principal, UnixTime};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::org::Settings;
-use crate::store::{Kind, Tx, save};
+use crate::store::{Kind, StoreError, Tx, save};
 
 /// One operation in progress.
 pub struct Op<'a> {
@@ -216,24 +216,43 @@ impl WorkerEntropy {
     }
 }
 
-/// A list response `{data, meta: {page, per_page, total, total_pages}}`.
-pub fn list(items: Vec<Value>, page: Page, total: u64) -> Output {
-    let total_pages = total.div_ceil(u64::from(page.per_page));
-    // The items move in: `json!` would serialize them into a copy.
-    let mut body = Map::with_capacity(2);
-    body.insert("data".into(), Value::Array(items));
-    body.insert(
-        "meta".into(),
-        json!({ "page": page.page, "per_page": page.per_page, "total": total, "total_pages": total_pages }),
-    );
-    Output::ok(Value::Object(body))
+/// A list answer `{data, meta}`: the rows serialized once, straight into the body's text
+/// (no tree of them is built; `dunning_core::Body`).
+pub fn list<T: Serialize>(items: Vec<T>, page: Page, total: u64) -> Result<Output, DomainError> {
+    #[derive(Serialize)]
+    struct Meta {
+        page: u32,
+        per_page: u32,
+        total: u64,
+        total_pages: u64,
+    }
+    #[derive(Serialize)]
+    struct List<T> {
+        data: Vec<T>,
+        meta: Meta,
+    }
+    let body = List {
+        data: items,
+        meta: Meta {
+            page: page.page,
+            per_page: page.per_page,
+            total,
+            total_pages: total.div_ceil(u64::from(page.per_page)),
+        },
+    };
+    // Only a map whose keys are not strings fails, and no row of ours holds one.
+    let text = JsonText::of(&body).map_err(|e| StoreError(format!("list page: {e}")))?;
+    Ok(Output::Json {
+        status: 200,
+        body: Body::Text(text),
+    })
 }
 
 /// A `201 Created` JSON output.
 pub fn created(body: impl Serialize) -> Output {
     Output::Json {
         status: 201,
-        body: serde_json::to_value(body).unwrap_or(Value::Null),
+        body: Body::Tree(serde_json::to_value(body).unwrap_or(Value::Null)),
     }
 }
 

@@ -5,7 +5,7 @@
 //! destructive call's confirmation: the rehearsal (a dry run in a transaction the store
 //! always rolls back, [`store::rehearse`]) and the record of a decline.
 
-use dunning_core::{Ctx, Output, ToolCall, ToolError, UnixTime};
+use dunning_core::{Body, Ctx, Output, ToolCall, ToolError, UnixTime};
 use serde_json::{Map, Value, json};
 
 use crate::op::Op;
@@ -226,7 +226,9 @@ impl Domain {
 
 fn output_to_json(out: &Output) -> Value {
     match out {
-        Output::Json { status, body } => json!({ "status": status, "body": body }),
+        Output::Json { status, body } => {
+            json!({ "status": status, "body": body.clone().into_value() })
+        }
         Output::NoContent => json!({ "status": 204 }),
         Output::File(f) => json!({ "status": 200, "file": f.download_path }),
     }
@@ -237,7 +239,7 @@ fn output_from_json(v: &Value) -> Output {
         (Some(204), None) => Output::NoContent,
         (status, Some(body)) => Output::Json {
             status: status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200),
-            body: body.clone(),
+            body: Body::Tree(body.clone()),
         },
         _ => Output::ok(v.clone()),
     }

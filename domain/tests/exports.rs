@@ -61,10 +61,11 @@ fn export_lifecycle_queued_processing_processed_expired() {
             json!({"resource": "debtors"}),
         )
         .unwrap();
-    let Output::Json { status, body: e } = out else {
+    let Output::Json { status, body } = out else {
         panic!("json")
     };
     assert_eq!(status, 202, "accepted: processed later");
+    let e = body.into_value();
     assert_eq!(e["status"], "queued");
     assert_eq!(e["format"], "csv");
     assert_eq!(e["requested_by"], "ana@demo.example");

@@ -240,7 +240,7 @@ fn aggregates(bed: &mut Bed, who: &Principal, debtor: &str) -> (Value, Value) {
         recount,
         json!({"id": debtor}),
     ) {
-        Ok(Output::Json { body, .. }) => body,
+        Ok(Output::Json { body, .. }) => body.into_value(),
         other => panic!("{other:?}"),
     };
     (stored, recounted)

@@ -258,7 +258,8 @@ impl TestDomain {
                 "id": format!("NOTE-{n}"),
                 "charge_id": c.id,
                 "text": call.args.get("text").cloned().unwrap_or(Value::Null),
-            }),
+            })
+            .into(),
         })
     }
 
@@ -326,7 +327,7 @@ impl TestDomain {
         *sent += 1;
         Ok(Output::Json {
             status: 202,
-            body: json!({ "charge_id": c.id, "status": "queued" }),
+            body: json!({ "charge_id": c.id, "status": "queued" }).into(),
         })
     }
 
@@ -675,7 +676,7 @@ impl Dispatch for TestDomain {
             "test_webhooks_list" => Ok(Output::ok(json!({ "data": [], "meta": { "total": 0 } }))),
             "test_exports_create" => Ok(Output::Json {
                 status: 202,
-                body: json!({ "id": "EXP-1", "status": "queued" }),
+                body: json!({ "id": "EXP-1", "status": "queued" }).into(),
             }),
             other => Err(ToolError::new(
                 ToolErrorCode::Internal,

@@ -1,10 +1,11 @@
 //! Property tests of the core: the base64 sentinel, mirrored headers and sealed
-//! `requestState` (`headers.rs`), and totality of `Server::handle` (`totality.rs`), on the
-//! generators below.
+//! `requestState` (`headers.rs`), totality of `Server::handle` (`totality.rs`), and bodies
+//! written as text (`text.rs`), on the generators below.
 
 #[path = "../common/mod.rs"]
 mod common;
 mod headers;
+mod text;
 mod totality;
 
 use common::{RawRequest, TOKEN, body, rpc_code, send};

@@ -436,6 +436,15 @@ pub trait Tx {
     /// Documents matching `q`, as stored (JSON text): typed readers deserialize straight
     /// from it, without a `Value` tree in between.
     fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError>;
+    /// One text column of the documents of `kind` whose ids are `ids`, as `(id, value)`
+    /// in no order (a page's debtor names): the column's copy, no document read.
+    fn column_by_id(
+        &mut self,
+        kind: Kind,
+        org: &str,
+        ids: &[&str],
+        column: &'static str,
+    ) -> Result<Vec<(String, Option<String>)>, StoreError>;
     /// How many documents match `conds`.
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError>;
     /// The number of `org`'s next event: one more than the last one stored, or taken in

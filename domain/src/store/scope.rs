@@ -86,6 +86,15 @@ impl Tx for Scoped<'_, '_> {
     fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
         self.tx.find_raw(kind, org, q)
     }
+    fn column_by_id(
+        &mut self,
+        kind: Kind,
+        org: &str,
+        ids: &[&str],
+        column: &'static str,
+    ) -> Result<Vec<(String, Option<String>)>, StoreError> {
+        self.tx.column_by_id(kind, org, ids, column)
+    }
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
         self.tx.count(kind, org, conds)
     }

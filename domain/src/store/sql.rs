@@ -488,6 +488,38 @@ impl<C: Driver> Tx for SqlTx<C> {
         self.conn.texts(&sql, &args.list)
     }
 
+    fn column_by_id(
+        &mut self,
+        kind: Kind,
+        org: &str,
+        ids: &[&str],
+        column: &'static str,
+    ) -> Result<Vec<(String, Option<String>)>, StoreError> {
+        kind.check_column(column)?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let conds = [Cond::In(
+            "id",
+            ids.iter().map(|&id| Value::from(id)).collect(),
+        )];
+        let (clause, args) = where_clause(Self::D, kind, org, &conds)?;
+        let sql = format!("SELECT id, {column} FROM {}{clause}", kind.table());
+        self.conn
+            .rows(&sql, &args.list)?
+            .into_iter()
+            .map(|row| {
+                let mut cells = row.into_iter();
+                let id = cells.next().unwrap_or(Cell::Null).text()?;
+                let value = match cells.next() {
+                    Some(Cell::Text(v)) => Some(v),
+                    _ => None,
+                };
+                Ok((id, value))
+            })
+            .collect()
+    }
+
     fn next_event_sequence(&mut self, org: &str) -> Result<u64, StoreError> {
         let last = match &self.last_event {
             Some((known, last)) if known == org => *last,

@@ -633,3 +633,44 @@ fn event_numbers_go_on_from_the_last_one_stored_or_taken() {
     let b = write(&*store, WriteScope::Org("b"), |tx| Ok(take(tx, "b", "b1")?)).unwrap();
     assert_eq!(b, 1);
 }
+
+#[test]
+fn a_column_is_read_by_id_within_the_organization_only() {
+    let store: Arc<dyn Store> = testing::store();
+    write(&*store, WriteScope::All, |tx| {
+        for (org, id, name) in [
+            ("a", "d1", json!("Ana")),
+            ("a", "d2", Value::Null),
+            ("b", "d3", json!("Bia")),
+        ] {
+            tx.put(
+                Kind::Debtor,
+                org,
+                &json!({"id": id, "created_at": "2026-01-01", "name": name}),
+            )?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let mut got = read(&*store, |tx| {
+        Ok(tx.column_by_id(Kind::Debtor, "a", &["d1", "d2", "d3", "none"], "name")?)
+    })
+    .unwrap();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("d1".to_owned(), Some("Ana".to_owned())),
+            ("d2".to_owned(), None)
+        ],
+        "b's d3 is not a's; an id not stored is left out"
+    );
+    let none = read(&*store, |tx| {
+        Ok(tx.column_by_id(Kind::Debtor, "a", &[], "name")?)
+    });
+    assert_eq!(none.unwrap(), []);
+    let unknown = read(&*store, |tx| {
+        Ok(tx.column_by_id(Kind::Debtor, "a", &["d1"], "doc; --")?)
+    });
+    assert!(unknown.is_err(), "only a column of the kind is read");
+}

@@ -78,7 +78,7 @@ fn sweep(bed: &Bed, who: &Principal) -> u32 {
     let mut entropy = [0u8; 32];
     entropy[..8].copy_from_slice(&ENTROPY.fetch_add(1, Ordering::Relaxed).to_be_bytes());
     match dunning_domain::demo::run_as(&bed.domain, who, bed.now, entropy, run, json!({})) {
-        Ok(Output::Json { body, .. }) => body.as_u64().unwrap() as u32,
+        Ok(Output::Json { body, .. }) => body.into_value().as_u64().unwrap() as u32,
         other => panic!("{other:?}"),
     }
 }

@@ -99,7 +99,7 @@ pub fn seed_demo(
                    args: Value|
      -> Result<Option<Value>, DomainError> {
         match demo_run(domain, who, at(now, days), rng.entropy(), run, args) {
-            Ok(Output::Json { body, .. }) => Ok(Some(body)),
+            Ok(Output::Json { body, .. }) => Ok(Some(body.into_value())),
             Ok(_) => Ok(Some(Value::Null)),
             Err(DomainError::Conflict(_) | DomainError::Validation { .. }) => Ok(None),
             Err(e) => Err(e),

@@ -120,8 +120,9 @@ pub struct Charge {
     pub created_at: String,
     /// Last change.
     pub updated_at: String,
-    /// Fields other modules keep on the document, preserved on every save.
-    #[serde(flatten)]
+    /// Fields other modules keep on the document, preserved on every save (those a
+    /// view computes are never written: [`COMPUTED`]).
+    #[serde(flatten, serialize_with = "without_computed")]
     pub extra: Map<String, Value>,
 }
 
@@ -227,38 +228,92 @@ pub fn is_open(c: &Charge) -> bool {
 }
 
 /// A charge as every read returns it: the stored fields plus `effective_due_date`,
-/// `days_overdue`, `updated_amount` and its `amount_breakdown`, as of `today`.
-pub fn view(c: &Charge, today: NaiveDate) -> Value {
-    let b = breakdown(c, today);
-    let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
-    if let Some(m) = v.as_object_mut() {
-        m.insert(
-            "effective_due_date".into(),
-            json!(effective_due_date(c).format("%Y-%m-%d").to_string()),
-        );
-        m.insert("days_overdue".into(), json!(b.days_late));
-        m.insert("updated_amount".into(), json!(b.total));
-        m.insert(
-            "amount_breakdown".into(),
-            json!({
-                "as_of": today.format("%Y-%m-%d").to_string(),
-                "principal": b.principal,
-                "discount": b.discount,
-                "fine": b.fine,
-                "interest": b.interest,
-                "paid": b.paid,
-            }),
-        );
-        m.insert(
-            "dunning_active".into(),
-            json!(is_open(c) && !is_paused(c, today)),
-        );
-    }
-    v
+/// `days_overdue`, `updated_amount` and its `amount_breakdown`, as of `today`, and
+/// `dunning_active`; a page's rows add `debtor_name`. Serialized straight from the
+/// charge (a list page writes its rows as text: `op::list`); [`view`] is the same as a
+/// tree.
+#[derive(Debug, Serialize)]
+pub struct View<'a> {
+    #[serde(flatten)]
+    charge: &'a Charge,
+    #[serde(serialize_with = "iso_date")]
+    effective_due_date: NaiveDate,
+    days_overdue: i64,
+    updated_amount: Money,
+    amount_breakdown: AmountBreakdown,
+    dunning_active: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    debtor_name: Option<Option<&'a str>>,
 }
 
-/// Fields [`view`] adds; never stored (a charge parsed back from a view and saved would
-/// otherwise keep stale figures among its `extra` fields).
+/// A view's `amount_breakdown` (its fields in this order).
+#[derive(Debug, Serialize)]
+struct AmountBreakdown {
+    #[serde(serialize_with = "iso_date")]
+    as_of: NaiveDate,
+    principal: Money,
+    discount: Money,
+    fine: Money,
+    interest: Money,
+    paid: Money,
+}
+
+impl<'a> View<'a> {
+    /// `c` as of `today`.
+    pub fn of(c: &'a Charge, today: NaiveDate) -> Self {
+        let b = breakdown(c, today);
+        Self {
+            charge: c,
+            effective_due_date: effective_due_date(c),
+            days_overdue: b.days_late,
+            updated_amount: b.total,
+            amount_breakdown: AmountBreakdown {
+                as_of: today,
+                principal: b.principal,
+                discount: b.discount,
+                fine: b.fine,
+                interest: b.interest,
+                paid: b.paid,
+            },
+            dunning_active: is_open(c) && !is_paused(c, today),
+            debtor_name: None,
+        }
+    }
+
+    /// With the debtor's name (`null` when the debtor is gone).
+    pub fn named(self, name: Option<&'a str>) -> Self {
+        Self {
+            debtor_name: Some(name),
+            ..self
+        }
+    }
+}
+
+/// `YYYY-MM-DD` (chrono's `Display` of a date of years 0 to 9999), without a string.
+fn iso_date<S: serde::Serializer>(d: &NaiveDate, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(d)
+}
+
+/// The extra fields of a charge but those a view computes: a stale copy kept on a
+/// document would otherwise be written twice in a view, and saved back.
+fn without_computed<S: serde::Serializer>(
+    extra: &Map<String, Value>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(
+        extra
+            .iter()
+            .filter(|(k, _)| !COMPUTED.contains(&k.as_str())),
+    )
+}
+
+/// [`View`] as a tree, for the answers and events that hold one charge.
+pub fn view(c: &Charge, today: NaiveDate) -> Value {
+    serde_json::to_value(View::of(c, today)).unwrap_or(Value::Null)
+}
+
+/// Fields [`View`] adds; never stored (a charge parsed back from a view keeps them among
+/// its `extra` fields, which [`without_computed`] leaves out of every serialization).
 pub const COMPUTED: &[&str] = &[
     "effective_due_date",
     "days_overdue",
@@ -267,10 +322,6 @@ pub const COMPUTED: &[&str] = &[
     "dunning_active",
     "debtor_name",
 ];
-
-pub(super) fn strip_computed(c: &mut Charge) {
-    c.extra.retain(|k, _| !COMPUTED.contains(&k.as_str()));
-}
 
 /// Loads a charge of the caller's organization or answers `NOT_FOUND`.
 pub fn load_charge(op: &mut Op<'_>, id: &str) -> Result<Charge, DomainError> {
@@ -285,7 +336,6 @@ pub fn commit(
     before: Option<&Charge>,
     c: &mut Charge,
 ) -> Result<(), DomainError> {
-    strip_computed(c);
     c.updated_at = op.timestamp();
     save(op.tx, Kind::Charge, op.org, c)?;
     let changes = before.map_or(Value::Null, |b| diff(b, c));
@@ -329,7 +379,6 @@ pub fn sweep_overdue(op: &mut Op<'_>) -> Result<u32, DomainError> {
             continue;
         }
         let before = c.clone();
-        strip_computed(&mut c);
         crate::status::change(&mut c.status, &c.id, ChargeStatus::Overdue)?;
         c.updated_at = op.timestamp();
         save(op.tx, Kind::Charge, op.org, &c)?;
@@ -576,4 +625,60 @@ pub(super) fn validate_discount(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A document that kept computed fields among its extra ones (parsed back from a
+    /// view): the view writes each once, with today's figures, in the view's order; the
+    /// charge saved writes none of them; its other extra fields stay.
+    #[test]
+    fn a_view_computes_its_fields_and_a_saved_charge_keeps_none() {
+        let doc = json!({
+            "id": "c1", "debtor_id": "d1", "amount": 100.0, "due_date": "2026-07-01",
+            "original_due_date": "2026-07-01", "status": "overdue", "fine_percentage": 2.0,
+            "created_at": "2026-06-01T10:00:00-03:00", "updated_at": "2026-06-01T10:00:00-03:00",
+            "bureau_note": "kept", "days_overdue": 999, "debtor_name": "stale",
+            "amount_breakdown": { "as_of": "2020-01-01" }, "dunning_active": false,
+        });
+        let c: Charge = serde_json::from_value(doc).unwrap();
+        let today = NaiveDate::from_ymd_opt(2026, 7, 11).unwrap();
+        let text = serde_json::to_string(&View::of(&c, today).named(Some("Maria"))).unwrap();
+        let keys: Vec<&str> = text.split('"').skip(1).step_by(2).collect();
+        let tail = [
+            "bureau_note",
+            "kept",
+            "effective_due_date",
+            "2026-07-01",
+            "days_overdue",
+            "updated_amount",
+            "amount_breakdown",
+            "as_of",
+            "2026-07-11",
+            "principal",
+            "discount",
+            "fine",
+            "interest",
+            "paid",
+            "dunning_active",
+            "debtor_name",
+            "Maria",
+        ];
+        assert!(keys.ends_with(&tail), "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["days_overdue"], 10);
+        assert_eq!(v["updated_amount"], 102.0);
+        assert_eq!(v, {
+            let mut tree = view(&c, today);
+            tree["debtor_name"] = json!("Maria");
+            tree
+        });
+        let saved = serde_json::to_value(&c).unwrap();
+        for k in COMPUTED {
+            assert!(saved.get(k).is_none(), "{k} saved");
+        }
+        assert_eq!(saved["bureau_note"], "kept");
+    }
 }

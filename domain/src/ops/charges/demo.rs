@@ -103,7 +103,7 @@ impl Seeder<'_> {
             run,
             args,
         )? {
-            Output::Json { body, .. } => Ok(body),
+            Output::Json { body, .. } => Ok(body.into_value()),
             _ => Ok(Value::Null),
         }
     }

@@ -7,8 +7,9 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 
 use super::{
-    Charge, Discount, NewCharge, OPEN, Payment, breakdown, commit, due_date, effective_due_date,
-    is_open, issue, label, load_charge, register, validate_amount, validate_discount, view,
+    Charge, Discount, NewCharge, OPEN, Payment, View, breakdown, commit, due_date,
+    effective_due_date, is_open, issue, label, load_charge, register, validate_amount,
+    validate_discount, view,
 };
 use crate::args::{Amount, ById, Date, IdReason, ListArgs, fields};
 use crate::brazil::calendar;
@@ -301,39 +302,26 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
         .iter()
         .map(|c| {
             let name = names.get(c.debtor_id.as_str()).map(String::as_str);
-            with_debtor_name(view(c, today), name)
+            View::of(c, today).named(name)
         })
         .collect();
-    Ok(list(items, page, total))
+    list(items, page, total)
 }
 
-/// The names of the debtors of `charges`, in one query however many rows a page has
-/// (a charge whose debtor is gone has none).
+/// The names of the debtors of `charges`, in one query however many rows a page has,
+/// from the debtors' `name` column (a charge whose debtor is gone has none).
 fn debtor_names(
     op: &mut Op<'_>,
     charges: &[Charge],
 ) -> Result<HashMap<String, String>, DomainError> {
-    /// What a page shows of a debtor: the rest of its document is skipped unparsed.
-    #[derive(Deserialize)]
-    struct Named {
-        id: String,
-        name: String,
-    }
     let mut ids: Vec<&str> = charges.iter().map(|c| c.debtor_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    if ids.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let q = Query {
-        conds: vec![Cond::In("id", ids.into_iter().map(Value::from).collect())],
-        sort: ("id", Order::Asc),
-        limit: None,
-        offset: 0,
-    };
-    Ok(find::<Named>(op.tx, Kind::Debtor, op.org, &q)?
+    Ok(op
+        .tx
+        .column_by_id(Kind::Debtor, op.org, &ids, "name")?
         .into_iter()
-        .map(|d| (d.id, d.name))
+        .filter_map(|(id, name)| Some((id, name?)))
         .collect())
 }
 
@@ -407,7 +395,7 @@ pub(super) fn timeline(op: &mut Op<'_>) -> Result<Output, DomainError> {
         .skip(page.offset() as usize)
         .take(page.per_page as usize)
         .collect();
-    Ok(list(items, page, total))
+    list(items, page, total)
 }
 
 // ---- writes ----

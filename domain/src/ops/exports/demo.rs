@@ -55,7 +55,7 @@ pub fn seed_demo(
     let day = 86_400_000;
     let start = UnixTime::from_millis(now.as_millis().saturating_sub(3 * day));
     let body = |out: Output| match out {
-        Output::Json { body, .. } => body,
+        Output::Json { body, .. } => body.into_value(),
         _ => Value::Null,
     };
     let webhook_create = crate::ops::webhooks::tools()

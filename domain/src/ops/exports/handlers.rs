@@ -1,6 +1,6 @@
 //! The handlers of the export tools: create (with its filter checks), get and download.
 
-use dunning_core::{File, Output, UnixTime};
+use dunning_core::{Body, File, Output, UnixTime};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -211,7 +211,7 @@ pub(super) fn create_export(op: &mut Op<'_>) -> Result<Output, DomainError> {
     op.event("export.created", "export", &e.id, &e.public(), Value::Null)?;
     Ok(Output::Json {
         status: 202,
-        body: e.public(),
+        body: Body::Tree(e.public()),
     })
 }
 

@@ -207,6 +207,7 @@ pub(super) fn rows(
                 let Output::Json { body, .. } = run_list(op, spec, &args)? else {
                     return Err(Failure::Refused(format!("{} gave no rows", r.list_tool)));
                 };
+                let body = body.into_value();
                 let data = body
                     .get("data")
                     .and_then(Value::as_array)

@@ -101,7 +101,7 @@ pub(super) const HOOKS: Listing = Listing {
 
 pub(super) fn list_webhooks(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let rows: Rows<Webhook> = HOOKS.fetch(op, Vec::new())?;
-    Ok(rows.answer(|w| w.public()))
+    rows.answer(|w| w.public())
 }
 
 pub(super) fn get_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
@@ -278,6 +278,7 @@ pub(super) fn post_test(
     let Output::Json { body, .. } = &out else {
         return Ok(out);
     };
+    let body = body.clone().into_value();
     let (Some(did), Some(wid)) = (
         body.get("id").and_then(Value::as_str),
         body.get("webhook_id").and_then(Value::as_str),
@@ -439,7 +440,7 @@ pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
     }
     let rows: Rows<WebhookDelivery> = DELIVERIES.fetch(op, conds)?;
-    Ok(rows.answer(|d| d.summary()))
+    rows.answer(|d| d.summary())
 }
 
 pub(super) fn get_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
