@@ -192,34 +192,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The pretty text of `v` escaped as `serde_json` escapes a string's inside.
-    fn expected(v: &Value) -> String {
-        let quoted = serde_json::to_string(&serde_json::to_string_pretty(v).unwrap()).unwrap();
-        quoted[1..quoted.len() - 1].to_owned()
-    }
-
-    #[test]
-    fn pretty_text_is_serde_jsons_escaped() {
-        let mut all_bytes = String::new();
-        for c in 0u8..0x80 {
-            all_bytes.push(char::from(c));
-        }
-        for v in [
-            json!({}),
-            json!([]),
-            json!(null),
-            json!("a \"quoted\" \\ back\\\"slash"),
-            json!({ "data": [], "meta": { "page": 1, "total": 0 } }),
-            json!({ "k:{}[],": "v:{}[],\"", "\\": "\\\\\"" }),
-            json!({ "all": all_bytes, "unicode": "ação – 日本 😀 \u{2028}" }),
-            json!({ "nested": [[{}], [1.5, -2, 3e20, true, false, null], { "a": { "b": [] } }] }),
-        ] {
-            let mut out = Vec::new();
-            JsonText::of(&v).unwrap().write_pretty_escaped(&mut out);
-            assert_eq!(String::from_utf8(out).unwrap(), expected(&v), "{v}");
-        }
-    }
-
     #[test]
     fn a_text_bodys_member_is_read_without_the_rest() {
         let v = json!({ "data": [{ "meta": 1 }], "meta": { "page": 2 } });

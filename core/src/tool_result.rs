@@ -91,6 +91,9 @@ mod tests {
             json!({ "data": [], "meta": { "page": 1, "total": 0 } }),
             json!({ "name": "Zé \"da\" Silva\\", "tabs\tand\nlines": "\r\u{8}\u{c}\u{1}\u{1f}\u{7f}" }),
             json!({ "all": all_bytes, "unicode": "ação – 日本 😀 \u{2028}" }),
+            // Structure inside strings, escapes next to quotes (the text is re-indented
+            // from compact bytes: `JsonText::write_pretty_escaped`).
+            json!({ "k:{}[],": "v:{}[],\"", "\\": "\\\\\"", "": [[], {}, [{}]] }),
             json!({ "nested": [[{}], [1.5, -2, 3e20, true, false, null], { "a": { "b": [] } }] }),
         ]
     }
