@@ -9,7 +9,7 @@ use dunning_core::Output;
 use serde::Deserialize;
 
 use super::handlers::{debtor_of, with_debtor};
-use super::{commit, due_date, load_charge, register, view};
+use super::{commit, due_date, load_charge, register};
 use crate::args::fields;
 use crate::error::DomainError;
 use crate::op::{Op, ok};
@@ -67,5 +67,5 @@ pub(super) fn issue_draft(op: &mut Op<'_>) -> Result<Output, DomainError> {
         other => return Err(DomainError::transition("charge", id, other, "pending")),
     }
     let d = debtor_of(op, &c)?;
-    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+    Ok(ok(with_debtor(&c, today, d.as_ref())))
 }

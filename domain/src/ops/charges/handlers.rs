@@ -175,16 +175,13 @@ fn debtor_name(op: &mut Op<'_>, c: &Charge) -> Result<String, DomainError> {
     Ok(debtor_of(op, c)?.map_or_else(|| c.debtor_id.clone(), |d| d.name))
 }
 
-pub(super) fn with_debtor(v: Value, debtor: Option<&Debtor>) -> Value {
-    with_debtor_name(v, debtor.map(|d| d.name.as_str()))
-}
-
 /// A charge's view with its debtor's name (`null` when the debtor is gone).
-fn with_debtor_name(mut v: Value, name: Option<&str>) -> Value {
-    if let Some(m) = v.as_object_mut() {
-        m.insert("debtor_name".into(), json!(name));
-    }
-    v
+pub(super) fn with_debtor<'a>(
+    c: &'a Charge,
+    today: NaiveDate,
+    debtor: Option<&'a Debtor>,
+) -> View<'a> {
+    View::of(c, today).named(debtor.map(|d| d.name.as_str()))
 }
 
 // ---- reads ----
@@ -329,7 +326,7 @@ pub(super) fn get_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let ById { id } = op.args()?;
     let c = load_charge(op, &id)?;
     let d = debtor_of(op, &c)?;
-    Ok(ok(with_debtor(view(&c, op.today()), d.as_ref())))
+    Ok(ok(with_debtor(&c, op.today(), d.as_ref())))
 }
 
 /// Where an event sits in a charge's life, to order events stamped in the same second
@@ -426,7 +423,7 @@ pub(super) fn create_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     };
     let c = issue(op, n)?;
     let d = debtor_of(op, &c)?;
-    Ok(created(with_debtor(view(&c, op.today()), d.as_ref())))
+    Ok(created(with_debtor(&c, op.today(), d.as_ref())))
 }
 
 pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
@@ -471,7 +468,7 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     if c == before {
         let d = debtor_of(op, &c)?;
-        return Ok(ok(with_debtor(view(&c, today), d.as_ref())));
+        return Ok(ok(with_debtor(&c, today, d.as_ref())));
     }
     let due = due_date(&c);
     if let Some(d) = c.discount.as_mut() {
@@ -498,7 +495,7 @@ pub(super) fn update_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     }
     commit(op, "charge.updated", Some(&before), &mut c)?;
     let d = debtor_of(op, &c)?;
-    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+    Ok(ok(with_debtor(&c, today, d.as_ref())))
 }
 
 pub(super) fn describe_delete(op: &mut Op<'_>) -> Result<String, DomainError> {
@@ -554,7 +551,7 @@ pub(super) fn cancel_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
         commit(op, "charge.canceled", Some(&before), &mut c)?;
     }
     let d = debtor_of(op, &c)?;
-    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+    Ok(ok(with_debtor(&c, today, d.as_ref())))
 }
 
 /// A payment as the arguments describe it.
@@ -683,7 +680,7 @@ pub(super) fn mark_paid(op: &mut Op<'_>) -> Result<Output, DomainError> {
         commit(op, code, Some(&before), &mut c)?;
     }
     let d = debtor_of(op, &c)?;
-    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+    Ok(ok(with_debtor(&c, today, d.as_ref())))
 }
 
 fn pause_with(
@@ -717,7 +714,7 @@ pub(super) fn pause_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let reason = fields::trimmed(reason);
     pause_with(op, &mut c, until, reason)?;
     let d = debtor_of(op, &c)?;
-    Ok(ok(with_debtor(view(&c, today), d.as_ref())))
+    Ok(ok(with_debtor(&c, today, d.as_ref())))
 }
 
 fn resume_with(op: &mut Op<'_>, c: &mut Charge) -> Result<(), DomainError> {
@@ -736,7 +733,7 @@ pub(super) fn resume_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let mut c = load_charge(op, &id)?;
     resume_with(op, &mut c)?;
     let d = debtor_of(op, &c)?;
-    Ok(ok(with_debtor(view(&c, op.today()), d.as_ref())))
+    Ok(ok(with_debtor(&c, op.today(), d.as_ref())))
 }
 
 /// An audited decision on a debt (`Kind::Decision`).
@@ -880,6 +877,6 @@ pub(super) fn decide(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let d = debtor_of(op, &c)?;
     Ok(ok(json!({
         "decision": record,
-        "charge": with_debtor(view(&c, today), d.as_ref()),
+        "charge": with_debtor(&c, today, d.as_ref()),
     })))
 }
