@@ -103,7 +103,7 @@ pub struct Rows<T> {
 
 impl<T> Rows<T> {
     /// The list answer, each row shown by `show`.
-    pub fn answer<S: Serialize>(self, show: impl FnMut(T) -> S) -> Result<Output, DomainError> {
+    pub fn answer<S: Serialize>(self, show: impl FnMut(T) -> S) -> Output {
         list(
             self.items.into_iter().map(show).collect(),
             self.page,
@@ -120,7 +120,7 @@ impl Listing {
 
     /// [`Listing::run`] with conditions of the caller's besides the arguments'.
     pub fn run_with(&self, op: &mut Op<'_>, extra: Vec<Cond>) -> Result<Output, DomainError> {
-        self.fetch::<Value>(op, extra)?.answer(|v| v)
+        Ok(self.fetch::<Value>(op, extra)?.answer(|v| v))
     }
 
     /// One page of rows matching `extra` and the arguments' conditions.

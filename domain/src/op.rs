@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::brazil::calendar;
 use crate::error::DomainError;
 use crate::org::Settings;
-use crate::store::{Kind, StoreError, Tx, save};
+use crate::store::{Kind, Tx, save};
 
 /// One operation in progress.
 pub struct Op<'a> {
@@ -218,7 +218,7 @@ impl WorkerEntropy {
 
 /// A list answer `{data, meta}`: the rows serialized once, straight into the body's text
 /// (no tree of them is built; `dunning_core::Body`).
-pub fn list<T: Serialize>(items: Vec<T>, page: Page, total: u64) -> Result<Output, DomainError> {
+pub fn list<T: Serialize>(items: Vec<T>, page: Page, total: u64) -> Output {
     #[derive(Serialize)]
     struct Meta {
         page: u32,
@@ -240,25 +240,29 @@ pub fn list<T: Serialize>(items: Vec<T>, page: Page, total: u64) -> Result<Outpu
             total_pages: total.div_ceil(u64::from(page.per_page)),
         },
     };
-    // Only a map whose keys are not strings fails, and no row of ours holds one.
-    let text = JsonText::of(&body).map_err(|e| StoreError(format!("list page: {e}")))?;
-    Ok(Output::Json {
-        status: 200,
-        body: Body::Text(text),
-    })
+    written(200, &body)
 }
 
 /// A `201 Created` JSON output.
 pub fn created(body: impl Serialize) -> Output {
-    Output::Json {
-        status: 201,
-        body: Body::Tree(serde_json::to_value(body).unwrap_or(Value::Null)),
-    }
+    written(201, &body)
 }
 
 /// A `200 OK` JSON output.
 pub fn ok(body: impl Serialize) -> Output {
-    Output::ok(serde_json::to_value(body).unwrap_or(Value::Null))
+    written(200, &body)
+}
+
+/// `body` serialized once, into the output's text (`dunning_core::Body`): no tree is
+/// built, copied or walked again. Only a map whose keys are not strings fails to
+/// serialize, and no output of ours holds one; it would answer `null`, as the tree's
+/// conversion did.
+fn written(status: u16, body: &impl Serialize) -> Output {
+    let text = JsonText::of(body).unwrap_or_else(|_| JsonText::null());
+    Output::Json {
+        status,
+        body: Body::Text(text),
+    }
 }
 
 /// The `changes` of an event ([`Op::event`]): `{field: {from, to}}` for every top-level

@@ -333,7 +333,7 @@ fn list_cps(op: &mut Op<'_>) -> Result<Output, DomainError> {
         .take(page.per_page as usize)
         .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
         .collect();
-    list(items, page, total)
+    Ok(list(items, page, total))
 }
 
 fn consent_arg(consent: Option<String>) -> Result<Option<String>, DomainError> {

@@ -3,8 +3,7 @@
 //! its handler side by side.
 
 use dunning_core::{Output, Scope};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::name;
 use crate::error::DomainError;
@@ -36,9 +35,33 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
+/// `dunning_me`'s answer, in its fields' order: written straight from what the call
+/// read, no tree.
+#[derive(Serialize)]
+struct Me<'a> {
+    user: User<'a>,
+    organization: &'a OrgCard,
+    permissions: &'a std::collections::BTreeSet<String>,
+    scopes: &'a [String],
+    token: Token,
+}
+
+#[derive(Serialize)]
+struct User<'a> {
+    id: &'a str,
+    name: &'a str,
+    email: &'a str,
+}
+
+#[derive(Serialize)]
+struct Token {
+    kind: &'static str,
+    expires_at: String,
+}
+
 /// What `dunning_me` shows of the organization: its settings are neither parsed nor
 /// copied (most of the stored document, read at every call).
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct OrgCard {
     id: String,
     name: String,
@@ -57,14 +80,18 @@ fn me(op: &mut Op<'_>) -> Result<Output, DomainError> {
         dunning_core::Audience::Mcp => "mcp",
         dunning_core::Audience::Api => "api",
     };
-    Ok(ok(json!({
-        "user": { "id": id, "name": name, "email": email },
-        "organization": { "id": org.id, "name": org.name, "cnpj": org.cnpj, "timezone": org.timezone },
-        "permissions": op.principal.permissions,
-        "scopes": op.principal.scopes,
-        "token": {
-            "kind": kind,
-            "expires_at": crate::brazil::calendar::timestamp(op.principal.expires_at),
+    Ok(ok(Me {
+        user: User {
+            id: &id,
+            name: &name,
+            email: &email,
         },
-    })))
+        organization: &org,
+        permissions: &op.principal.permissions,
+        scopes: &op.principal.scopes,
+        token: Token {
+            kind,
+            expires_at: crate::brazil::calendar::timestamp(op.principal.expires_at),
+        },
+    }))
 }

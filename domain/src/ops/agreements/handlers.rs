@@ -77,7 +77,7 @@ pub(super) fn list_agreements(op: &mut Op<'_>) -> Result<Output, DomainError> {
         .into_iter()
         .map(|a| serde_json::to_value(a).unwrap_or(Value::Null))
         .collect();
-    list(items, page, total)
+    Ok(list(items, page, total))
 }
 
 pub(super) fn get_agreement(op: &mut Op<'_>) -> Result<Output, DomainError> {

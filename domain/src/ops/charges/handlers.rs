@@ -302,7 +302,7 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
             View::of(c, today).named(name)
         })
         .collect();
-    list(items, page, total)
+    Ok(list(items, page, total))
 }
 
 /// The names of the debtors of `charges`, in one query however many rows a page has,
@@ -392,7 +392,7 @@ pub(super) fn timeline(op: &mut Op<'_>) -> Result<Output, DomainError> {
         .skip(page.offset() as usize)
         .take(page.per_page as usize)
         .collect();
-    list(items, page, total)
+    Ok(list(items, page, total))
 }
 
 // ---- writes ----

@@ -111,7 +111,7 @@ pub(super) fn list_rulers(op: &mut Op<'_>) -> Result<Output, DomainError> {
         v["steps_count"] = json!(n);
         items.push(v);
     }
-    list(items, page, total)
+    Ok(list(items, page, total))
 }
 
 pub(super) fn get_ruler(op: &mut Op<'_>) -> Result<Output, DomainError> {

@@ -101,7 +101,7 @@ pub(super) const HOOKS: Listing = Listing {
 
 pub(super) fn list_webhooks(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let rows: Rows<Webhook> = HOOKS.fetch(op, Vec::new())?;
-    rows.answer(|w| w.public())
+    Ok(rows.answer(|w| w.public()))
 }
 
 pub(super) fn get_webhook(op: &mut Op<'_>) -> Result<Output, DomainError> {
@@ -440,7 +440,7 @@ pub(super) fn list_deliveries(op: &mut Op<'_>) -> Result<Output, DomainError> {
         }
     }
     let rows: Rows<WebhookDelivery> = DELIVERIES.fetch(op, conds)?;
-    rows.answer(|d| d.summary())
+    Ok(rows.answer(|d| d.summary()))
 }
 
 pub(super) fn get_delivery(op: &mut Op<'_>) -> Result<Output, DomainError> {
