@@ -349,7 +349,8 @@ fn build(ing: &Ingredients) -> Tagged {
             } else {
                 ing.tool
             };
-            let args = match ing.tool {
+            // By the name sent: a generated name may be a mirroring tool's too.
+            let args = match tool {
                 "mirror_echo" => {
                     let (args, b) = ing.echo.build();
                     bindings = b;
