@@ -47,6 +47,7 @@ pub mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod gzip;
 pub mod jsonrpc;
 pub mod jwt;
 mod link;

@@ -116,7 +116,7 @@ impl<D: Dispatch> Server<D> {
         if let Err(e) = self.no_cursor(rpc) {
             return Reply::Error(e);
         }
-        Reply::Body(self.tool_lists.answer(
+        Reply::List(self.tool_lists.answer(
             &self.registry,
             self.server_info(),
             rpc.msg.id.as_ref().unwrap_or(&Value::Null),

@@ -3,7 +3,7 @@
 //! bytes of the answers written whole), the version header, and the event stream of a
 //! result that comes after progress notifications.
 
-use http::header::WWW_AUTHENTICATE;
+use http::header::{CONTENT_ENCODING, VARY, WWW_AUTHENTICATE};
 use http::{HeaderValue, StatusCode};
 use serde_json::Value;
 
@@ -19,8 +19,10 @@ use crate::server::{Rpc, Server, set_header, with_version};
 pub(crate) enum Reply {
     /// A result object (era decoration is added by the server).
     Result(Value),
-    /// A result already serialized in full (`tools/list`, `server/discover`).
+    /// A result already serialized in full (`server/discover`).
     Body(Vec<u8>),
+    /// A `tools/list` answer, maybe kept and then maybe sent in gzip.
+    List(crate::tool_lists::Listed),
     /// A tool's result, written straight to the answer (era decoration included).
     Tool(crate::tool_result::ToolResult),
     /// A protocol error.
@@ -60,6 +62,18 @@ impl<D: Dispatch> Server<D> {
         let (version, modern, method) = (rpc.version, rpc.modern(), rpc.msg.method.as_str());
         match reply {
             Reply::Body(body) => with_version(Response::json(StatusCode::OK, body), version),
+            Reply::List(listed) => {
+                let (body, gzipped) = listed.into_body(crate::gzip::accepted(req));
+                let mut r = Response::json(StatusCode::OK, body);
+                if gzipped {
+                    r.headers
+                        .push((CONTENT_ENCODING, HeaderValue::from_static("gzip")));
+                }
+                // Either way the answer depends on the request's Accept-Encoding.
+                r.headers
+                    .push((VARY, HeaderValue::from_static("accept-encoding")));
+                with_version(r, version)
+            }
             Reply::Tool(result) => {
                 let body = result.answer(id, modern.then(|| self.server_info()));
                 with_version(Response::json(StatusCode::OK, body), version)

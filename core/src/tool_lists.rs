@@ -11,9 +11,11 @@
 //! kept for the life of the server, up to [`MAX_KEPT`] answers (callers have few
 //! permission sets; past that, new sets are written per request). The bytes are exactly
 //! those the per-request writer produces (`render`): only where they are written changes.
+//! A kept answer is also deflated, once, the first time a client that accepts gzip asks
+//! for it ([`crate::gzip`]).
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use serde_json::Value;
 
@@ -30,7 +32,43 @@ const MAX_REQUIREMENTS: usize = 64;
 const MAX_KEPT: usize = 64;
 
 /// The answers after the `id`, by (version, mask of the requirements met).
-type Kept = HashMap<(Version, u64), Arc<[u8]>>;
+type Kept = HashMap<(Version, u64), Arc<KeptList>>;
+
+/// One kept answer after the `id`.
+pub(crate) struct KeptList {
+    text: Vec<u8>,
+    /// The text deflated, from the first request that accepts gzip on.
+    gzipped: OnceLock<crate::gzip::Gzipped>,
+}
+
+/// A `tools/list` answer: written for this request, or this request's `id` before a
+/// kept answer.
+pub(crate) enum Listed {
+    Written(Vec<u8>),
+    Kept { head: Vec<u8>, kept: Arc<KeptList> },
+}
+
+impl Listed {
+    /// The answer's JSON text, and whether it is in gzip (only a kept answer is, and only
+    /// when `gzip` is accepted and its `id` fits, `crate::gzip`).
+    pub(crate) fn into_body(self, gzip: bool) -> (Vec<u8>, bool) {
+        match self {
+            Self::Written(body) => (body, false),
+            Self::Kept { mut head, kept } => {
+                if gzip {
+                    let z = kept
+                        .gzipped
+                        .get_or_init(|| crate::gzip::Gzipped::of(&kept.text));
+                    if let Some(body) = z.after(&head) {
+                        return (body, true);
+                    }
+                }
+                head.extend_from_slice(&kept.text);
+                (head, false)
+            }
+        }
+    }
+}
 
 /// The kept answers of one server.
 pub(crate) struct ToolLists {
@@ -74,13 +112,13 @@ impl ToolLists {
         id: &Value,
         version: Version,
         principal: &Principal,
-    ) -> Vec<u8> {
+    ) -> Listed {
         let mut out = jsonrpc::head(id);
         let Some(requirements) = &self.requirements else {
             render(&mut out, registry, server_info, version, |i| {
                 principal.may(&registry.tools[i].def.access)
             });
-            return out;
+            return Listed::Written(out);
         };
         let mask = requirements
             .iter()
@@ -93,20 +131,28 @@ impl ToolLists {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&(version, mask))
             .cloned();
-        let kept = found.unwrap_or_else(|| {
-            let mut body = Vec::new();
-            render(&mut body, registry, server_info, version, |i| {
-                mask & (1 << self.requirement_of[i]) != 0
-            });
-            let body: Arc<[u8]> = body.into();
-            let mut kept = self.kept.write().unwrap_or_else(PoisonError::into_inner);
-            if kept.len() < MAX_KEPT {
-                kept.insert((version, mask), Arc::clone(&body));
-            }
-            body
+        if let Some(kept) = found {
+            return Listed::Kept { head: out, kept };
+        }
+        let mut text = Vec::new();
+        render(&mut text, registry, server_info, version, |i| {
+            mask & (1 << self.requirement_of[i]) != 0
         });
-        out.extend_from_slice(&kept);
-        out
+        let mut kept = self.kept.write().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= MAX_KEPT {
+            // Not kept: written for this request, and not worth deflating for it alone.
+            out.extend_from_slice(&text);
+            return Listed::Written(out);
+        }
+        let entry = Arc::new(KeptList {
+            text,
+            gzipped: OnceLock::new(),
+        });
+        kept.insert((version, mask), Arc::clone(&entry));
+        Listed::Kept {
+            head: out,
+            kept: entry,
+        }
     }
 }
 
@@ -173,16 +219,72 @@ mod tests {
                 for id in [json!(1), json!("a\"b"), Value::Null] {
                     // Twice: written, then reused.
                     for _ in 0..2 {
-                        let a = kept.answer(registry, server.server_info(), &id, version, &who);
-                        let b =
-                            per_request.answer(registry, server.server_info(), &id, version, &who);
+                        let a = kept
+                            .answer(registry, server.server_info(), &id, version, &who)
+                            .into_body(false);
+                        let b = per_request
+                            .answer(registry, server.server_info(), &id, version, &who)
+                            .into_body(false);
                         assert_eq!(a, b, "{token} {version:?} {id}");
                     }
                 }
             }
             let v = Version::V2026_07_28;
-            lists.insert(kept.answer(registry, server.server_info(), &json!(1), v, &who));
+            let listed = kept.answer(registry, server.server_info(), &json!(1), v, &who);
+            lists.insert(listed.into_body(false).0);
         }
         assert_eq!(lists.len(), 3, "three permission sets, three lists");
+    }
+
+    /// A kept answer in gzip decodes to the identity answer byte for byte, for every
+    /// caller, version and kind of `id`, the first time and from the kept deflate after;
+    /// an `id` too long for one stored block gets the identity answer.
+    #[test]
+    fn a_gzipped_list_decodes_to_the_list() {
+        use std::io::Read as _;
+        let server = server();
+        let registry = &server.registry;
+        let kept = ToolLists::new(registry);
+        let info = server.server_info();
+        let now = UnixTime::from_secs(1_800_000_000);
+        let long = json!("x".repeat(70_000));
+        let ids = [
+            json!(1),
+            json!("a\"b\u{e9}"),
+            Value::Null,
+            json!("y".repeat(65_000)),
+        ];
+        for token in ["tok-owner", "tok-noperm", "tok-reader"] {
+            let who = TestAuth
+                .authenticate(token, Audience::Mcp, now)
+                .expect("a test token");
+            for version in Version::ALL {
+                for id in &ids {
+                    for _ in 0..2 {
+                        let plain = kept
+                            .answer(registry, info, id, version, &who)
+                            .into_body(false);
+                        let (z, gzipped) = kept
+                            .answer(registry, info, id, version, &who)
+                            .into_body(true);
+                        assert!(!plain.1, "identity when gzip is not accepted");
+                        assert!(gzipped, "{token} {version:?}: a kept list goes in gzip");
+                        let mut text = Vec::new();
+                        flate2::read::GzDecoder::new(&z[..])
+                            .read_to_end(&mut text)
+                            .expect("a gzip member");
+                        assert_eq!(text, plain.0, "{token} {version:?} {id}");
+                    }
+                }
+                let (body, gzipped) = kept
+                    .answer(registry, info, &long, version, &who)
+                    .into_body(true);
+                assert!(!gzipped, "an id past one stored block");
+                let plain = kept
+                    .answer(registry, info, &long, version, &who)
+                    .into_body(false);
+                assert_eq!(body, plain.0);
+            }
+        }
     }
 }

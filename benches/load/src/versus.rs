@@ -15,7 +15,8 @@
 //!   responses, asked `tools/call echo`;
 //! * `kobana-dunning serve` (tokio, a fresh data dir with the demo data, rate limits off,
 //!   a token of the demo owner minted by `kobana-dunning token`), asked `server/discover`,
-//!   `tools/list`, `tools/call dunning_me`, `dunning_charges_list` (overdue, per_page 10)
+//!   `tools/list` (as it is, and in gzip as the SDK clients ask for it),
+//!   `tools/call dunning_me`, `dunning_charges_list` (overdue, per_page 10)
 //!   and `dunning_debtors_create` (a new debtor and idempotency key per request);
 //! * the same binary on the mio and the blocking adapters (`--transport`), asked
 //!   `server/discover`, `dunning_me` and the charges page: every adapter's p99/p50;
@@ -25,7 +26,7 @@
 //!   one run).
 //!
 //! Every request is era 2026 with its mirrored headers. Each scenario is first sent once
-//! and its answer checked (`200`, no `"isError":true`); then every round runs every
+//! and its answer checked (`200`, no `"isError":true`, in gzip when asked); then every round runs every
 //! scenario once (1 s warm-up, then the measured run), and the median round is printed
 //! with its ratio to bare hyper of the same round set. Loopback only; every run bounded.
 
@@ -304,6 +305,24 @@ fn fixed(
     }
 }
 
+/// The `tools/list` row asked as the SDK clients ask (`fetch`, `httpx`).
+const GZIP_LIST: &str = "tools/list, Accept-Encoding: gzip";
+
+/// `scenario` with `Accept-Encoding: gzip, deflate`; its check wants a gzip answer.
+fn gzip(mut scenario: Scenario) -> Scenario {
+    const FIELD: &str = "Accept-Encoding: gzip, deflate\r\n";
+    scenario
+        .script
+        .push_str("wrk.headers[\"Accept-Encoding\"] = \"gzip, deflate\"\n");
+    let at = scenario
+        .sample
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .map_or(0, |p| p + 2);
+    scenario.sample.splice(at..at, FIELD.bytes());
+    scenario
+}
+
 /// `dunning_debtors_create`, a new debtor (valid CPF, own idempotency key) per request;
 /// numbers start at the script's argument, so runs never repeat one.
 pub(crate) fn writes(server: usize, label: &str, token: &str) -> Scenario {
@@ -377,7 +396,14 @@ pub(crate) fn check(addr: SocketAddr, sample: &[u8]) -> io::Result<()> {
         }
     }
     let text = String::from_utf8_lossy(&buf);
-    if !text.starts_with("HTTP/1.1 200") || text.contains("\"isError\":true") {
+    let asked_gzip = String::from_utf8_lossy(sample).contains("Accept-Encoding: gzip");
+    let gzipped = text
+        .to_ascii_lowercase()
+        .contains("\r\ncontent-encoding: gzip\r\n");
+    if !text.starts_with("HTTP/1.1 200")
+        || text.contains("\"isError\":true")
+        || asked_gzip != gzipped
+    {
         let cut: String = text.chars().take(600).collect();
         return Err(io::Error::other(format!("check failed: {cut}")));
     }
@@ -633,6 +659,7 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
         ));
         if !other {
             scenarios.push(fixed(i, label, "tools/list", "tools/list", None, t));
+            scenarios.push(gzip(fixed(i, label, GZIP_LIST, "tools/list", None, t)));
         }
         let me_call = Some(("dunning_me", "{}"));
         scenarios.push(fixed(

@@ -112,6 +112,30 @@ fn startup_prints_the_endpoint_and_a_working_token() {
             version == V2026,
             "resultType only in era 2026"
         );
+        assert_eq!(r.header("content-encoding"), None);
+        assert_eq!(r.header("vary"), Some("accept-encoding"));
+        // Asked in gzip (as the SDK clients ask): the same bytes, compressed.
+        let accept = [("Accept-Encoding", "gzip, deflate")];
+        let z = srv.rpc_with(
+            "/",
+            Some(&srv.token),
+            version,
+            "tools/list",
+            json!({}),
+            &accept,
+        );
+        assert_eq!(z.status, 200);
+        assert_eq!(z.header("content-encoding"), Some("gzip"));
+        assert!(
+            z.body.len() * 4 < r.body.len(),
+            "{} of {}",
+            z.body.len(),
+            r.body.len()
+        );
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&z.body[..]), &mut text)
+            .expect("a gzip body");
+        assert_eq!(text, r.body, "gzip decodes to the identity answer");
         let r = srv.call(&srv.token, version, "dunning_me", json!({}));
         assert_eq!(r.status, 200, "{}", r.text());
         let me = r.structured();

@@ -386,7 +386,20 @@ impl Srv {
         token: Option<&str>,
         version: &str,
         method: &str,
+        params: Value,
+    ) -> Resp {
+        self.rpc_with(target, token, version, method, params, &[])
+    }
+
+    /// Like [`Srv::rpc_at`], with `extra` header fields.
+    pub fn rpc_with(
+        &self,
+        target: &str,
+        token: Option<&str>,
+        version: &str,
+        method: &str,
         mut params: Value,
+        extra: &[(&str, &str)],
     ) -> Resp {
         let name = params
             .get("name")
@@ -415,6 +428,7 @@ impl Srv {
                 headers.push(("Mcp-Name", n));
             }
         }
+        headers.extend_from_slice(extra);
         self.request("POST", target, &headers, body.to_string().as_bytes())
     }
 
