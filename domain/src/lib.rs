@@ -35,6 +35,7 @@ pub mod documents;
 pub mod engine;
 pub mod error;
 mod idempotency;
+mod kept;
 pub mod list;
 pub mod mcp;
 pub mod oauth;
@@ -75,7 +76,8 @@ pub struct Domain {
     answer_limit: usize,
     webhook_driver: Arc<dyn ops::webhooks::WebhookDriver>,
     worker_entropy: op::WorkerEntropy,
-    settings: org::SettingsCache,
+    /// What read-only calls keep of membership's rows (`kept.rs`).
+    kept: kept::KeptRows,
 }
 
 impl std::fmt::Debug for Domain {
@@ -96,7 +98,7 @@ impl Domain {
             answer_limit: ceiling::MAX_ANSWER_BYTES,
             webhook_driver: Arc::new(ops::webhooks::RecordingDriver::new()),
             worker_entropy: op::WorkerEntropy::default(),
-            settings: org::SettingsCache::default(),
+            kept: kept::KeptRows::default(),
         }
     }
 

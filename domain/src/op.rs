@@ -45,6 +45,9 @@ pub struct Op<'a> {
     /// The tool table, for a handler that runs another tool (an export pages through
     /// a list tool): the domain's, built once.
     pub registry: &'a crate::catalog::Registry,
+    /// What a read-only call may reuse of membership's rows (`kept.rs`); `None` for
+    /// writes and on a store that cannot tell when they change.
+    pub(crate) memo: Option<crate::kept::Memo<'a>>,
     seed: [u8; 32],
     counter: u32,
 }
@@ -99,6 +102,7 @@ impl<'a> Op<'a> {
             dry_run: false,
             outbound,
             registry,
+            memo: None,
             seed,
             counter: 0,
         }

@@ -188,80 +188,6 @@ pub fn find_org(tx: &mut dyn Tx, reference: &str) -> Result<Option<Organization>
     Ok(None)
 }
 
-/// Organizations' settings as last read, for read-only calls (every tool call reads
-/// its organization's settings, one statement of a handful).
-///
-/// The rule is the principal cache's (`transports/bin/src/auth.rs`): an entry is used
-/// only while [`crate::Domain::members_epoch`] keeps the value it had **before** the
-/// settings were read. Every write to an organization moves it after its commit (here at
-/// once; on PostgreSQL on the other replicas too, by a trigger's `NOTIFY`), so a change
-/// is seen by the next call here and within milliseconds elsewhere; a store that cannot
-/// tell (`None`) keeps nothing. Writes always read the store: they decide under their
-/// organization's lock. [`SETTINGS_TTL_MS`] is a safety net on top; the map is cleared
-/// when it holds [`SETTINGS_KEPT`] organizations.
-#[derive(Debug, Default)]
-pub(crate) struct SettingsCache {
-    kept: std::sync::RwLock<std::collections::HashMap<String, KeptSettings>>,
-}
-
-#[derive(Clone, Debug)]
-struct KeptSettings {
-    settings: Settings,
-    /// The epoch before the settings were read.
-    epoch: u64,
-    read_at_ms: u64,
-}
-
-/// How long kept settings are used at most, whatever the epoch says.
-pub(crate) const SETTINGS_TTL_MS: u64 = 60_000;
-
-/// The most organizations whose settings are kept.
-const SETTINGS_KEPT: usize = 10_000;
-
-impl SettingsCache {
-    /// `org`'s settings if they were read under `epoch` less than [`SETTINGS_TTL_MS`]
-    /// before `now`.
-    pub(crate) fn get(
-        &self,
-        org: &str,
-        epoch: u64,
-        now: dunning_core::UnixTime,
-    ) -> Option<Settings> {
-        let kept = self
-            .kept
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let k = kept.get(org)?;
-        let fresh = now.as_millis().saturating_sub(k.read_at_ms) < SETTINGS_TTL_MS;
-        (k.epoch == epoch && fresh).then(|| k.settings.clone())
-    }
-
-    /// Keeps `settings` of `org`, read after the epoch was `epoch`, at `now`.
-    pub(crate) fn put(
-        &self,
-        org: &str,
-        settings: Settings,
-        epoch: u64,
-        now: dunning_core::UnixTime,
-    ) {
-        let mut kept = self
-            .kept
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if kept.len() >= SETTINGS_KEPT && !kept.contains_key(org) {
-            kept.clear();
-        }
-        kept.insert(
-            org.to_owned(),
-            KeptSettings {
-                settings,
-                epoch,
-                read_at_ms: now.as_millis(),
-            },
-        );
-    }
-}
-
 /// Finds a member of `org` by e-mail or id: one query, since an id (a UUID) never has
 /// the `@` every e-mail address has.
 pub fn find_member(
@@ -309,28 +235,6 @@ mod tests {
         .unwrap();
     }
 
-    /// Kept settings are used under the epoch they were read after, and for at most
-    /// [`SETTINGS_TTL_MS`]; another organization's are not mixed in.
-    #[test]
-    fn kept_settings_hold_while_the_epoch_does_and_not_past_their_ttl() {
-        let cache = SettingsCache::default();
-        let now = UnixTime::from_secs(1_800_000_000);
-        let custom = Settings {
-            max_discount_percentage: 50.0,
-            ..Settings::default()
-        };
-        cache.put("o1", custom.clone(), 7, now);
-        assert_eq!(cache.get("o1", 7, now), Some(custom));
-        assert_eq!(
-            cache.get("o1", 8, now),
-            None,
-            "membership or an organization changed"
-        );
-        assert_eq!(cache.get("o2", 7, now), None);
-        let late = UnixTime::from_millis(now.as_millis() + SETTINGS_TTL_MS);
-        assert_eq!(cache.get("o1", 7, late), None, "past the safety net");
-    }
-
     /// A read-only call after an organization's settings changed reads the new ones:
     /// the write moved the epoch its kept settings were read under.
     #[test]
@@ -339,7 +243,11 @@ mod tests {
         let now = UnixTime::from_secs(1_800_000_000);
         let org = seed_org(&domain, "demo", "Demo", "11222333000181", now).unwrap();
         let read = |domain: &Domain| {
-            crate::store::read(domain.store(), |tx| domain.read_settings(tx, &org, now)).unwrap()
+            let epoch = domain.members_epoch();
+            crate::store::read(domain.store(), |tx| {
+                domain.read_settings(tx, &org, epoch, now)
+            })
+            .unwrap()
         };
         assert_eq!(read(&domain), Settings::default());
         assert_eq!(read(&domain), Settings::default(), "kept");

@@ -38,23 +38,25 @@ impl Domain {
         )
     }
 
-    /// A read-only call's settings: kept between calls under the rule of
-    /// [`org::SettingsCache`]. The epoch is asked before the store is read (a read
-    /// transaction takes its snapshot at its first statement, after this).
+    /// A read-only call's settings: kept between calls under the rule of `kept.rs`, with
+    /// `epoch` asked before the store is read (a read transaction takes its snapshot at
+    /// its first statement, after this).
     pub(crate) fn read_settings(
         &self,
         tx: &mut dyn store::Tx,
         org: &str,
+        epoch: Option<u64>,
         now: UnixTime,
     ) -> Result<org::Settings, DomainError> {
-        let Some(epoch) = self.members_epoch() else {
+        let Some(epoch) = epoch else {
             return Self::settings(tx, org);
         };
-        if let Some(kept) = self.settings.get(org, epoch, now) {
-            return Ok(kept);
+        let kept = &self.kept.settings;
+        if let Some(settings) = kept.get(org, epoch, now) {
+            return Ok(settings);
         }
         let settings = Self::settings(tx, org)?;
-        self.settings.put(org, settings.clone(), epoch, now);
+        kept.put(org.to_owned(), settings.clone(), epoch, now);
         Ok(settings)
     }
 
@@ -71,8 +73,11 @@ impl Domain {
             // Before anything is read or written: what would be stored must be clean text.
             brazil::text::refuse_controls(call.args)?;
         }
-        let settings = if call.tool.annotations.read_only {
-            self.read_settings(tx, &principal.organization, call.ctx.now)?
+        let read_only = call.tool.annotations.read_only;
+        // Asked once, before the call's first statement: the epoch of everything it keeps.
+        let epoch = read_only.then(|| self.members_epoch()).flatten();
+        let settings = if read_only {
+            self.read_settings(tx, &principal.organization, epoch, call.ctx.now)?
         } else {
             Self::settings(tx, &principal.organization)?
         };
@@ -89,6 +94,10 @@ impl Domain {
             &self.registry,
         );
         op.dry_run = dry_run;
+        op.memo = epoch.map(|epoch| crate::kept::Memo {
+            rows: &self.kept,
+            epoch,
+        });
         f(&mut op)
     }
 
