@@ -297,7 +297,7 @@ impl PostgresStore {
     /// organization: `max + 1` sequences, checks then inserts).
     fn frame(&self, access: Access<'_>) -> String {
         match access {
-            Access::Read => "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY".into(),
+            Access::Read => READ_FRAME.into(),
             Access::Write { scope, .. } => format!(
                 "START TRANSACTION ISOLATION LEVEL READ COMMITTED; {}",
                 self.keys.statement(scope)
@@ -305,17 +305,28 @@ impl PostgresStore {
         }
     }
 
-    /// A pooled connection with a transaction of `access` open. The pool hands a
-    /// connection out without pinging it first (a round trip per transaction): one found
-    /// closed at the frame, where nothing of the transaction ran, is dropped by the pool
-    /// and the frame sent once more on another (`docs/decisions.md`, "PostgreSQL round
-    /// trips").
+    /// A pooled connection with a transaction of `access` open, or, for a read, about to
+    /// be: a read's frame goes just before its first statement ([`Open::unsent`]), so a
+    /// read that runs none (all it needs kept, `kept.rs`) costs no round trip. The pool
+    /// hands a connection out without pinging it first (a round trip per transaction):
+    /// one found closed at the frame, where nothing of the transaction ran, is dropped
+    /// by the pool and the frame sent once more on another (for a write here; for a
+    /// read, by [`Pg::statement`], on a new session in its place) (`docs/decisions.md`,
+    /// "PostgreSQL round trips").
     fn begin(&self, access: Access<'_>) -> Result<Open, StoreError> {
+        if let Access::Read = access {
+            return Ok(Open {
+                conn: self.conn()?,
+                unsent: Some(READ_FRAME),
+                ended: false,
+            });
+        }
         let frame = self.frame(access);
         let mut retried = false;
         loop {
             let mut open = Open {
                 conn: self.conn()?,
+                unsent: None,
                 ended: false,
             };
             match open.conn.client.batch_execute(&frame) {
@@ -327,16 +338,18 @@ impl PostgresStore {
     }
 
     /// Runs `f` in one transaction ([`PostgresStore::frame`]), counted in
-    /// [`PostgresStore::round_trips`]. A read always commits; a write commits only when
-    /// `f` succeeded and `commit` says so.
+    /// [`PostgresStore::round_trips`]. A read always commits (when it began); a write
+    /// commits only when `f` succeeded and `commit` says so.
     fn in_transaction(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         access: Access<'_>,
     ) -> Result<(), DomainError> {
         let mut open = self.begin(access)?;
-        self.trips.transactions.fetch_add(1, Ordering::Relaxed);
-        let (out, members) = open.run(f, &self.trips);
+        if open.unsent.is_none() {
+            self.trips.transactions.fetch_add(1, Ordering::Relaxed);
+        }
+        let (out, members) = open.run(f, self);
         let commit = match access {
             Access::Write { commit, .. } => commit && out.is_ok(),
             Access::Read => true,
@@ -350,6 +363,9 @@ impl PostgresStore {
     }
 }
 
+/// The frame of every read.
+const READ_FRAME: &str = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+
 /// One connection's prepared statements, by SQL text.
 #[derive(Default)]
 struct Prepared {
@@ -362,32 +378,36 @@ struct Prepared {
 /// dropped before (an error or a panic in the domain's closure).
 struct Open {
     conn: r2d2::PooledConnection<Manager>,
+    /// A read's frame, until its first statement sends it ([`PostgresStore::begin`]).
+    unsent: Option<&'static str>,
     ended: bool,
 }
 
 impl Open {
-    /// Runs `f` on this transaction (each statement counted in `trips`); returns its
-    /// outcome and whether it wrote a member or an organization.
+    /// Runs `f` on this transaction of `store` (each statement counted in its round
+    /// trips); returns its outcome and whether it wrote a member or an organization.
     fn run(
         &mut self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
-        trips: &RoundTrips,
+        store: &PostgresStore,
     ) -> (Result<(), DomainError>, bool) {
-        let Conn {
-            client, statements, ..
-        } = &mut *self.conn;
         let mut t = SqlTx::new(Pg {
-            client,
-            statements,
-            trips,
+            conn: &mut self.conn,
+            config: &store.config,
+            trips: &store.trips,
+            unsent: &mut self.unsent,
         });
         let out = f(&mut t);
         (out, t.members)
     }
 
-    /// Ends the transaction with `COMMIT` (`commit`) or `ROLLBACK`.
+    /// Ends the transaction with `COMMIT` (`commit`) or `ROLLBACK`; a read that never
+    /// sent its frame has none to end.
     fn end(&mut self, commit: bool) -> Result<(), StoreError> {
         self.ended = true;
+        if self.unsent.is_some() {
+            return Ok(());
+        }
         let out = self
             .conn
             .client
@@ -401,7 +421,10 @@ impl Open {
 
 impl Drop for Open {
     fn drop(&mut self) {
-        if !self.ended && self.conn.client.batch_execute("ROLLBACK").is_err() {
+        if !self.ended
+            && self.unsent.is_none()
+            && self.conn.client.batch_execute("ROLLBACK").is_err()
+        {
             self.conn.broken = true;
         }
     }
@@ -572,9 +595,12 @@ impl PostgresStore {
 /// The PostgreSQL driver of the store's one [`SqlTx`]: every statement prepared once
 /// per connection and kept ([`STATEMENTS_KEPT`]), each prepare and execution counted.
 struct Pg<'a> {
-    client: &'a mut Client,
-    statements: &'a mut Prepared,
+    conn: &'a mut Conn,
+    /// To open a session in place of one found closed at a read's frame.
+    config: &'a Config,
     trips: &'a RoundTrips,
+    /// The transaction's frame, when it is a read's not sent yet ([`Open::unsent`]).
+    unsent: &'a mut Option<&'static str>,
 }
 
 impl ToSql for Arg {
@@ -625,9 +651,25 @@ impl ToSql for Arg {
 }
 
 impl Pg<'_> {
-    /// The prepared statement for `sql` on this connection.
+    /// The prepared statement for `sql` on this connection, after the transaction's
+    /// frame when it is still to be sent.
     fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
-        let prepared = &mut *self.statements;
+        if let Some(frame) = *self.unsent {
+            match self.conn.client.batch_execute(frame) {
+                Ok(()) => {}
+                Err(_) if self.conn.client.is_closed() => {
+                    // Closed while idle in the pool, found here, where nothing of the
+                    // transaction ran: a new session, with none of the old statements.
+                    self.conn.client = self.config.connect(NoTls)?;
+                    self.conn.statements = Prepared::default();
+                    self.conn.client.batch_execute(frame)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            *self.unsent = None;
+            self.trips.transactions.fetch_add(1, Ordering::Relaxed);
+        }
+        let prepared = &mut self.conn.statements;
         prepared.uses += 1;
         if prepared.uses > REPLAN_AFTER {
             prepared.kept.clear();
@@ -636,8 +678,9 @@ impl Pg<'_> {
         if let Some(s) = prepared.kept.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.client.prepare(sql)?;
+        let s = self.conn.client.prepare(sql)?;
         self.trips.statements.fetch_add(1, Ordering::Relaxed);
+        let prepared = &mut self.conn.statements;
         if prepared.kept.len() >= STATEMENTS_KEPT {
             prepared.kept.clear();
         }
@@ -649,7 +692,7 @@ impl Pg<'_> {
         let s = self.statement(sql)?;
         self.trips.statements.fetch_add(1, Ordering::Relaxed);
         let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-        Ok(self.client.query(&s, &refs)?)
+        Ok(self.conn.client.query(&s, &refs)?)
     }
 }
 
@@ -688,7 +731,7 @@ impl Driver for Pg<'_> {
         let s = self.statement(sql)?;
         self.trips.statements.fetch_add(1, Ordering::Relaxed);
         let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-        Ok(self.client.execute(&s, &refs)?)
+        Ok(self.conn.client.execute(&s, &refs)?)
     }
 }
 

@@ -199,7 +199,7 @@ impl PostgresStore {
             open.conn.broken = true;
             return (Err(StoreError::from(e).into()), None);
         }
-        let (out, members) = open.run(f, &self.trips);
+        let (out, members) = open.run(f, self);
         if keep && out.is_ok() {
             return (out, Some(members));
         }

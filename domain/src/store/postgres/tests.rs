@@ -622,3 +622,28 @@ fn statements_are_prepared_again_after_replan_after_executions() {
     let (_, s) = store.round_trips();
     assert_eq!(s, REPLAN_AFTER + 3, "prepared again, then run");
 }
+
+/// A read's frame goes out with its first statement: a read that runs none opens no
+/// transaction and costs no round trip, and its connection is clean for the next one; a
+/// read that runs one is one transaction.
+#[test]
+fn a_read_that_runs_no_statement_costs_no_round_trip() {
+    let Some(url) = url() else { return };
+    let (_first, store) = one_connection(&url);
+    let before = store.round_trips();
+    let answer = read(&store, |_tx| Ok(42)).unwrap();
+    assert_eq!(answer, 42);
+    assert_eq!(store.round_trips(), before, "nothing sent");
+    let n = read(&store, |tx| Ok(tx.count(Kind::Event, "org-a", &[])?)).unwrap();
+    assert_eq!(n, 0);
+    let (t, _) = store.round_trips();
+    assert_eq!(t, before.0 + 1, "one transaction");
+    // The same pooled connection, in no transaction: a write on it commits on its own.
+    write(&store, WriteScope::Org("org-a"), |tx| {
+        Ok(tx.put(Kind::Event, "org-a", &event("e1", 1))?)
+    })
+    .unwrap();
+    let _ = read(&store, |_tx| Ok(())).unwrap();
+    let n = read(&store, |tx| Ok(tx.count(Kind::Event, "org-a", &[])?)).unwrap();
+    assert_eq!(n, 1);
+}
