@@ -25,6 +25,10 @@
 //! * with `--before PATH`, another build of the product asked the same (before/after in
 //!   one run).
 //!
+//! While a server is measured the other servers are stopped (`SIGSTOP`, then `SIGCONT`):
+//! all are pinned to CPU 0, and an idle one's timers would land in the measured one's
+//! tail.
+//!
 //! Every request is era 2026 with its mirrored headers. Each scenario is first sent once
 //! and its answer checked (`200`, no `"isError":true`, in gzip when asked); then every round runs every
 //! scenario once (1 s warm-up, then the measured run), and the median round is printed
@@ -410,6 +414,17 @@ pub(crate) fn check(addr: SocketAddr, sample: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Sends `sig` (`-STOP`, `-CONT`) to `pids` with kill(1).
+fn signal(pids: &[u32], sig: &str) {
+    if pids.is_empty() {
+        return;
+    }
+    let _ = Command::new("kill")
+        .arg(sig)
+        .args(pids.iter().map(u32::to_string))
+        .status();
+}
+
 /// Runs `wrk` on `script` against `addr` for `secs`.
 pub(crate) fn wrk(
     cpu: Option<usize>,
@@ -701,15 +716,25 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
                 continue;
             }
             let addr = servers[s.server].1.addr;
-            arg += 1_000_000;
-            let _ = wrk(load_cpu, CONNS, addr, &scripts[k], 1, arg)?;
-            arg += 1_000_000;
+            // The others stopped while this one is measured: their timers (job ticks,
+            // listeners) would otherwise take CPU 0 from it, in its tail.
+            let others: Vec<u32> = (0..servers.len())
+                .filter(|&j| j != s.server)
+                .map(|j| servers[j].1.child.id())
+                .collect();
             let pid = servers[s.server].1.child.id();
-            let cpu = cpu_time_us(pid);
-            let mut run = wrk(load_cpu, CONNS, addr, &scripts[k], secs, arg)?;
-            let requests = run.rps * secs as f64;
-            run.cpu_us = (cpu_time_us(pid) - cpu) / requests.max(1.0);
-            runs[k].push(run);
+            signal(&others, "-STOP");
+            let measured = (|| {
+                let _ = wrk(load_cpu, CONNS, addr, &scripts[k], 1, arg + 1_000_000)?;
+                let cpu = cpu_time_us(pid);
+                let mut run = wrk(load_cpu, CONNS, addr, &scripts[k], secs, arg + 2_000_000)?;
+                let requests = run.rps * secs as f64;
+                run.cpu_us = (cpu_time_us(pid) - cpu) / requests.max(1.0);
+                Ok::<_, io::Error>(run)
+            })();
+            signal(&others, "-CONT");
+            arg += 2_000_000;
+            runs[k].push(measured?);
         }
     }
     drop(servers);
