@@ -40,7 +40,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     ColumnType, MemberEpoch, Store, StoreError, Tx, WriteScope,
-    sql::{Arg, Cell, Dialect, Driver, SqlTx},
+    sql::{Arg, Cell, Dialect, Driver, Memory, SqlTx},
 };
 use crate::error::DomainError;
 
@@ -318,6 +318,7 @@ impl PostgresStore {
             return Ok(Open {
                 conn: self.conn()?,
                 unsent: Some(READ_FRAME),
+                memory: Memory::default(),
                 ended: false,
             });
         }
@@ -327,6 +328,7 @@ impl PostgresStore {
             let mut open = Open {
                 conn: self.conn()?,
                 unsent: None,
+                memory: Memory::default(),
                 ended: false,
             };
             match open.conn.client.batch_execute(&frame) {
@@ -380,6 +382,8 @@ struct Open {
     conn: r2d2::PooledConnection<Manager>,
     /// A read's frame, until its first statement sends it ([`PostgresStore::begin`]).
     unsent: Option<&'static str>,
+    /// What the transaction has read, kept from one writer of a group to the next.
+    memory: Memory,
     ended: bool,
 }
 
@@ -391,13 +395,15 @@ impl Open {
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         store: &PostgresStore,
     ) -> (Result<(), DomainError>, bool) {
-        let mut t = SqlTx::new(Pg {
+        let pg = Pg {
             conn: &mut self.conn,
             config: &store.config,
             trips: &store.trips,
             unsent: &mut self.unsent,
-        });
+        };
+        let mut t = SqlTx::resume(pg, std::mem::take(&mut self.memory));
         let out = f(&mut t);
+        self.memory = t.memory;
         (out, t.members)
     }
 

@@ -376,22 +376,38 @@ fn count_of(n: Option<i64>) -> u64 {
 /// An organization's last event number (NULL: none yet), in neutral marks.
 const LAST_EVENT: &str = "SELECT MAX(sequence) FROM events WHERE org = {1}";
 
+/// What a transaction has read that its later statements need not read again. It lives
+/// as long as the transaction: across the writers of a group (`postgres/group.rs`), put
+/// back as it was before a writer whose savepoint is rolled back.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Memory {
+    /// An organization's last event number, once read: the next ones are counted here.
+    last_event: Option<(String, u64)>,
+    /// An organization's own document as read (`None` inside: it has none); forgotten
+    /// when an organization is written.
+    org_doc: Option<(String, Option<String>)>,
+}
+
 /// The one [`Tx`] of both stores.
 pub(crate) struct SqlTx<C> {
     pub(crate) conn: C,
     /// A member or an organization was written ([`super::MemberEpoch`]).
     pub(crate) members: bool,
-    /// An organization's last event number, once read in this transaction: the next
-    /// ones are counted here, not read again.
-    last_event: Option<(String, u64)>,
+    /// What this transaction has read so far.
+    pub(crate) memory: Memory,
 }
 
 impl<C: Driver> SqlTx<C> {
     pub(crate) fn new(conn: C) -> Self {
+        Self::resume(conn, Memory::default())
+    }
+
+    /// A transaction's next part, with what its earlier parts read.
+    pub(crate) fn resume(conn: C, memory: Memory) -> Self {
         Self {
             conn,
             members: false,
-            last_event: None,
+            memory,
         }
     }
 
@@ -439,18 +455,33 @@ impl<C: Driver> SqlTx<C> {
 
 impl<C: Driver> Tx for SqlTx<C> {
     fn get_raw(&mut self, kind: Kind, org: &str, id: &str) -> Result<Option<String>, StoreError> {
+        // Every call reads its organization's settings: once per transaction.
+        let own = kind == Kind::Organization && id == org;
+        if own
+            && let Some((known, doc)) = &self.memory.org_doc
+            && known == org
+        {
+            return Ok(doc.clone());
+        }
         let sql = Self::fixed(&format!(
             "SELECT {{doc}} FROM {} WHERE org = {{1}} AND id = {{2}}",
             kind.table()
         ));
         let args = [Arg::Text(org.to_owned()), Arg::Text(id.to_owned())];
-        self.first_text(&sql, &args)
+        let doc = self.first_text(&sql, &args)?;
+        if own {
+            self.memory.org_doc = Some((org.to_owned(), doc.clone()));
+        }
+        Ok(doc)
     }
 
     fn put(&mut self, kind: Kind, org: &str, doc: &Value) -> Result<(), StoreError> {
         self.members |= changes_membership(kind);
+        if kind == Kind::Organization {
+            self.memory.org_doc = None;
+        }
         if kind == Kind::Event
-            && let Some((known, last)) = &mut self.last_event
+            && let Some((known, last)) = &mut self.memory.last_event
             && known == org
         {
             // An event numbered by its writer: the count goes on from the larger.
@@ -474,6 +505,9 @@ impl<C: Driver> Tx for SqlTx<C> {
 
     fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
         self.members |= changes_membership(kind);
+        if kind == Kind::Organization {
+            self.memory.org_doc = None;
+        }
         let sql = Self::fixed(&format!(
             "DELETE FROM {} WHERE org = {{1}} AND id = {{2}}",
             kind.table()
@@ -521,14 +555,14 @@ impl<C: Driver> Tx for SqlTx<C> {
     }
 
     fn next_event_sequence(&mut self, org: &str) -> Result<u64, StoreError> {
-        let last = match &self.last_event {
+        let last = match &self.memory.last_event {
             Some((known, last)) if known == org => *last,
             _ => {
                 let sql = Self::fixed(LAST_EVENT);
                 count_of(self.first_int(&sql, &[Arg::Text(org.to_owned())])?)
             }
         };
-        self.last_event = Some((org.to_owned(), last + 1));
+        self.memory.last_event = Some((org.to_owned(), last + 1));
         Ok(last + 1)
     }
 

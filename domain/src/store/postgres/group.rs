@@ -199,10 +199,13 @@ impl PostgresStore {
             open.conn.broken = true;
             return (Err(StoreError::from(e).into()), None);
         }
+        let before = open.memory.clone();
         let (out, members) = open.run(f, self);
         if keep && out.is_ok() {
             return (out, Some(members));
         }
+        // Undone: what it read or counted is forgotten with it.
+        open.memory = before;
         if nested && let Err(e) = open.conn.client.batch_execute("ROLLBACK TO SAVEPOINT w") {
             // The transaction cannot be trusted any more: it fails with its group.
             open.conn.broken = true;
@@ -406,5 +409,95 @@ mod tests {
         let ids: Vec<String> = events(&store, "b").into_iter().map(|(id, _)| id).collect();
         assert_eq!(ids, ["warm", "second"]);
         assert!(store.ping(), "the connection went back to the pool sound");
+    }
+
+    /// What a group's transaction has read is shared by its writers, and forgotten with
+    /// a writer that is undone: a writer queued after one that changed the organization's
+    /// document and failed reads the document as it was, in one statement fewer than a
+    /// write of its own would send; a document written by a kept writer is read again.
+    #[test]
+    fn a_groups_writers_share_what_it_read_but_not_what_was_undone() {
+        let Some(url) = pg_url() else { return };
+        let store = Arc::new(PostgresStore::scratch(&url).unwrap());
+        let org_doc = |name: &str| json!({"id": "a", "created_at": "2026-01-01", "name": name});
+        write(&*store, WriteScope::Org("a"), |tx| {
+            Ok(tx.put(Kind::Organization, "a", &org_doc("Original"))?)
+        })
+        .unwrap();
+        let name_in = |tx: &mut dyn Tx| -> Result<String, DomainError> {
+            let doc = tx.get(Kind::Organization, "a", "a")?.unwrap();
+            Ok(doc["name"].as_str().unwrap().to_owned())
+        };
+        let (first_started, first_runs) = mpsc::channel();
+        let (first_go, first_wait) = mpsc::channel::<()>();
+        let (undone_started, undone_runs) = mpsc::channel();
+        let (undone_go, undone_wait) = mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let first = {
+                let store = Arc::clone(&store);
+                s.spawn(move || {
+                    write(&*store, WriteScope::Org("a"), |tx| {
+                        let name = name_in(tx)?;
+                        first_started.send(()).unwrap();
+                        let _ = first_wait.recv_timeout(Duration::from_secs(30));
+                        Ok(name)
+                    })
+                })
+            };
+            first_runs.recv().unwrap();
+            let undone = {
+                let store = Arc::clone(&store);
+                s.spawn(move || {
+                    write(&*store, WriteScope::Org("a"), |tx| {
+                        tx.put(Kind::Organization, "a", &org_doc("Undone"))?;
+                        assert_eq!(name_in(tx)?, "Undone", "its own write, read back");
+                        undone_started.send(()).unwrap();
+                        let _ = undone_wait.recv_timeout(Duration::from_secs(30));
+                        Err::<(), _>(DomainError::Conflict("refused".into()))
+                    })
+                })
+            };
+            // Counted sleeps, not a clock: the undone writer joins the group first.
+            for _ in 0..50 {
+                if store.groups.of("a").queued.load(Ordering::Acquire) >= 1 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            first_go.send(()).unwrap();
+            undone_runs.recv().unwrap();
+            let after = {
+                let store = Arc::clone(&store);
+                s.spawn(move || {
+                    write(&*store, WriteScope::Org("a"), |tx| {
+                        let (_, s0) = store.round_trips();
+                        let name = name_in(tx)?;
+                        let (_, s1) = store.round_trips();
+                        Ok((name, s1 - s0))
+                    })
+                })
+            };
+            for _ in 0..50 {
+                if store.groups.of("a").queued.load(Ordering::Acquire) >= 1 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            undone_go.send(()).unwrap();
+            assert_eq!(first.join().unwrap().unwrap(), "Original");
+            assert!(undone.join().unwrap().is_err());
+            let (name, statements) = after.join().unwrap().unwrap();
+            assert_eq!(name, "Original", "the undone write's document is forgotten");
+            assert_eq!(statements, 0, "read once for the group");
+        });
+        let renamed = write(&*store, WriteScope::Org("a"), |tx| {
+            tx.put(Kind::Organization, "a", &org_doc("Kept"))?;
+            name_in(tx)
+        });
+        assert_eq!(
+            renamed.unwrap(),
+            "Kept",
+            "a write's own document, read back"
+        );
     }
 }
