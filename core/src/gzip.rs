@@ -26,8 +26,9 @@ const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
 /// The text after a request's `id`, deflated once.
 pub(crate) struct Gzipped {
-    /// A raw deflate stream of the text, its last block marked final.
-    deflated: Vec<u8>,
+    /// A raw deflate stream of the text, its last block marked final (`None`: the
+    /// encoder failed, which writing to a `Vec` does not; the answer then goes as it is).
+    deflated: Option<Vec<u8>>,
     /// The CRC-32 of the text.
     crc: Hasher,
     /// The text's length.
@@ -38,11 +39,7 @@ impl Gzipped {
     /// Deflates `text` at the best ratio: it is done once per kept answer.
     pub(crate) fn of(text: &[u8]) -> Self {
         let mut enc = DeflateEncoder::new(Vec::with_capacity(text.len() / 4), Compression::best());
-        // Writing to a `Vec` cannot fail.
-        let deflated = enc
-            .write_all(text)
-            .and_then(|()| enc.finish())
-            .unwrap_or_default();
+        let deflated = enc.write_all(text).and_then(|()| enc.finish()).ok();
         let mut crc = Hasher::new();
         crc.update(text);
         Self {
@@ -56,15 +53,16 @@ impl Gzipped {
     /// fit one stored block, whose `LEN` is 16 bits (an `id` of 64 KiB or more: the
     /// answer goes as it is).
     pub(crate) fn after(&self, head: &[u8]) -> Option<Vec<u8>> {
+        let deflated = self.deflated.as_deref()?;
         let len = u16::try_from(head.len()).ok()?;
-        let mut out = Vec::with_capacity(HEADER.len() + 5 + head.len() + self.deflated.len() + 8);
+        let mut out = Vec::with_capacity(HEADER.len() + 5 + head.len() + deflated.len() + 8);
         out.extend_from_slice(&HEADER);
         // BFINAL 0, BTYPE 00 (stored), then padding to the byte boundary: one zero byte.
         out.push(0);
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(&(!len).to_le_bytes());
         out.extend_from_slice(head);
-        out.extend_from_slice(&self.deflated);
+        out.extend_from_slice(deflated);
         let mut crc = Hasher::new();
         crc.update(head);
         crc.combine(&self.crc);
