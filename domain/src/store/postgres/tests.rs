@@ -643,7 +643,7 @@ fn a_read_that_runs_no_statement_costs_no_round_trip() {
         Ok(tx.put(Kind::Event, "org-a", &event("e1", 1))?)
     })
     .unwrap();
-    let _ = read(&store, |_tx| Ok(())).unwrap();
+    read(&store, |_tx| Ok(())).unwrap();
     let n = read(&store, |tx| Ok(tx.count(Kind::Event, "org-a", &[])?)).unwrap();
     assert_eq!(n, 1);
 }
