@@ -25,7 +25,7 @@ use crate::ops::me::Caller;
 use crate::org::Settings;
 
 /// How long a kept value is used at most, whatever the epoch says.
-pub(crate) const TTL_MS: u64 = 60_000;
+const TTL_MS: u64 = 60_000;
 
 /// The most entries a map keeps.
 const MAX_KEPT: usize = 10_000;

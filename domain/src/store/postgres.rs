@@ -112,6 +112,25 @@ struct Conn {
     broken: bool,
 }
 
+impl Conn {
+    /// Sends a transaction's frame. The pool hands a connection out without pinging it
+    /// first (a round trip per transaction): one found closed here (closed while idle),
+    /// where nothing of the transaction ran, is replaced in place by a new session with
+    /// none of the old statements, and the frame sent once more (`docs/decisions.md`,
+    /// "PostgreSQL round trips").
+    fn send_frame(&mut self, frame: &str, config: &Config) -> Result<(), StoreError> {
+        match self.client.batch_execute(frame) {
+            Ok(()) => Ok(()),
+            Err(_) if self.client.is_closed() => {
+                self.client = config.connect(NoTls)?;
+                self.statements = Prepared::default();
+                Ok(self.client.batch_execute(frame)?)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
 /// Opens connections for the pool (`r2d2_postgres` hands out a bare `Client`, with no
 /// room for a statement cache; this is the same twenty lines with one).
 struct Manager {
@@ -291,55 +310,37 @@ impl PostgresStore {
         Ok(self.pool.get()?)
     }
 
-    /// The statements that open a transaction of `access`, sent as one round trip: a
-    /// read is a read-only snapshot (repeatable read); a write is `READ COMMITTED` and
-    /// takes its scope's locks before anything else (the domain assumes one writer per
-    /// organization: `max + 1` sequences, checks then inserts).
-    fn frame(&self, access: Access<'_>) -> String {
-        match access {
-            Access::Read => READ_FRAME.into(),
-            Access::Write { scope, .. } => format!(
-                "START TRANSACTION ISOLATION LEVEL READ COMMITTED; {}",
-                self.keys.statement(scope)
-            ),
-        }
+    /// The statements that open a write of `scope`, sent as one round trip: `READ
+    /// COMMITTED`, and its scope's locks taken before anything else (the domain assumes
+    /// one writer per organization: `max + 1` sequences, checks then inserts). A read's
+    /// frame is [`READ_FRAME`].
+    fn write_frame(&self, scope: WriteScope<'_>) -> String {
+        format!(
+            "START TRANSACTION ISOLATION LEVEL READ COMMITTED; {}",
+            self.keys.statement(scope)
+        )
     }
 
     /// A pooled connection with a transaction of `access` open, or, for a read, about to
     /// be: a read's frame goes just before its first statement ([`Open::unsent`]), so a
-    /// read that runs none (all it needs kept, `kept.rs`) costs no round trip. The pool
-    /// hands a connection out without pinging it first (a round trip per transaction):
-    /// one found closed at the frame, where nothing of the transaction ran, is dropped
-    /// by the pool and the frame sent once more on another (for a write here; for a
-    /// read, by [`Pg::statement`], on a new session in its place) (`docs/decisions.md`,
-    /// "PostgreSQL round trips").
+    /// read that runs none (all it needs kept, `kept.rs`) costs no round trip. Either
+    /// way the frame goes through [`Conn::send_frame`].
     fn begin(&self, access: Access<'_>) -> Result<Open, StoreError> {
-        if let Access::Read = access {
-            return Ok(Open {
-                conn: self.conn()?,
-                unsent: Some(READ_FRAME),
-                memory: Memory::default(),
-                ended: false,
-            });
+        let mut open = Open {
+            conn: self.conn()?,
+            unsent: Some(READ_FRAME),
+            memory: Memory::default(),
+            ended: false,
+        };
+        if let Access::Write { scope, .. } = access {
+            open.unsent = None;
+            open.conn
+                .send_frame(&self.write_frame(scope), &self.config)?;
         }
-        let frame = self.frame(access);
-        let mut retried = false;
-        loop {
-            let mut open = Open {
-                conn: self.conn()?,
-                unsent: None,
-                memory: Memory::default(),
-                ended: false,
-            };
-            match open.conn.client.batch_execute(&frame) {
-                Ok(()) => return Ok(open),
-                Err(_) if open.conn.client.is_closed() && !retried => retried = true,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        Ok(open)
     }
 
-    /// Runs `f` in one transaction ([`PostgresStore::frame`]), counted in
+    /// Runs `f` in one transaction ([`PostgresStore::begin`]), counted in
     /// [`PostgresStore::round_trips`]. A read always commits (when it began); a write
     /// commits only when `f` succeeded and `commit` says so.
     fn in_transaction(
@@ -602,7 +603,8 @@ impl PostgresStore {
 /// per connection and kept ([`STATEMENTS_KEPT`]), each prepare and execution counted.
 struct Pg<'a> {
     conn: &'a mut Conn,
-    /// To open a session in place of one found closed at a read's frame.
+    /// To open a session in place of one found closed at a read's frame
+    /// ([`Conn::send_frame`]).
     config: &'a Config,
     trips: &'a RoundTrips,
     /// The transaction's frame, when it is a read's not sent yet ([`Open::unsent`]).
@@ -661,17 +663,7 @@ impl Pg<'_> {
     /// frame when it is still to be sent.
     fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
         if let Some(frame) = *self.unsent {
-            match self.conn.client.batch_execute(frame) {
-                Ok(()) => {}
-                Err(_) if self.conn.client.is_closed() => {
-                    // Closed while idle in the pool, found here, where nothing of the
-                    // transaction ran: a new session, with none of the old statements.
-                    self.conn.client = self.config.connect(NoTls)?;
-                    self.conn.statements = Prepared::default();
-                    self.conn.client.batch_execute(frame)?;
-                }
-                Err(e) => return Err(e.into()),
-            }
+            self.conn.send_frame(frame, self.config)?;
             *self.unsent = None;
             self.trips.transactions.fetch_add(1, Ordering::Relaxed);
         }
