@@ -67,6 +67,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
         7,
         include_str!("migrations/postgres/0007_money_centavos.sql"),
     ),
+    (
+        8,
+        include_str!("migrations/postgres/0008_members_notify_table_schema.sql"),
+    ),
 ];
 
 /// The schema version this binary knows.
@@ -568,7 +572,7 @@ impl Store for PostgresStore {
 
     fn members_epoch(&self) -> Option<u64> {
         self.listening
-            .call_once(|| members::listen(self.config.clone(), &self.members));
+            .call_once(|| members::listen(self.config.clone(), &self.keys.schema, &self.members));
         self.members.current()
     }
 

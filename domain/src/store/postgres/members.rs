@@ -2,8 +2,10 @@
 //!
 //! One thread per store, started at the first [`super::Store::members_epoch`] question
 //! (a store nobody asks, as in most tests, opens no extra connection), on a connection
-//! of its own that does nothing but `LISTEN dunning_members`. Every notification bumps
-//! the [`MemberEpoch`]; while the connection is not up (not yet, or lost) the epoch
+//! of its own that does nothing but `LISTEN dunning_members`. Every notification whose
+//! payload names this store's schema bumps the [`MemberEpoch`] (the channel is the
+//! database's, shared by every schema in it: another schema's members are not this
+//! store's, and counting them would only empty its caches for nothing); while the connection is not up (not yet, or lost) the epoch
 //! answers `None`, so nothing cached from membership is used, and it reconnects every
 //! second. It ends within [`POLL`] of the store being dropped.
 
@@ -19,17 +21,19 @@ use crate::store::MemberEpoch;
 /// How long the listener waits for a notification before checking the store is alive.
 const POLL: Duration = Duration::from_millis(250);
 
-/// Starts the listener thread for `epoch`; it connects with `config`.
-pub(super) fn listen(config: Config, epoch: &Arc<MemberEpoch>) {
+/// Starts the listener thread for `epoch`, of the store in `schema`; it connects with
+/// `config`.
+pub(super) fn listen(config: Config, schema: &str, epoch: &Arc<MemberEpoch>) {
     let epoch = Arc::downgrade(epoch);
+    let schema = schema.to_owned();
     let spawned = thread::Builder::new()
         .name("pg-members".into())
-        .spawn(move || run(&config, &epoch));
+        .spawn(move || run(&config, &schema, &epoch));
     // Without the thread the epoch stays unwatched: correct, only uncached.
     drop(spawned);
 }
 
-fn run(config: &Config, epoch: &Weak<MemberEpoch>) {
+fn run(config: &Config, schema: &str, epoch: &Weak<MemberEpoch>) {
     loop {
         let Ok(mut client) = config.connect(NoTls) else {
             if !alive(epoch) {
@@ -45,6 +49,7 @@ fn run(config: &Config, epoch: &Weak<MemberEpoch>) {
             loop {
                 let next = client.notifications().timeout_iter(POLL).next();
                 match next {
+                    Ok(Some(n)) if n.payload() != schema => {}
                     Ok(Some(_)) => match epoch.upgrade() {
                         Some(e) => e.bump(),
                         None => return,

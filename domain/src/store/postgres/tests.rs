@@ -278,8 +278,30 @@ fn member_writes_move_the_epoch_across_stores() {
         Ok(tx.put(Kind::Debtor, "org1", &debtor)?)
     })
     .unwrap();
+    // Nor do another schema's members (the channel is the database's).
+    let other = PostgresStore::scratch(&url).unwrap();
+    write(&other, WriteScope::All, |tx| {
+        Ok(tx.put(Kind::Member, "org1", &doc)?)
+    })
+    .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(b.members_epoch(), settled);
+    // An operator's statement on this schema's table from a session whose search path is
+    // elsewhere does (the payload is the table's schema, not the writer's; a TRUNCATE, as
+    // the tallies' row triggers name their table unqualified).
+    let mut admin = parse_url(&url).unwrap().connect(NoTls).unwrap();
+    admin
+        .batch_execute(&format!("TRUNCATE {schema}.members"))
+        .unwrap();
+    let mut waits = 0;
+    while b.members_epoch() == settled {
+        waits += 1;
+        assert!(
+            waits < 200,
+            "the operator's truncate was not heard within ≈ 1 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// `exclusively` must release its lock on every path: a panic inside it leaves the next
