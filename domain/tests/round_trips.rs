@@ -107,3 +107,38 @@ fn a_write_costs_the_same_however_much_data_surrounds_it() {
         "the same round trips with 4 or 33 charges on the debtor"
     );
 }
+
+/// A create's writes (the debtor, its event, the idempotency record) wait for nothing:
+/// they travel together, with the commit, and the transaction's frame travels with its
+/// first read. Exchanges are what a caller waits for, however many statements each
+/// carries.
+#[test]
+fn a_creates_writes_travel_together() {
+    let Some((store, mut bed, _)) = bed_with(0) else {
+        return;
+    };
+    settled(&store);
+    let create = |i: u8| {
+        let cpf = dunning_domain::brazil::document::cpf_from_base(&[1, 2, 3, 4, 5, 6, 7, 8, i]);
+        json!({"cnpj_cpf": cpf, "name": format!("D {i}")})
+    };
+    let debtor = |store: &PostgresStore, bed: &mut Bed, i: u8| {
+        let ana = bed.ana();
+        let x0 = store.exchanges();
+        let (t0, s0) = store.round_trips();
+        bed.ok(&ana, "dunning_debtors_create", create(i));
+        let (t1, s1) = store.round_trips();
+        (t1 - t0, s1 - s0, store.exchanges() - x0)
+    };
+    debtor(&store, &mut bed, 1);
+    let (transactions, statements, exchanges) = debtor(&store, &mut bed, 2);
+    assert_eq!(transactions, 1);
+    // Three reads (the settings, with the frame; the document's duplicate; the last
+    // event's number), then the debtor and its event with the commit: four exchanges
+    // where one statement each, the frame and the commit apart, would be seven.
+    assert_eq!(
+        (statements, exchanges),
+        (5, 4),
+        "statements and exchanges of a create"
+    );
+}

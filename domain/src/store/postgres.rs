@@ -1,6 +1,7 @@
 //! The PostgreSQL store: the same tables as SQLite (one per [`Kind`], `(org, id,
 //! created_at, doc, <indexed columns>)`), behind the same [`Store`]/[`Tx`], on the
-//! blocking `postgres` driver and an `r2d2` pool (the `Store` trait is synchronous).
+//! `tokio-postgres` driven on the caller's thread and an `r2d2` pool (the `Store` trait
+//! is synchronous; `postgres/session.rs`).
 //!
 //! Semantics, as on SQLite:
 //!
@@ -28,15 +29,15 @@
 //! `schema_migrations`. A database whose version is newer than this binary knows is
 //! refused.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use postgres::{Client, Config, NoTls, Statement};
+use postgres::{Client, NoTls};
 use sha2::{Digest, Sha256};
+use tokio_postgres::Config;
 
 use super::{
     ColumnType, MemberEpoch, Store, StoreError, Tx, WriteScope,
@@ -76,22 +77,6 @@ const MIGRATIONS: &[(i32, &str)] = &[
 /// The schema version this binary knows.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
-/// Prepared statements kept per connection; past this many the cache is emptied (the
-/// query shapes are finite, this only bounds a surprise).
-const STATEMENTS_KEPT: usize = 512;
-
-/// Executions after which a connection prepares its statements again.
-///
-/// PostgreSQL keeps a prepared statement's generic plan for the session, until the
-/// table's statistics change, and makes it from the table's size when it is planned.
-/// Planned on a nearly empty table (a new database, before autovacuum's first
-/// `ANALYZE`), a page's `id IN (...)` lookup scanned the whole organization for every
-/// row once the table had grown: `dunning_charges_list` fell from 2,000 to 250 req/s
-/// after 4,500 debtors were created, and stayed there. Re-prepared every this many
-/// executions, such a plan lasts seconds under load, for one extra round trip per
-/// statement shape each time (`docs/decisions.md`, "PostgreSQL round trips").
-const REPLAN_AFTER: u64 = 5_000;
-
 impl From<postgres::Error> for StoreError {
     fn from(e: postgres::Error) -> Self {
         match e.as_db_error() {
@@ -104,62 +89,6 @@ impl From<postgres::Error> for StoreError {
 impl From<r2d2::Error> for StoreError {
     fn from(e: r2d2::Error) -> Self {
         Self(format!("postgres pool: {e}"))
-    }
-}
-
-/// One pooled connection and its prepared statements.
-struct Conn {
-    client: Client,
-    statements: Prepared,
-    /// A transaction of it could not be ended: the pool drops it rather than hand out a
-    /// session in an unknown state.
-    broken: bool,
-}
-
-impl Conn {
-    /// Sends a transaction's frame. The pool hands a connection out without pinging it
-    /// first (a round trip per transaction): one found closed here (closed while idle),
-    /// where nothing of the transaction ran, is replaced in place by a new session with
-    /// none of the old statements, and the frame sent once more (`docs/decisions.md`,
-    /// "PostgreSQL round trips").
-    fn send_frame(&mut self, frame: &str, config: &Config) -> Result<(), StoreError> {
-        match self.client.batch_execute(frame) {
-            Ok(()) => Ok(()),
-            Err(_) if self.client.is_closed() => {
-                self.client = config.connect(NoTls)?;
-                self.statements = Prepared::default();
-                Ok(self.client.batch_execute(frame)?)
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-}
-
-/// Opens connections for the pool (`r2d2_postgres` hands out a bare `Client`, with no
-/// room for a statement cache; this is the same twenty lines with one).
-struct Manager {
-    config: Config,
-}
-
-impl r2d2::ManageConnection for Manager {
-    type Connection = Conn;
-    type Error = postgres::Error;
-
-    fn connect(&self) -> Result<Conn, postgres::Error> {
-        Ok(Conn {
-            client: self.config.connect(NoTls)?,
-            statements: Prepared::default(),
-            broken: false,
-        })
-    }
-
-    /// Only asked with `test_on_check_out`, which is off ([`PostgresStore::begin`]).
-    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
-        conn.client.simple_query("").map(|_| ())
-    }
-
-    fn has_broken(&self, conn: &mut Conn) -> bool {
-        conn.broken || conn.client.is_closed()
     }
 }
 
@@ -179,7 +108,7 @@ pub struct PostgresStore {
     /// ([`members`]; the listener starts at the first question).
     members: Arc<MemberEpoch>,
     listening: Once,
-    /// What the listener connects with.
+    /// What sessions connect with (the pool's, the listener's, `exclusively`'s).
     config: Config,
 }
 
@@ -195,6 +124,12 @@ impl std::fmt::Debug for PostgresStore {
 fn parse_url(url: &str) -> Result<Config, StoreError> {
     url.parse::<Config>()
         .map_err(|e| StoreError(format!("postgres: bad URL: {e}")))
+}
+
+/// A blocking client of `config`, for what runs outside the pool (migrations,
+/// `exclusively`, the membership listener, a scratch schema's creation and drop).
+fn blocking(config: &Config) -> Result<Client, postgres::Error> {
+    postgres::Config::from(config.clone()).connect(NoTls)
 }
 
 /// A name safe to splice into SQL as an identifier.
@@ -226,7 +161,7 @@ impl PostgresStore {
     pub fn open_in_schema(url: &str, schema: &str, connections: u32) -> Result<Self, StoreError> {
         check_ident(schema)?;
         let mut config = parse_url(url)?;
-        config.options(&format!("-c search_path={schema}"));
+        config.options(format!("-c search_path={schema}"));
         Self::with_config(config, connections, None)
     }
 
@@ -236,7 +171,7 @@ impl PostgresStore {
     pub fn scratch(url: &str) -> Result<Self, StoreError> {
         // Nothing of a scratch store outlives the test: no commit waits for the disk.
         let fast = "-c synchronous_commit=off";
-        let mut admin = parse_url(url)?.options(fast).connect(NoTls)?;
+        let mut admin = blocking(parse_url(url)?.options(fast))?;
         let row = admin.query_one(
             "SELECT 't_' || replace(gen_random_uuid()::text, '-', '')",
             &[],
@@ -244,7 +179,7 @@ impl PostgresStore {
         let schema: String = row.get(0);
         admin.batch_execute(&format!("CREATE SCHEMA {schema}"))?;
         let mut config = parse_url(url)?;
-        config.options(&format!("-c search_path={schema} {fast}"));
+        config.options(format!("-c search_path={schema} {fast}"));
         match Self::with_config(config, 4, Some(schema.clone())) {
             Ok(s) => Ok(s),
             Err(e) => {
@@ -261,7 +196,7 @@ impl PostgresStore {
     ) -> Result<Self, StoreError> {
         // The first connection migrates and fails fast when the server is not there;
         // the pool opens the others on demand.
-        let mut first = config.connect(NoTls)?;
+        let mut first = blocking(&config)?;
         migrate(&mut first)?;
         let schema: String = first.query_one("SELECT current_schema()", &[])?.get(0);
         let pool = r2d2::Pool::builder()
@@ -294,7 +229,7 @@ impl PostgresStore {
     /// session releases it on every path, a panic in `f` included. A pooled connection
     /// would go back to the pool still holding it, and every later start would wait.
     pub fn exclusively<R>(&self, f: impl FnOnce() -> R) -> Result<R, StoreError> {
-        let mut session = self.config.connect(NoTls)?;
+        let mut session = blocking(&self.config)?;
         session.batch_execute(
             "SELECT pg_advisory_lock(hashtextextended('dunning-init:' || current_schema(), 0))",
         )?;
@@ -325,43 +260,39 @@ impl PostgresStore {
         )
     }
 
-    /// A pooled connection with a transaction of `access` open, or, for a read, about to
-    /// be: a read's frame goes just before its first statement ([`Open::unsent`]), so a
-    /// read that runs none (all it needs kept, `kept.rs`) costs no round trip. Either
-    /// way the frame goes through [`Conn::send_frame`].
+    /// A pooled connection for a transaction of `access`, its frame not sent yet: it goes
+    /// with the first statement ([`Unsent`]), so a transaction that runs none (a read
+    /// with all it needs kept, `kept.rs`) costs no round trip, and one that does pays no
+    /// round trip of its own for `BEGIN` and its locks.
     fn begin(&self, access: Access<'_>) -> Result<Open, StoreError> {
-        let mut open = Open {
+        let frame = match access {
+            Access::Read => READ_FRAME.to_owned(),
+            Access::Write { scope, .. } => self.write_frame(scope),
+        };
+        Ok(Open {
             conn: self.conn()?,
-            unsent: Some(READ_FRAME),
+            unsent: Unsent::opening(frame),
             memory: Memory::default(),
             ended: false,
-        };
-        if let Access::Write { scope, .. } = access {
-            open.unsent = None;
-            open.conn
-                .send_frame(&self.write_frame(scope), &self.config)?;
-        }
-        Ok(open)
+        })
     }
 
     /// Runs `f` in one transaction ([`PostgresStore::begin`]), counted in
     /// [`PostgresStore::round_trips`]. A read always commits (when it began); a write
-    /// commits only when `f` succeeded and `commit` says so.
+    /// commits only when `f` succeeded and `commit` says so, its last writes sent with
+    /// its `COMMIT`.
     fn in_transaction(
         &self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         access: Access<'_>,
     ) -> Result<(), DomainError> {
         let mut open = self.begin(access)?;
-        if open.unsent.is_none() {
-            self.trips.transactions.fetch_add(1, Ordering::Relaxed);
-        }
         let (out, members) = open.run(f, self);
         let commit = match access {
             Access::Write { commit, .. } => commit && out.is_ok(),
             Access::Read => true,
         };
-        open.end(commit)?;
+        open.end(self, commit)?;
         if commit && members {
             // At once for this process; the others hear the trigger's NOTIFY.
             self.members.bump();
@@ -373,69 +304,129 @@ impl PostgresStore {
 /// The frame of every read.
 const READ_FRAME: &str = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
-/// One connection's prepared statements, by SQL text.
+/// What a transaction has yet to send. All of it goes with the next statement whose
+/// answer is awaited, or with the transaction's end, in one round trip
+/// ([`session::Session::pipeline`]): the frame (`BEGIN` and the writers' locks), a
+/// group writer's savepoint, and the writes whose answers nobody reads ([`Driver::defer`];
+/// their errors surface there, before the writer's outcome is decided).
 #[derive(Default)]
-struct Prepared {
-    kept: HashMap<String, Statement>,
-    /// Executions since `kept` was last emptied ([`REPLAN_AFTER`]).
-    uses: u64,
+struct Unsent {
+    /// Simple-protocol text, in order: the frame, a savepoint.
+    text: String,
+    /// `text` opens the transaction: nothing of it has reached the server.
+    opens: bool,
+    /// Writes, in order, by SQL text (their statements are looked up when sent, so a
+    /// session replaced before the frame prepares them anew).
+    writes: Vec<(String, Vec<Arg>)>,
+}
+
+/// Deferred writes sent at once past this many, so a long import holds a bounded
+/// pipeline in memory.
+const WRITES_HELD: usize = 64;
+
+impl Unsent {
+    fn opening(frame: String) -> Self {
+        Self {
+            text: frame,
+            opens: true,
+            writes: Vec::new(),
+        }
+    }
+
+    /// Adds `text` (a savepoint) after what is unsent.
+    fn say(&mut self, text: &str) {
+        if !self.text.is_empty() {
+            self.text.push_str("; ");
+        }
+        self.text.push_str(text);
+    }
 }
 
 /// A pooled connection inside a transaction: ended by [`Open::end`], or rolled back when
 /// dropped before (an error or a panic in the domain's closure).
 struct Open {
     conn: r2d2::PooledConnection<Manager>,
-    /// A read's frame, until its first statement sends it ([`PostgresStore::begin`]).
-    unsent: Option<&'static str>,
+    unsent: Unsent,
     /// What the transaction has read, kept from one writer of a group to the next.
     memory: Memory,
     ended: bool,
 }
 
 impl Open {
+    /// The driver of this transaction of `store`.
+    fn pg<'a>(&'a mut self, store: &'a PostgresStore) -> Pg<'a> {
+        Pg {
+            conn: &mut self.conn,
+            config: &store.config,
+            trips: &store.trips,
+            unsent: &mut self.unsent,
+        }
+    }
+
+    /// The transaction's frame has reached the server: there is something to end.
+    fn begun(&self) -> bool {
+        !self.unsent.opens
+    }
+
     /// Runs `f` on this transaction of `store` (each statement counted in its round
     /// trips); returns its outcome and whether it wrote a member or an organization.
+    /// What `f` deferred is still unsent ([`Open::flush`], [`Open::end`]).
     fn run(
         &mut self,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
         store: &PostgresStore,
     ) -> (Result<(), DomainError>, bool) {
-        let pg = Pg {
-            conn: &mut self.conn,
-            config: &store.config,
-            trips: &store.trips,
-            unsent: &mut self.unsent,
-        };
-        let mut t = SqlTx::resume(pg, std::mem::take(&mut self.memory));
+        let memory = std::mem::take(&mut self.memory);
+        let mut t = SqlTx::resume(self.pg(store), memory);
         let out = f(&mut t);
+        let members = t.members;
         self.memory = t.memory;
-        (out, t.members)
+        (out, members)
     }
 
-    /// Ends the transaction with `COMMIT` (`commit`) or `ROLLBACK`; a read that never
-    /// sent its frame has none to end.
-    fn end(&mut self, commit: bool) -> Result<(), StoreError> {
+    /// Sends the deferred writes, if any (with what else is unsent before them).
+    fn flush(&mut self, store: &PostgresStore) -> Result<(), StoreError> {
+        if self.unsent.writes.is_empty() {
+            return Ok(());
+        }
+        self.pg(store).send(None, None).map(drop)
+    }
+
+    /// Ends the transaction: `COMMIT` after its deferred writes (`commit`), or
+    /// `ROLLBACK` without them; a transaction whose frame never left has nothing to end
+    /// but what it deferred.
+    fn end(&mut self, store: &PostgresStore, commit: bool) -> Result<(), StoreError> {
         self.ended = true;
-        if self.unsent.is_some() {
+        if !commit {
+            self.unsent.writes.clear();
+        }
+        if !self.begun() && self.unsent.writes.is_empty() {
             return Ok(());
         }
         let out = self
-            .conn
-            .client
-            .batch_execute(if commit { "COMMIT" } else { "ROLLBACK" });
-        if out.is_err() {
-            self.conn.broken = true;
+            .pg(store)
+            .send(None, Some(if commit { "COMMIT" } else { "ROLLBACK" }));
+        if out.is_err() && !self.conn.session.is_closed() {
+            // A deferred write refused: `COMMIT` in the failed transaction rolled it
+            // back, and the session is idle again. Anything else leaves it unknown.
+            self.conn.broken |= self
+                .conn
+                .session
+                .pipeline(&[Item::Text("ROLLBACK")])
+                .is_err();
         }
-        Ok(out?)
+        out.map(drop)
+    }
+
+    /// Sends `text` (a savepoint's rollback) now.
+    fn say_now(&mut self, text: &str) -> Result<(), StoreError> {
+        Ok(self.conn.session.pipeline(&[Item::Text(text)]).map(drop)?)
     }
 }
 
 impl Drop for Open {
     fn drop(&mut self) {
-        if !self.ended
-            && self.unsent.is_none()
-            && self.conn.client.batch_execute("ROLLBACK").is_err()
-        {
+        if !self.ended && self.begun() && self.say_now("ROLLBACK").is_err() {
             self.conn.broken = true;
         }
     }
@@ -502,7 +493,7 @@ impl Drop for PostgresStore {
     fn drop(&mut self) {
         let Some(schema) = &self.scratch else { return };
         let drop_it = || -> Result<(), postgres::Error> {
-            let mut admin = self.config.connect(NoTls)?;
+            let mut admin = blocking(&self.config)?;
             admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
         };
         if let Err(e) = drop_it() {
@@ -571,48 +562,56 @@ impl Store for PostgresStore {
     }
 
     fn members_epoch(&self) -> Option<u64> {
-        self.listening
-            .call_once(|| members::listen(self.config.clone(), &self.keys.schema, &self.members));
+        self.listening.call_once(|| {
+            members::listen(self.config.clone().into(), &self.keys.schema, &self.members)
+        });
         self.members.current()
     }
 
     fn ping(&self) -> bool {
         self.pool
             .get_timeout(Duration::from_secs(2))
-            .is_ok_and(|mut c| c.client.simple_query("SELECT 1").is_ok())
+            .is_ok_and(|mut c| c.session.pipeline(&[Item::Text("SELECT 1")]).is_ok())
     }
 }
 
-/// Round trips to PostgreSQL, counted so a test can hold them down: a transaction costs
-/// a fixed frame (`BEGIN`, the writers' lock for a write, `COMMIT`), and each statement
-/// the domain runs in it one more (two the first time a connection prepares it).
+/// Round trips to PostgreSQL, counted so a test can hold them down.
 #[derive(Debug, Default)]
 struct RoundTrips {
+    /// Transactions begun (their frames sent).
     transactions: AtomicU64,
+    /// Statements the domain ran, and each statement's prepare.
     statements: AtomicU64,
+    /// Exchanges with the server: a prepare, or a pipeline of all that was unsent and
+    /// the statement whose answer is awaited.
+    exchanges: AtomicU64,
 }
 
 impl PostgresStore {
     /// `(transactions, statements)` run so far: the statements are the domain's own
-    /// (each prepare and each execution one round trip), the transactions' frames apart.
+    /// (each prepare and each execution), the transactions' frames apart.
     pub fn round_trips(&self) -> (u64, u64) {
         (
             self.trips.transactions.load(Ordering::Relaxed),
             self.trips.statements.load(Ordering::Relaxed),
         )
     }
+
+    /// The exchanges with the server so far: what a caller waits for, however many
+    /// statements each carried.
+    pub fn exchanges(&self) -> u64 {
+        self.trips.exchanges.load(Ordering::Relaxed)
+    }
 }
 
 /// The PostgreSQL driver of the store's one [`SqlTx`]: every statement prepared once
-/// per connection and kept ([`STATEMENTS_KEPT`]), each prepare and execution counted.
+/// per connection and kept (`session.rs`), sent with what the transaction has unsent.
 struct Pg<'a> {
     conn: &'a mut Conn,
-    /// To open a session in place of one found closed at a read's frame
-    /// ([`Conn::send_frame`]).
+    /// To open a session in place of one found closed before its transaction began.
     config: &'a Config,
     trips: &'a RoundTrips,
-    /// The transaction's frame, when it is a read's not sent yet ([`Open::unsent`]).
-    unsent: &'a mut Option<&'static str>,
+    unsent: &'a mut Unsent,
 }
 
 impl ToSql for Arg {
@@ -663,38 +662,85 @@ impl ToSql for Arg {
 }
 
 impl Pg<'_> {
-    /// The prepared statement for `sql` on this connection, after the transaction's
-    /// frame when it is still to be sent.
-    fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
-        if let Some(frame) = *self.unsent {
-            self.conn.send_frame(frame, self.config)?;
-            *self.unsent = None;
+    /// Sends what is unsent, then `last` (a statement whose answer is awaited), then
+    /// `tail` (a transaction's end), in one exchange; answers `last`'s rows and count.
+    ///
+    /// The pool hands a connection out without pinging it first (a round trip per
+    /// transaction): one found closed here, when this exchange opens the transaction
+    /// (nothing of it ran), is replaced in place by a new session and everything sent
+    /// once more (`docs/decisions.md`, "PostgreSQL round trips"). Whatever the outcome,
+    /// what was unsent is sent or lost with its transaction.
+    fn send(
+        &mut self,
+        last: Option<(&str, &[Arg])>,
+        tail: Option<&str>,
+    ) -> Result<Option<Answer>, StoreError> {
+        let opens = self.unsent.opens;
+        let out = match self.exchange(last, tail) {
+            Err(_) if opens && self.conn.session.is_closed() => {
+                self.conn.reopen(self.config)?;
+                self.exchange(last, tail)
+            }
+            other => other,
+        };
+        if opens {
             self.trips.transactions.fetch_add(1, Ordering::Relaxed);
         }
-        let prepared = &mut self.conn.statements;
-        prepared.uses += 1;
-        if prepared.uses > REPLAN_AFTER {
-            prepared.kept.clear();
-            prepared.uses = 1;
-        }
-        if let Some(s) = prepared.kept.get(sql) {
-            return Ok(s.clone());
-        }
-        let s = self.conn.client.prepare(sql)?;
-        self.trips.statements.fetch_add(1, Ordering::Relaxed);
-        let prepared = &mut self.conn.statements;
-        if prepared.kept.len() >= STATEMENTS_KEPT {
-            prepared.kept.clear();
-        }
-        prepared.kept.insert(sql.to_owned(), s.clone());
-        Ok(s)
+        *self.unsent = Unsent::default();
+        out
     }
 
-    fn query(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<postgres::Row>, StoreError> {
-        let s = self.statement(sql)?;
-        self.trips.statements.fetch_add(1, Ordering::Relaxed);
-        let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-        Ok(self.conn.client.query(&s, &refs)?)
+    fn exchange(
+        &mut self,
+        last: Option<(&str, &[Arg])>,
+        tail: Option<&str>,
+    ) -> Result<Option<Answer>, StoreError> {
+        let Self {
+            conn,
+            trips,
+            unsent,
+            ..
+        } = self;
+        // A prepare is an exchange of its own, the first time on a session.
+        let mut prepared = |sql: &str| -> Result<_, StoreError> {
+            let (statement, now) = conn.statement(sql)?;
+            if now {
+                trips.exchanges.fetch_add(1, Ordering::Relaxed);
+                trips.statements.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(statement)
+        };
+        let mut statements = Vec::with_capacity(unsent.writes.len() + 1);
+        for (sql, _) in &unsent.writes {
+            statements.push(prepared(sql)?);
+        }
+        if let Some((sql, _)) = last {
+            statements.push(prepared(sql)?);
+        }
+        let args = unsent.writes.iter().map(|(_, a)| a.as_slice());
+        let args = args.chain(last.map(|(_, a)| a));
+        let mut items = Vec::with_capacity(statements.len() + 2);
+        if !unsent.text.is_empty() {
+            items.push(Item::Text(&unsent.text));
+        }
+        items.extend(
+            statements
+                .iter()
+                .zip(args)
+                .map(|(s, a)| Item::Statement(s, a)),
+        );
+        items.extend(tail.map(Item::Text));
+        trips.exchanges.fetch_add(1, Ordering::Relaxed);
+        trips
+            .statements
+            .fetch_add(statements.len() as u64, Ordering::Relaxed);
+        let mut answers = conn.session.pipeline(&items)?;
+        Ok(last.and_then(|_| answers.pop()))
+    }
+
+    fn answer(&mut self, sql: &str, args: &[Arg]) -> Result<Answer, StoreError> {
+        let answer = self.send(Some((sql, args)), None)?;
+        answer.ok_or_else(|| StoreError("postgres: a statement without its answer".into()))
     }
 }
 
@@ -702,7 +748,7 @@ impl Driver for Pg<'_> {
     const DIALECT: Dialect = Dialect::Postgres;
 
     fn rows(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<Vec<Cell>>, StoreError> {
-        let rows = self.query(sql, args)?;
+        let (rows, _) = self.answer(sql, args)?;
         rows.iter()
             .map(|r| {
                 (0..r.len())
@@ -722,7 +768,7 @@ impl Driver for Pg<'_> {
     }
 
     fn texts(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<String>, StoreError> {
-        let rows = self.query(sql, args)?;
+        let (rows, _) = self.answer(sql, args)?;
         Ok(rows
             .iter()
             .map(|r| r.try_get::<_, String>(0))
@@ -730,10 +776,15 @@ impl Driver for Pg<'_> {
     }
 
     fn execute(&mut self, sql: &str, args: &[Arg]) -> Result<u64, StoreError> {
-        let s = self.statement(sql)?;
-        self.trips.statements.fetch_add(1, Ordering::Relaxed);
-        let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-        Ok(self.conn.client.execute(&s, &refs)?)
+        Ok(self.answer(sql, args)?.1)
+    }
+
+    fn defer(&mut self, sql: &str, args: Vec<Arg>) -> Result<(), StoreError> {
+        self.unsent.writes.push((sql.to_owned(), args));
+        if self.unsent.writes.len() >= WRITES_HELD {
+            self.send(None, None)?;
+        }
+        Ok(())
     }
 }
 
@@ -745,3 +796,8 @@ mod tests;
 
 mod group;
 mod members;
+mod session;
+
+#[cfg(test)]
+use session::REPLAN_AFTER;
+use session::{Answer, Conn, Item, Manager};

@@ -106,6 +106,13 @@ pub(crate) trait Driver {
     fn texts(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<String>, StoreError>;
     /// How many rows `sql` changed.
     fn execute(&mut self, sql: &str, args: &[Arg]) -> Result<u64, StoreError>;
+    /// Runs `sql`, a write whose answer nobody reads, now or with the transaction's next
+    /// statement or end, whichever the driver likes: its error surfaces there, always
+    /// before the transaction (or a group writer) is decided. SQLite's writes are
+    /// calls, not round trips: at once.
+    fn defer(&mut self, sql: &str, args: Vec<Arg>) -> Result<(), StoreError> {
+        self.execute(sql, &args).map(drop)
+    }
 }
 
 /// The two SQL dialects.
@@ -499,8 +506,7 @@ impl<C: Driver> Tx for SqlTx<C> {
         for c in cols {
             args.push(Arg::of(doc.get(c.name).unwrap_or(&Value::Null), c.ty));
         }
-        self.conn.execute(&upsert_sql(Self::D, kind), &args)?;
-        Ok(())
+        self.conn.defer(&upsert_sql(Self::D, kind), args)
     }
 
     fn delete(&mut self, kind: Kind, org: &str, id: &str) -> Result<bool, StoreError> {
@@ -615,8 +621,7 @@ impl<C: Driver> Tx for SqlTx<C> {
             Arg::Text(r.result.to_string()),
             ms(r.at_ms),
         ];
-        self.conn.execute(&sql, &args)?;
-        Ok(())
+        self.conn.defer(&sql, args.into())
     }
 
     fn rewrite_remembered(
@@ -631,8 +636,7 @@ impl<C: Driver> Tx for SqlTx<C> {
             Arg::Text(org.to_owned()),
             Arg::Text(key.to_owned()),
         ];
-        self.conn.execute(&sql, &args)?;
-        Ok(())
+        self.conn.defer(&sql, args.into())
     }
 
     fn forget_before(&mut self, before_ms: u64) -> Result<u64, StoreError> {
@@ -663,8 +667,7 @@ impl<C: Driver> Tx for SqlTx<C> {
             Arg::Text(doc.to_string()),
             expires_ms.map_or(Arg::Null, ms),
         ];
-        self.conn.execute(&sql, &args)?;
-        Ok(())
+        self.conn.defer(&sql, args.into())
     }
 
     fn grant_rewrite(&mut self, kind: &str, id: &str, doc: &Value) -> Result<bool, StoreError> {
@@ -694,8 +697,7 @@ impl<C: Driver> Tx for SqlTx<C> {
              ON CONFLICT (channel, message_id) DO UPDATE SET org = excluded.org, delivery_id = excluded.delivery_id",
         );
         let args = [channel, message_id, org, delivery_id].map(|a| Arg::Text(a.to_owned()));
-        self.conn.execute(&sql, &args)?;
-        Ok(())
+        self.conn.defer(&sql, args.into())
     }
 
     fn message_owner(

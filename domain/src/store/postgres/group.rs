@@ -38,6 +38,10 @@ use crate::store::Tx;
 /// PostgreSQL backend caches (64).
 const MAX_GROUP: usize = 32;
 
+/// A nested writer's savepoint (each a new one of the same name; rolling back to it
+/// undoes the latest).
+const SAVEPOINT: &str = "SAVEPOINT w";
+
 /// The writers of each organization that has writes in progress on this replica.
 #[derive(Default)]
 pub(super) struct Groups {
@@ -91,6 +95,21 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+impl Open {
+    /// Undoes a nested writer: forgets what it has not sent, and rolls back to its
+    /// savepoint when that was sent.
+    fn undo(&mut self) -> Result<(), StoreError> {
+        self.unsent.writes.clear();
+        if let Some(before) = self.unsent.text.strip_suffix(SAVEPOINT) {
+            // Never sent: nothing to roll back.
+            let kept = before.trim_end_matches("; ").len();
+            self.unsent.text.truncate(kept);
+            return Ok(());
+        }
+        self.say_now("ROLLBACK TO SAVEPOINT w")
+    }
+}
+
 impl PostgresStore {
     /// Runs `f` as one write of `org`, kept when `keep` and it succeeds, in the group
     /// open for `org` on this replica (or a new one); returns once what was kept is
@@ -130,7 +149,6 @@ impl PostgresStore {
                 Ok(open) => open,
                 Err(e) => return Ok(Err(e.into())),
             };
-            self.trips.transactions.fetch_add(1, Ordering::Relaxed);
             *g = Some(Group {
                 open,
                 kept: 0,
@@ -147,14 +165,7 @@ impl PostgresStore {
             Err(panic) => {
                 // Undone: its savepoint rolled back, or, when it ran first, the whole
                 // transaction (by `settle`). The others' writes still wait for a commit.
-                if !first
-                    && group
-                        .open
-                        .conn
-                        .client
-                        .batch_execute("ROLLBACK TO SAVEPOINT w")
-                        .is_err()
-                {
+                if !first && group.open.undo().is_err() {
                     group.open.conn.broken = true;
                 }
                 self.settle(writer, &mut g, first);
@@ -184,9 +195,12 @@ impl PostgresStore {
     }
 
     /// Runs `f` on the group's transaction, in a savepoint when `nested`; returns its
-    /// outcome and, when kept, whether it changed membership. A write not kept is
-    /// undone: its savepoint rolled back, or (first in its group) left for
-    /// [`PostgresStore::settle`] to roll the transaction back.
+    /// outcome and, when kept, whether it changed membership. A nested writer's deferred
+    /// writes are sent before its outcome is decided, so a write refused there fails it
+    /// alone; the first writer's go with the `COMMIT`, or before the next writer runs
+    /// ([`PostgresStore::settle`]), and a refusal fails the transaction, which then
+    /// holds nothing else. A write not kept is undone: its savepoint rolled back, or
+    /// (first in its group) left for `settle` to roll the transaction back.
     fn run_write(
         &self,
         open: &mut Open,
@@ -194,45 +208,59 @@ impl PostgresStore {
         keep: bool,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
     ) -> (Result<(), DomainError>, Option<bool>) {
-        if nested && let Err(e) = open.conn.client.batch_execute("SAVEPOINT w") {
-            // What the transaction holds is not known any more: it fails with its group.
-            open.conn.broken = true;
-            return (Err(StoreError::from(e).into()), None);
+        if nested {
+            // Sent with the writer's first statement.
+            open.unsent.say(SAVEPOINT);
         }
         let before = open.memory.clone();
-        let (out, members) = open.run(f, self);
+        let (mut out, members) = open.run(f, self);
         if keep && out.is_ok() {
-            return (out, Some(members));
+            if !nested {
+                return (out, Some(members));
+            }
+            match open.flush(self) {
+                Ok(()) => return (out, Some(members)),
+                Err(e) => out = Err(e.into()),
+            }
         }
         // Undone: what it read or counted is forgotten with it.
         open.memory = before;
-        if nested && let Err(e) = open.conn.client.batch_execute("ROLLBACK TO SAVEPOINT w") {
+        if nested && let Err(e) = open.undo() {
             // The transaction cannot be trusted any more: it fails with its group.
             open.conn.broken = true;
-            return (Err(StoreError::from(e).into()), None);
+            return (Err(e.into()), None);
         }
+        // First in its group: the whole transaction is rolled back (`settle`).
+        open.unsent.writes.clear();
         (out, None)
     }
 
     /// Ends the open group unless another writer is queued to join it (and it has
-    /// room, and its first write was not undone): commits what it kept, or rolls back
-    /// a group that kept nothing; then wakes its writers.
+    /// room, its first write was not undone, and that write's deferred statements were
+    /// accepted): commits what it kept, or rolls back a group that kept nothing or
+    /// failed; then wakes its writers.
     fn settle(&self, writer: &OrgWriter, g: &mut Option<Group>, undone_first: bool) {
-        let Some(group) = g.as_ref() else { return };
+        let Some(group) = g.as_mut() else { return };
         let joined = writer.queued.load(Ordering::Acquire) > 0;
         let sound = !group.open.conn.broken;
+        let mut refused = None;
         if joined && sound && !undone_first && group.kept < MAX_GROUP {
-            return;
+            // The next writer runs on what the group wrote: the first writer's deferred
+            // writes go now, and a refusal fails the group (the first writer alone).
+            match group.open.flush(self) {
+                Ok(()) => return,
+                Err(e) => refused = Some(e.to_string()),
+            }
         }
         let mut group = g.take().expect("checked above");
-        let commit = group.kept > 0 && sound;
-        let outcome = group.open.end(commit).map_err(|e| e.to_string());
-        let outcome = match outcome {
-            Ok(()) if group.kept > 0 && !commit => {
-                Err("the transaction failed before its commit".to_owned())
-            }
-            other => other,
-        };
+        let commit = group.kept > 0 && sound && refused.is_none();
+        let outcome = group.open.end(self, commit).map_err(|e| e.to_string());
+        let outcome =
+            match outcome {
+                Ok(()) if group.kept > 0 && !commit => Err(refused
+                    .unwrap_or_else(|| "the transaction failed before its commit".to_owned())),
+                other => other,
+            };
         if outcome.is_ok() && group.members {
             // At once for this process; the others hear the trigger's NOTIFY.
             self.members.bump();
@@ -286,8 +314,9 @@ mod tests {
 
     /// While one write of an organization runs, its other writers queue; they then share
     /// its transaction: one commit for them all, each numbered after the ones before it.
-    /// A write of the group that fails, a rehearsal and a panic are undone alone; the
-    /// others are committed, and each writer hears its own outcome.
+    /// A write of the group that fails, one whose deferred write the database refuses,
+    /// a rehearsal and a panic are undone alone; the others are committed, and each
+    /// writer hears its own outcome.
     #[test]
     fn queued_writers_of_one_organization_share_a_commit_and_fail_alone() {
         let Some(url) = pg_url() else { return };
@@ -326,6 +355,18 @@ mod tests {
                     })
                 })
             };
+            let refused = {
+                let store = Arc::clone(&store);
+                s.spawn(move || {
+                    write(&*store, WriteScope::Org("a"), |tx| {
+                        // The first writer's number: the unique `(org, sequence)` refuses
+                        // it when the put is sent, after the closure returned.
+                        let doc =
+                            json!({"id": "refused", "created_at": "2026-01-01", "sequence": 1});
+                        Ok(tx.put(Kind::Event, "a", &doc)?)
+                    })
+                })
+            };
             let rehearsed = {
                 let store = Arc::clone(&store);
                 s.spawn(move || {
@@ -349,7 +390,7 @@ mod tests {
             };
             // Counted sleeps, not a clock: the queued writers reach the group's lock.
             for _ in 0..50 {
-                if store.groups.of("a").queued.load(Ordering::Acquire) >= 7 {
+                if store.groups.of("a").queued.load(Ordering::Acquire) >= 8 {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -360,6 +401,7 @@ mod tests {
                 assert!(k.join().unwrap().is_ok());
             }
             assert!(failed.join().unwrap().is_err());
+            assert!(refused.join().unwrap().is_err(), "a refused write fails");
             assert!(
                 rehearsed.join().unwrap().is_ok(),
                 "a rehearsal's own outcome"
@@ -397,10 +439,22 @@ mod tests {
         let Some(url) = pg_url() else { return };
         let store = PostgresStore::scratch(&url).unwrap();
         append(&store, "b", "warm").unwrap();
-        let (t0, s0) = store.round_trips();
+        let ((t0, s0), x0) = (store.round_trips(), store.exchanges());
         assert_eq!(append(&store, "b", "second").unwrap(), 2);
-        let (t1, s1) = store.round_trips();
+        let ((t1, s1), x1) = (store.round_trips(), store.exchanges());
         assert_eq!((t1 - t0, s1 - s0), (1, 2), "the number read, the event put");
+        assert_eq!(
+            x1 - x0,
+            2,
+            "the frame with the number's read, the put with the commit"
+        );
+        // A put the database refuses (the unique `(org, sequence)`), sent with the
+        // commit: the write fails, nothing of it is kept, the session is idle again.
+        let refused = write(&store, WriteScope::Org("b"), |tx| {
+            let doc = json!({"id": "dup", "created_at": "2026-01-01", "sequence": 1});
+            Ok(tx.put(Kind::Event, "b", &doc)?)
+        });
+        assert!(refused.is_err(), "a refused deferred write fails its write");
         let failed = write(&store, WriteScope::Org("b"), |tx| {
             append_in(tx, "b", "lost")?;
             Err::<(), _>(DomainError::Conflict("refused".into()))

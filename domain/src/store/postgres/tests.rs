@@ -21,7 +21,7 @@ struct Schema {
 
 impl Schema {
     fn new(url: &str) -> Self {
-        let mut admin = parse_url(url).unwrap().connect(NoTls).unwrap();
+        let mut admin = blocking(&parse_url(url).unwrap()).unwrap();
         let name: String = admin
             .query_one(
                 "SELECT 't_' || replace(gen_random_uuid()::text, '-', '')",
@@ -46,8 +46,8 @@ impl Schema {
 
 fn client_in(url: &str, schema: &str) -> Client {
     let mut c = parse_url(url).unwrap();
-    c.options(&format!("-c search_path={schema}"));
-    c.connect(NoTls).unwrap()
+    c.options(format!("-c search_path={schema}"));
+    blocking(&c).unwrap()
 }
 
 impl Drop for Schema {
@@ -218,7 +218,7 @@ fn a_scratch_schema_is_dropped_with_its_store() {
     let name = s.scratch.clone().unwrap();
     assert!(s.ping());
     drop(s);
-    let mut admin = parse_url(&url).unwrap().connect(NoTls).unwrap();
+    let mut admin = blocking(&parse_url(&url).unwrap()).unwrap();
     let n: i64 = admin
         .query_one(
             "SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1",
@@ -289,7 +289,7 @@ fn member_writes_move_the_epoch_across_stores() {
     // An operator's statement on this schema's table from a session whose search path is
     // elsewhere does (the payload is the table's schema, not the writer's; a TRUNCATE, as
     // the tallies' row triggers name their table unqualified).
-    let mut admin = parse_url(&url).unwrap().connect(NoTls).unwrap();
+    let mut admin = blocking(&parse_url(&url).unwrap()).unwrap();
     admin
         .batch_execute(&format!("TRUNCATE {schema}.members"))
         .unwrap();
@@ -351,7 +351,10 @@ fn hold_open(
     std::thread::spawn(move || {
         let scope = scope_org.map_or(WriteScope::All, WriteScope::Org);
         write(&*store, scope, |tx| {
-            tx.put(Kind::Event, scope_org.unwrap_or("a"), &event("held", 1))?;
+            let org = scope_org.unwrap_or("a");
+            tx.put(Kind::Event, org, &event("held", 1))?;
+            // A statement answered: the frame (its locks) and the deferred write are in.
+            tx.count(Kind::Event, org, &[])?;
             held.send(()).unwrap();
             // Bounded: a test that fails must not hang the suite.
             let _ = release.recv_timeout(Duration::from_secs(30));
@@ -377,7 +380,7 @@ fn finishes_within(limit: Duration, f: impl FnOnce() + Send + 'static) -> bool {
 
 /// Whether some session of this database waits for an advisory lock, within `limit`.
 fn someone_waits(url: &str, limit: Duration) -> bool {
-    let mut probe = parse_url(url).unwrap().connect(NoTls).unwrap();
+    let mut probe = blocking(&parse_url(url).unwrap()).unwrap();
     // Counted sleeps, not a clock: the domain's sources read none (`tests/no_sockets.rs`).
     let step = Duration::from_millis(20);
     for _ in 0..limit.as_millis() / step.as_millis() {
@@ -567,10 +570,11 @@ fn a_pooled_connection_closed_while_idle_is_replaced_before_anything_runs() {
     let Some(url) = url() else { return };
     let (first, store) = one_connection(&url);
     let schema = first.scratch_schema().unwrap().to_owned();
-    let mut probe = parse_url(&url).unwrap().connect(NoTls).unwrap();
+    let mut probe = blocking(&parse_url(&url).unwrap()).unwrap();
     let mut pid = 0;
     write(&store, WriteScope::Org("org-a"), |tx| {
         tx.put(Kind::Event, "org-a", &event("e1", 1))?;
+        tx.count(Kind::Event, "org-a", &[])?;
         pid = holder_of(&mut probe, &schema, "org-a");
         Ok(())
     })
@@ -584,6 +588,7 @@ fn a_pooled_connection_closed_while_idle_is_replaced_before_anything_runs() {
     assert_eq!(seen, 1, "the read ran on a new connection");
     write(&store, WriteScope::Org("org-a"), |tx| {
         tx.put(Kind::Event, "org-a", &event("e2", 2))?;
+        tx.count(Kind::Event, "org-a", &[])?;
         assert_ne!(holder_of(&mut probe, &schema, "org-a"), pid);
         Ok(())
     })
