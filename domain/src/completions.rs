@@ -86,14 +86,13 @@ impl Search<'_> {
         }
         let org = &ctx.principal.organization;
         let found = store::read(domain.store(), |tx| {
-            let total = tx.count(self.kind, org, &conds)?;
             let q = Query {
                 conds: conds.clone(),
                 sort: self.sort,
                 limit: Some(MAX_COMPLETIONS),
                 offset: 0,
             };
-            Ok((tx.find(self.kind, org, &q)?, total))
+            store::page::<Value>(tx, self.kind, org, &q)
         });
         let Ok((docs, total)) = found else {
             return Completion::default();

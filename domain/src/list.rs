@@ -19,7 +19,7 @@ use crate::brazil::calendar;
 use crate::brazil::money::Money;
 use crate::error::DomainError;
 use crate::op::{Op, Page, list};
-use crate::store::{Cond, Kind, Order, Query, find};
+use crate::store::{self, Cond, Kind, Order, Query};
 
 /// How one argument (or a pair) narrows the rows.
 #[derive(Clone, Copy, Debug)]
@@ -132,14 +132,13 @@ impl Listing {
         extra.extend(self.conds(op)?);
         let list: ListArgs = op.args()?;
         let page = list.page();
-        let total = op.tx.count(self.kind, op.org, &extra)?;
         let q = Query {
             conds: extra,
             sort: list.sort(self.sorts),
             limit: Some(page.per_page),
             offset: page.offset(),
         };
-        let items = find(op.tx, self.kind, op.org, &q)?;
+        let (items, total) = store::page(op.tx, self.kind, op.org, &q)?;
         Ok(Rows { items, page, total })
     }
 

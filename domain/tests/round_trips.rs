@@ -54,13 +54,13 @@ fn settled(store: &PostgresStore) {
     panic!("the membership listener never came up");
 }
 
-/// `(transactions, statements)` of one call.
-fn cost(store: &PostgresStore, bed: &mut Bed, tool: &str, args: Value) -> (u64, u64) {
+/// `(transactions, statements, exchanges)` of one call.
+fn cost(store: &PostgresStore, bed: &mut Bed, tool: &str, args: Value) -> (u64, u64, u64) {
     let ana = bed.ana();
-    let (t0, s0) = store.round_trips();
+    let ((t0, s0), x0) = (store.round_trips(), store.exchanges());
     bed.ok(&ana, tool, args);
-    let (t1, s1) = store.round_trips();
-    (t1 - t0, s1 - s0)
+    let ((t1, s1), x1) = (store.round_trips(), store.exchanges());
+    (t1 - t0, s1 - s0, x1 - x0)
 }
 
 #[test]
@@ -78,6 +78,10 @@ fn a_list_is_one_transaction_whatever_its_page() {
     assert_eq!(small.0, 1, "one transaction: {small:?}");
     assert_eq!(large.0, 1, "one transaction: {large:?}");
     assert_eq!(small.1, large.1, "statements do not grow with the page");
+    assert_eq!(
+        small.2, 2,
+        "the frame, the total and the page together, then the debtors' names"
+    );
     assert!(
         small.1 <= 6,
         "a page costs a handful of statements: {small:?}"
@@ -122,16 +126,9 @@ fn a_creates_writes_travel_together() {
         let cpf = dunning_domain::brazil::document::cpf_from_base(&[1, 2, 3, 4, 5, 6, 7, 8, i]);
         json!({"cnpj_cpf": cpf, "name": format!("D {i}")})
     };
-    let debtor = |store: &PostgresStore, bed: &mut Bed, i: u8| {
-        let ana = bed.ana();
-        let x0 = store.exchanges();
-        let (t0, s0) = store.round_trips();
-        bed.ok(&ana, "dunning_debtors_create", create(i));
-        let (t1, s1) = store.round_trips();
-        (t1 - t0, s1 - s0, store.exchanges() - x0)
-    };
-    debtor(&store, &mut bed, 1);
-    let (transactions, statements, exchanges) = debtor(&store, &mut bed, 2);
+    cost(&store, &mut bed, "dunning_debtors_create", create(1));
+    let (transactions, statements, exchanges) =
+        cost(&store, &mut bed, "dunning_debtors_create", create(2));
     assert_eq!(transactions, 1);
     // Three reads (the settings, with the frame; the document's duplicate; the last
     // event's number), then the debtor and its event with the commit: four exchanges

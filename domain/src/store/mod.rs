@@ -447,6 +447,14 @@ pub trait Tx {
     ) -> Result<Vec<(String, Option<String>)>, StoreError>;
     /// How many documents match `conds`.
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError>;
+    /// A list's page: [`Tx::find_raw`] of `q` and [`Tx::count`] of its conditions, asked
+    /// together (one exchange on PostgreSQL, where neither waits for the other).
+    fn page_raw(
+        &mut self,
+        kind: Kind,
+        org: &str,
+        q: &Query,
+    ) -> Result<(Vec<String>, u64), StoreError>;
     /// The number of `org`'s next event: one more than the last one stored, or taken in
     /// this transaction. Unique because writes of an organization run one at a time (the
     /// write scope's lock; a unique `(org, sequence)` on PostgreSQL refuses a breach).
@@ -716,6 +724,24 @@ pub fn find<T: DeserializeOwned>(
                 .map_err(|e| StoreError(format!("corrupt {}: {e}", kind.noun())).into())
         })
         .collect()
+}
+
+/// A list's typed page and how many documents match its conditions ([`Tx::page_raw`]).
+pub fn page<T: DeserializeOwned>(
+    tx: &mut dyn Tx,
+    kind: Kind,
+    org: &str,
+    q: &Query,
+) -> Result<(Vec<T>, u64), DomainError> {
+    let (texts, total) = tx.page_raw(kind, org, q)?;
+    let rows = texts
+        .iter()
+        .map(|text| {
+            serde_json::from_str(text)
+                .map_err(|e| StoreError(format!("corrupt {}: {e}", kind.noun())).into())
+        })
+        .collect::<Result<_, DomainError>>()?;
+    Ok((rows, total))
 }
 
 /// Saves a typed document.

@@ -273,6 +273,7 @@ impl PostgresStore {
             conn: self.conn()?,
             unsent: Unsent::opening(frame),
             memory: Memory::default(),
+            read: matches!(access, Access::Read),
             ended: false,
         })
     }
@@ -349,6 +350,8 @@ struct Open {
     unsent: Unsent,
     /// What the transaction has read, kept from one writer of a group to the next.
     memory: Memory,
+    /// A read: its `COMMIT` is not waited for ([`Open::end`]).
+    read: bool,
     ended: bool,
 }
 
@@ -389,12 +392,14 @@ impl Open {
         if self.unsent.writes.is_empty() {
             return Ok(());
         }
-        self.pg(store).send(None, None).map(drop)
+        self.pg(store).send(&[], None).map(drop)
     }
 
     /// Ends the transaction: `COMMIT` after its deferred writes (`commit`), or
     /// `ROLLBACK` without them; a transaction whose frame never left has nothing to end
-    /// but what it deferred.
+    /// but what it deferred. A read's `COMMIT` is sent and not waited for: its answers
+    /// are in hand, and it holds nothing to keep (a write in a read goes as a write's
+    /// would, to be refused as read-only).
     fn end(&mut self, store: &PostgresStore, commit: bool) -> Result<(), StoreError> {
         self.ended = true;
         if !commit {
@@ -403,9 +408,13 @@ impl Open {
         if !self.begun() && self.unsent.writes.is_empty() {
             return Ok(());
         }
+        if self.read && self.unsent.writes.is_empty() {
+            self.conn.session.send_unanswered("COMMIT");
+            return Ok(());
+        }
         let out = self
             .pg(store)
-            .send(None, Some(if commit { "COMMIT" } else { "ROLLBACK" }));
+            .send(&[], Some(if commit { "COMMIT" } else { "ROLLBACK" }));
         if out.is_err() && !self.conn.session.is_closed() {
             // A deferred write refused: `COMMIT` in the failed transaction rolled it
             // back, and the session is idle again. Anything else leaves it unknown.
@@ -662,8 +671,9 @@ impl ToSql for Arg {
 }
 
 impl Pg<'_> {
-    /// Sends what is unsent, then `last` (a statement whose answer is awaited), then
-    /// `tail` (a transaction's end), in one exchange; answers `last`'s rows and count.
+    /// Sends what is unsent, then `last` (statements whose answers are awaited), then
+    /// `tail` (a transaction's end), in one exchange; answers each of `last`'s rows and
+    /// count.
     ///
     /// The pool hands a connection out without pinging it first (a round trip per
     /// transaction): one found closed here, when this exchange opens the transaction
@@ -672,9 +682,9 @@ impl Pg<'_> {
     /// what was unsent is sent or lost with its transaction.
     fn send(
         &mut self,
-        last: Option<(&str, &[Arg])>,
+        last: &[(&str, &[Arg])],
         tail: Option<&str>,
-    ) -> Result<Option<Answer>, StoreError> {
+    ) -> Result<Vec<Answer>, StoreError> {
         let opens = self.unsent.opens;
         let out = match self.exchange(last, tail) {
             Err(_) if opens && self.conn.session.is_closed() => {
@@ -692,9 +702,9 @@ impl Pg<'_> {
 
     fn exchange(
         &mut self,
-        last: Option<(&str, &[Arg])>,
+        last: &[(&str, &[Arg])],
         tail: Option<&str>,
-    ) -> Result<Option<Answer>, StoreError> {
+    ) -> Result<Vec<Answer>, StoreError> {
         let Self {
             conn,
             trips,
@@ -710,15 +720,15 @@ impl Pg<'_> {
             }
             Ok(statement)
         };
-        let mut statements = Vec::with_capacity(unsent.writes.len() + 1);
+        let mut statements = Vec::with_capacity(unsent.writes.len() + last.len());
         for (sql, _) in &unsent.writes {
             statements.push(prepared(sql)?);
         }
-        if let Some((sql, _)) = last {
+        for (sql, _) in last {
             statements.push(prepared(sql)?);
         }
         let args = unsent.writes.iter().map(|(_, a)| a.as_slice());
-        let args = args.chain(last.map(|(_, a)| a));
+        let args = args.chain(last.iter().map(|&(_, a)| a));
         let mut items = Vec::with_capacity(statements.len() + 2);
         if !unsent.text.is_empty() {
             items.push(Item::Text(&unsent.text));
@@ -735,13 +745,30 @@ impl Pg<'_> {
             .statements
             .fetch_add(statements.len() as u64, Ordering::Relaxed);
         let mut answers = conn.session.pipeline(&items)?;
-        Ok(last.and_then(|_| answers.pop()))
+        // The writes' answers first, then `last`'s.
+        Ok(answers.split_off(answers.len().saturating_sub(last.len())))
     }
 
     fn answer(&mut self, sql: &str, args: &[Arg]) -> Result<Answer, StoreError> {
-        let answer = self.send(Some((sql, args)), None)?;
+        let answer = self.send(&[(sql, args)], None)?.pop();
         answer.ok_or_else(|| StoreError("postgres: a statement without its answer".into()))
     }
+}
+
+/// A row's cells: integers as integers, anything else as its text.
+fn cells(row: &tokio_postgres::Row) -> Result<Vec<Cell>, StoreError> {
+    (0..row.len())
+        .map(|i| {
+            Ok(match *row.columns()[i].type_() {
+                Type::INT8 => row.try_get::<_, Option<i64>>(i)?.map(Cell::Int),
+                Type::INT4 => row
+                    .try_get::<_, Option<i32>>(i)?
+                    .map(|n| Cell::Int(i64::from(n))),
+                _ => row.try_get::<_, Option<String>>(i)?.map(Cell::Text),
+            }
+            .unwrap_or(Cell::Null))
+        })
+        .collect()
 }
 
 impl Driver for Pg<'_> {
@@ -749,21 +776,17 @@ impl Driver for Pg<'_> {
 
     fn rows(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<Vec<Cell>>, StoreError> {
         let (rows, _) = self.answer(sql, args)?;
-        rows.iter()
-            .map(|r| {
-                (0..r.len())
-                    .map(|i| {
-                        Ok(match *r.columns()[i].type_() {
-                            Type::INT8 => r.try_get::<_, Option<i64>>(i)?.map(Cell::Int),
-                            Type::INT4 => r
-                                .try_get::<_, Option<i32>>(i)?
-                                .map(|n| Cell::Int(i64::from(n))),
-                            _ => r.try_get::<_, Option<String>>(i)?.map(Cell::Text),
-                        }
-                        .unwrap_or(Cell::Null))
-                    })
-                    .collect()
-            })
+        rows.iter().map(cells).collect()
+    }
+
+    fn rows_of_each(
+        &mut self,
+        statements: &[(&str, &[Arg])],
+    ) -> Result<Vec<Vec<Vec<Cell>>>, StoreError> {
+        let answers = self.send(statements, None)?;
+        answers
+            .iter()
+            .map(|(rows, _)| rows.iter().map(cells).collect())
             .collect()
     }
 
@@ -782,7 +805,7 @@ impl Driver for Pg<'_> {
     fn defer(&mut self, sql: &str, args: Vec<Arg>) -> Result<(), StoreError> {
         self.unsent.writes.push((sql.to_owned(), args));
         if self.unsent.writes.len() >= WRITES_HELD {
-            self.send(None, None)?;
+            self.send(&[], None)?;
         }
         Ok(())
     }

@@ -98,6 +98,14 @@ impl Tx for Scoped<'_, '_> {
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
         self.tx.count(kind, org, conds)
     }
+    fn page_raw(
+        &mut self,
+        kind: Kind,
+        org: &str,
+        q: &Query,
+    ) -> Result<(Vec<String>, u64), StoreError> {
+        self.tx.page_raw(kind, org, q)
+    }
     fn next_event_sequence(&mut self, org: &str) -> Result<u64, StoreError> {
         self.scope.org(org)?;
         self.tx.next_event_sequence(org)

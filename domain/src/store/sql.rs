@@ -113,6 +113,17 @@ pub(crate) trait Driver {
     fn defer(&mut self, sql: &str, args: Vec<Arg>) -> Result<(), StoreError> {
         self.execute(sql, &args).map(drop)
     }
+    /// The rows of each of `statements`, none depending on another's answer: asked
+    /// together where the driver can (PostgreSQL: one exchange).
+    fn rows_of_each(
+        &mut self,
+        statements: &[(&str, &[Arg])],
+    ) -> Result<Vec<Vec<Vec<Cell>>>, StoreError> {
+        statements
+            .iter()
+            .map(|(sql, args)| self.rows(sql, args))
+            .collect()
+    }
 }
 
 /// The two SQL dialects.
@@ -380,6 +391,30 @@ fn count_of(n: Option<i64>) -> u64 {
     u64::try_from(n.unwrap_or(0)).unwrap_or_default()
 }
 
+/// How many documents of `kind` match `conds`: with none, the trigger-kept tally
+/// (migration 2), not a scan.
+fn count_sql(
+    dialect: Dialect,
+    kind: Kind,
+    org: &str,
+    conds: &[Cond],
+) -> Result<(String, Vec<Arg>), StoreError> {
+    let t = kind.table();
+    if conds.is_empty() {
+        let sql = format!(
+            "SELECT n FROM tallies WHERE org = {} AND tbl = {}",
+            dialect.mark(1),
+            dialect.mark(2)
+        );
+        return Ok((
+            sql,
+            vec![Arg::Text(org.to_owned()), Arg::Text(t.to_owned())],
+        ));
+    }
+    let (clause, args) = where_clause(dialect, kind, org, conds)?;
+    Ok((format!("SELECT COUNT(*) FROM {t}{clause}"), args.list))
+}
+
 /// An organization's last event number (NULL: none yet), in neutral marks.
 const LAST_EVENT: &str = "SELECT MAX(sequence) FROM events WHERE org = {1}";
 
@@ -573,16 +608,31 @@ impl<C: Driver> Tx for SqlTx<C> {
     }
 
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
-        let t = kind.table();
-        if conds.is_empty() {
-            // Every document of a kind: the trigger-kept tally (migration 2), not a scan.
-            let sql = Self::fixed("SELECT n FROM tallies WHERE org = {1} AND tbl = {2}");
-            let args = [Arg::Text(org.to_owned()), Arg::Text(t.to_owned())];
-            return Ok(count_of(self.first_int(&sql, &args)?));
-        }
-        let (clause, args) = where_clause(Self::D, kind, org, conds)?;
-        let sql = format!("SELECT COUNT(*) FROM {t}{clause}");
-        Ok(count_of(self.first_int(&sql, &args.list)?))
+        let (sql, args) = count_sql(Self::D, kind, org, conds)?;
+        Ok(count_of(self.first_int(&sql, &args)?))
+    }
+
+    fn page_raw(
+        &mut self,
+        kind: Kind,
+        org: &str,
+        q: &Query,
+    ) -> Result<(Vec<String>, u64), StoreError> {
+        let (count, count_args) = count_sql(Self::D, kind, org, &q.conds)?;
+        let (clause, args) = where_clause(Self::D, kind, org, &q.conds)?;
+        let page = page_sql(Self::D, kind, q, &clause)?;
+        let mut each = self
+            .conn
+            .rows_of_each(&[(&count, &count_args), (&page, &args.list)])?
+            .into_iter();
+        let total = each.next().unwrap_or_default().into_iter().next();
+        let total = match total.and_then(|row| row.into_iter().next()) {
+            Some(Cell::Null) | None => 0,
+            Some(cell) => count_of(Some(cell.int()?)),
+        };
+        let docs = each.next().unwrap_or_default().into_iter();
+        let docs = docs.map(|row| row.into_iter().next().unwrap_or(Cell::Null).text());
+        Ok((docs.collect::<Result<_, _>>()?, total))
     }
 
     fn organizations(&mut self) -> Result<Vec<String>, StoreError> {

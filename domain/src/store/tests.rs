@@ -96,6 +96,62 @@ fn pages_come_in_order_whatever_the_offset() {
     assert!(page(50, Order::Asc).is_empty());
 }
 
+/// A list's page and its total asked together are what the two asked apart are: the
+/// total of every page (the tally without conditions, a count with them), the page's
+/// rows in order, an empty page past the end with the total still there.
+#[test]
+fn a_page_and_its_total_together_are_the_two_apart() {
+    let store = testing::store();
+    let s = &*store;
+    write(s, WriteScope::All, |tx| {
+        for i in 0..23 {
+            let status = if i % 3 == 0 { "paid" } else { "pending" };
+            let mut d = doc("1", status, f64::from(i), &[]);
+            d["id"] = json!(format!("c{i:02}"));
+            tx.put(Kind::Charge, "a", &d)?;
+        }
+        tx.put(Kind::Charge, "b", &doc("1", "pending", 1.0, &[]))?;
+        Ok(())
+    })
+    .unwrap();
+    let pending = || vec![Cond::Eq("status", json!("pending"))];
+    for (conds, offset) in [(vec![], 0), (vec![], 20), (pending(), 5), (pending(), 40)] {
+        let q = Query {
+            conds,
+            sort: ("amount", Order::Desc),
+            limit: Some(10),
+            offset,
+        };
+        let (together, apart) = read(s, |tx| {
+            let together = tx.page_raw(Kind::Charge, "a", &q)?;
+            let apart = (
+                tx.find_raw(Kind::Charge, "a", &q)?,
+                tx.count(Kind::Charge, "a", &q.conds)?,
+            );
+            Ok((together, apart))
+        })
+        .unwrap();
+        assert_eq!(together, apart, "{q:?}");
+    }
+    let (rows, total) = read(s, |tx| Ok(tx.page_raw(Kind::Charge, "a", &Query::all())?)).unwrap();
+    assert_eq!((rows.len(), total), (23, 23));
+    let (rows, total) = read(s, |tx| {
+        let q = Query {
+            conds: pending(),
+            limit: Some(10),
+            offset: 40,
+            ..Query::all()
+        };
+        Ok(tx.page_raw(Kind::Charge, "a", &q)?)
+    })
+    .unwrap();
+    assert_eq!(
+        (rows.len(), total),
+        (0, 15),
+        "past the end: no rows, the total"
+    );
+}
+
 #[test]
 fn scoped_by_organization_and_queryable() {
     let store = testing::store();

@@ -19,7 +19,7 @@ use crate::list::{Filter, Listing};
 use crate::op::{Op, created, list, ok};
 use crate::ops::debtors::Debtor;
 use crate::status::ChargeStatus;
-use crate::store::{Cond, Kind, Order, Query, find, load, save};
+use crate::store::{self, Cond, Kind, Order, Query, find, load, save};
 
 /// The decisions an operator can take on a debt (`dunning_charges_decide`).
 pub(super) const DECISIONS: &[&str] = &[
@@ -232,14 +232,13 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
         Ok(d)
     };
     let (rows, total) = if search.is_none() && !by_days {
-        let total = op.tx.count(Kind::Charge, op.org, &conds)?;
         let q = Query {
             conds,
             sort: list_args.sort(SORTS),
             limit: Some(page.per_page),
             offset: page.offset(),
         };
-        (find::<Charge>(op.tx, Kind::Charge, op.org, &q)?, total)
+        store::page::<Charge>(op.tx, Kind::Charge, op.org, &q)?
     } else {
         // Free text spans the debtor's name and the computed days need today: both are
         // filtered and sorted here rather than in the store.

@@ -595,6 +595,59 @@ fn a_pooled_connection_closed_while_idle_is_replaced_before_anything_runs() {
     .unwrap();
 }
 
+/// A read's `COMMIT` is sent and not waited for (`Open::end`): the server ends the
+/// read's transaction all the same (its snapshot is not held by an idle pooled session),
+/// and the session's next transactions, a read and a write, run as usual; a read of one
+/// statement is one exchange.
+#[test]
+fn a_reads_commit_unwaited_ends_its_transaction() {
+    let Some(url) = url() else { return };
+    let (first, store) = one_connection(&url);
+    let schema = first.scratch_schema().unwrap().to_owned();
+    let mut probe = blocking(&parse_url(&url).unwrap()).unwrap();
+    let mut pid = 0;
+    write(&store, WriteScope::Org("org-a"), |tx| {
+        tx.put(Kind::Event, "org-a", &event("e1", 1))?;
+        tx.count(Kind::Event, "org-a", &[])?;
+        pid = holder_of(&mut probe, &schema, "org-a");
+        Ok(())
+    })
+    .unwrap();
+    let x0 = store.exchanges();
+    let seen = read(&store, |tx| Ok(tx.count(Kind::Event, "org-a", &[])?)).unwrap();
+    assert_eq!((seen, store.exchanges() - x0), (1, 1));
+    let state = |probe: &mut Client| -> String {
+        probe
+            .query_one("SELECT state FROM pg_stat_activity WHERE pid = $1", &[&pid])
+            .unwrap()
+            .get(0)
+    };
+    // Counted sleeps: the COMMIT is on its way when `read` returns.
+    let mut waits = 0;
+    while state(&mut probe) != "idle" {
+        waits += 1;
+        assert!(
+            waits < 400,
+            "the read's transaction is still open: {}",
+            state(&mut probe)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    write(&store, WriteScope::Org("org-a"), |tx| {
+        tx.put(Kind::Event, "org-a", &event("e2", 2))?;
+        tx.count(Kind::Event, "org-a", &[])?;
+        assert_eq!(
+            holder_of(&mut probe, &schema, "org-a"),
+            pid,
+            "the same session"
+        );
+        Ok(())
+    })
+    .unwrap();
+    let seen = read(&store, |tx| Ok(tx.count(Kind::Event, "org-a", &[])?)).unwrap();
+    assert_eq!(seen, 2);
+}
+
 /// A write whose closure panics is rolled back, and its connection goes back to the
 /// pool with no transaction open: the next write on it commits on its own.
 #[test]
