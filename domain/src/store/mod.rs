@@ -447,14 +447,16 @@ pub trait Tx {
     ) -> Result<Vec<(String, Option<String>)>, StoreError>;
     /// How many documents match `conds`.
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError>;
-    /// A list's page: [`Tx::find_raw`] of `q` and [`Tx::count`] of its conditions, asked
-    /// together (one exchange on PostgreSQL, where neither waits for the other).
+    /// A list's page: [`Tx::find_raw`] of `q`, [`Tx::count`] of its conditions and,
+    /// when asked, what its rows point to, asked together (one exchange on PostgreSQL,
+    /// where none waits for another).
     fn page_raw(
         &mut self,
         kind: Kind,
         org: &str,
         q: &Query,
-    ) -> Result<(Vec<String>, u64), StoreError>;
+        pointed: Option<Pointed>,
+    ) -> Result<RawPage, StoreError>;
     /// The number of `org`'s next event: one more than the last one stored, or taken in
     /// this transaction. Unique because writes of an organization run one at a time (the
     /// write scope's lock; a unique `(org, sequence)` on PostgreSQL refuses a breach).
@@ -726,6 +728,30 @@ pub fn find<T: DeserializeOwned>(
         .collect()
 }
 
+/// One column of the documents a list's rows point to, read with its page
+/// ([`Tx::page_raw`]): of the documents of `kind` whose id is in the rows' `via` column
+/// (a page of charges and its debtors' names).
+#[derive(Clone, Copy, Debug)]
+pub struct Pointed {
+    /// What the rows point to.
+    pub kind: Kind,
+    /// The rows' column that holds its id.
+    pub via: &'static str,
+    /// Its column read.
+    pub column: &'static str,
+}
+
+/// A list's page as stored ([`Tx::page_raw`]).
+#[derive(Debug, Default, PartialEq)]
+pub struct RawPage {
+    /// The page's documents, in order.
+    pub rows: Vec<String>,
+    /// How many documents match, over every page.
+    pub total: u64,
+    /// `(id, column)` of what the rows point to, when asked, in no order.
+    pub pointed: Vec<(String, Option<String>)>,
+}
+
 /// A list's typed page and how many documents match its conditions ([`Tx::page_raw`]).
 pub fn page<T: DeserializeOwned>(
     tx: &mut dyn Tx,
@@ -733,15 +759,19 @@ pub fn page<T: DeserializeOwned>(
     org: &str,
     q: &Query,
 ) -> Result<(Vec<T>, u64), DomainError> {
-    let (texts, total) = tx.page_raw(kind, org, q)?;
-    let rows = texts
+    let RawPage { rows, total, .. } = tx.page_raw(kind, org, q, None)?;
+    Ok((typed(kind, &rows)?, total))
+}
+
+/// Typed documents of `kind` from their stored texts.
+pub fn typed<T: DeserializeOwned>(kind: Kind, texts: &[String]) -> Result<Vec<T>, DomainError> {
+    texts
         .iter()
         .map(|text| {
             serde_json::from_str(text)
                 .map_err(|e| StoreError(format!("corrupt {}: {e}", kind.noun())).into())
         })
-        .collect::<Result<_, DomainError>>()?;
-    Ok((rows, total))
+        .collect()
 }
 
 /// Saves a typed document.

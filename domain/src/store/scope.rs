@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use super::{Cond, Kind, Query, Remembered, StoreError, Tx};
+use super::{Cond, Kind, Pointed, Query, RawPage, Remembered, StoreError, Tx};
 
 /// What one write transaction may write, and so which writers it must wait for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,8 +103,9 @@ impl Tx for Scoped<'_, '_> {
         kind: Kind,
         org: &str,
         q: &Query,
-    ) -> Result<(Vec<String>, u64), StoreError> {
-        self.tx.page_raw(kind, org, q)
+        pointed: Option<Pointed>,
+    ) -> Result<RawPage, StoreError> {
+        self.tx.page_raw(kind, org, q, pointed)
     }
     fn next_event_sequence(&mut self, org: &str) -> Result<u64, StoreError> {
         self.scope.org(org)?;

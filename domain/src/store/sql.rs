@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::brazil::money::Money;
 
 use super::{
-    ColumnType, Cond, Kind, Order, Query, Remembered, StoreError, Tx, changes_membership, identity,
-    like_escape, parse_doc,
+    ColumnType, Cond, Kind, Order, Pointed, Query, RawPage, Remembered, StoreError, Tx,
+    changes_membership, identity, like_escape, parse_doc,
 };
 
 /// One bound value, whatever the driver.
@@ -360,6 +360,54 @@ pub(crate) fn page_sql(
     q: &Query,
     clause: &str,
 ) -> Result<String, StoreError> {
+    let (t, col) = (kind.table(), q.sort.0);
+    let (ids, key_dir, dir) = page_ids_sql(
+        dialect,
+        kind,
+        q,
+        clause,
+        &format!("id AS page_id, {col} AS page_key"),
+    )?;
+    Ok(format!(
+        "SELECT {doc} FROM ({ids}) AS page \
+         CROSS JOIN {t} WHERE {t}.org = {org} AND {t}.id = page.page_id \
+         ORDER BY page.page_key {key_dir}, page.page_id {dir}",
+        doc = dialect.json_text(&format!("{t}.doc")),
+        org = dialect.mark(1),
+    ))
+}
+
+/// What the rows of one page of `q` point to ([`Pointed`]): its `via` column of the same
+/// page (the same conditions, order and bounds, so the same rows in one snapshot), and
+/// the documents of `p.kind` they name. Asked with the page rather than after it.
+fn pointed_sql(
+    dialect: Dialect,
+    kind: Kind,
+    q: &Query,
+    clause: &str,
+    p: Pointed,
+) -> Result<String, StoreError> {
+    kind.check_column(p.via)?;
+    p.kind.check_column(p.column)?;
+    let (ids, ..) = page_ids_sql(dialect, kind, q, clause, p.via)?;
+    Ok(format!(
+        "SELECT id, {column} FROM {t} WHERE org = {org} AND id IN (SELECT {via} FROM ({ids}) AS page)",
+        column = p.column,
+        t = p.kind.table(),
+        org = dialect.mark(1),
+        via = p.via,
+    ))
+}
+
+/// The rows of one page of `q`, as `select` of them, from the index alone; and the
+/// orders (of the sort key, of the ids) it sorts by.
+fn page_ids_sql(
+    dialect: Dialect,
+    kind: Kind,
+    q: &Query,
+    clause: &str,
+    select: &str,
+) -> Result<(String, &'static str, &'static str), StoreError> {
     kind.check_column(q.sort.0)?;
     let dir = match q.sort.1 {
         Order::Asc => "ASC",
@@ -369,18 +417,24 @@ pub(crate) fn page_sql(
     let limit = q
         .limit
         .map_or_else(|| dialect.no_limit().to_owned(), |l| l.to_string());
-    let (t, col) = (kind.table(), q.sort.0);
-    Ok(format!(
-        "SELECT {doc} FROM \
-         (SELECT id AS page_id, {col} AS page_key FROM {from}{clause} \
-          ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
-         CROSS JOIN {t} WHERE {t}.org = {org} AND {t}.id = page.page_id \
-         ORDER BY page.page_key {key_dir}, page.page_id {dir}",
-        doc = dialect.json_text(&format!("{t}.doc")),
+    let col = q.sort.0;
+    let sql = format!(
+        "SELECT {select} FROM {from}{clause} ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}",
         from = dialect.from(kind, &q.conds),
-        org = dialect.mark(1),
         off = q.offset
-    ))
+    );
+    Ok((sql, key_dir, dir))
+}
+
+/// A row of `(id, text column)`.
+fn id_and_value(row: Vec<Cell>) -> Result<(String, Option<String>), StoreError> {
+    let mut cells = row.into_iter();
+    let id = cells.next().unwrap_or(Cell::Null).text()?;
+    let value = match cells.next() {
+        Some(Cell::Text(v)) => Some(v),
+        _ => None,
+    };
+    Ok((id, value))
 }
 
 fn ms(v: u64) -> Arg {
@@ -583,15 +637,7 @@ impl<C: Driver> Tx for SqlTx<C> {
         self.conn
             .rows(&sql, &args.list)?
             .into_iter()
-            .map(|row| {
-                let mut cells = row.into_iter();
-                let id = cells.next().unwrap_or(Cell::Null).text()?;
-                let value = match cells.next() {
-                    Some(Cell::Text(v)) => Some(v),
-                    _ => None,
-                };
-                Ok((id, value))
-            })
+            .map(id_and_value)
             .collect()
     }
 
@@ -617,14 +663,21 @@ impl<C: Driver> Tx for SqlTx<C> {
         kind: Kind,
         org: &str,
         q: &Query,
-    ) -> Result<(Vec<String>, u64), StoreError> {
+        pointed: Option<Pointed>,
+    ) -> Result<RawPage, StoreError> {
         let (count, count_args) = count_sql(Self::D, kind, org, &q.conds)?;
         let (clause, args) = where_clause(Self::D, kind, org, &q.conds)?;
         let page = page_sql(Self::D, kind, q, &clause)?;
-        let mut each = self
-            .conn
-            .rows_of_each(&[(&count, &count_args), (&page, &args.list)])?
-            .into_iter();
+        let mut statements = vec![(count.as_str(), count_args.as_slice())];
+        statements.push((&page, &args.list));
+        let pointed_sql = match pointed {
+            Some(p) => Some(pointed_sql(Self::D, kind, q, &clause, p)?),
+            None => None,
+        };
+        if let Some(sql) = &pointed_sql {
+            statements.push((sql, &args.list));
+        }
+        let mut each = self.conn.rows_of_each(&statements)?.into_iter();
         let total = each.next().unwrap_or_default().into_iter().next();
         let total = match total.and_then(|row| row.into_iter().next()) {
             Some(Cell::Null) | None => 0,
@@ -632,7 +685,16 @@ impl<C: Driver> Tx for SqlTx<C> {
         };
         let docs = each.next().unwrap_or_default().into_iter();
         let docs = docs.map(|row| row.into_iter().next().unwrap_or(Cell::Null).text());
-        Ok((docs.collect::<Result<_, _>>()?, total))
+        Ok(RawPage {
+            rows: docs.collect::<Result<_, _>>()?,
+            total,
+            pointed: each
+                .next()
+                .unwrap_or_default()
+                .into_iter()
+                .map(id_and_value)
+                .collect::<Result<_, _>>()?,
+        })
     }
 
     fn organizations(&mut self) -> Result<Vec<String>, StoreError> {

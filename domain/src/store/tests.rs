@@ -7,7 +7,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{
-    Cond, Kind, Order, Query, Remembered, Store, StoreError, Tx, WriteScope, read, rehearse, write,
+    Cond, Kind, Order, Pointed, Query, RawPage, Remembered, Store, StoreError, Tx, WriteScope,
+    read, rehearse, write,
 };
 use crate::error::DomainError;
 use crate::testing;
@@ -96,9 +97,10 @@ fn pages_come_in_order_whatever_the_offset() {
     assert!(page(50, Order::Asc).is_empty());
 }
 
-/// A list's page and its total asked together are what the two asked apart are: the
-/// total of every page (the tally without conditions, a count with them), the page's
-/// rows in order, an empty page past the end with the total still there.
+/// A list's page, its total and what its rows point to, asked together, are what they
+/// are asked apart: the total of every page (the tally without conditions, a count with
+/// them), the page's rows in order, the pointed documents' column for exactly the page's
+/// rows; past the end, no rows and the total still there.
 #[test]
 fn a_page_and_its_total_together_are_the_two_apart() {
     let store = testing::store();
@@ -108,12 +110,25 @@ fn a_page_and_its_total_together_are_the_two_apart() {
             let status = if i % 3 == 0 { "paid" } else { "pending" };
             let mut d = doc("1", status, f64::from(i), &[]);
             d["id"] = json!(format!("c{i:02}"));
+            d["debtor_id"] = json!(format!("d{}", i % 5));
             tx.put(Kind::Charge, "a", &d)?;
         }
+        for i in 0..4 {
+            let d = json!({"id": format!("d{i}"), "created_at": "2026-01-01", "name": format!("Debtor {i}")});
+            tx.put(Kind::Debtor, "a", &d)?;
+        }
+        // Another organization's debtor of the same id is not pointed to.
+        let d = json!({"id": "d4", "created_at": "2026-01-01", "name": "Not a's"});
+        tx.put(Kind::Debtor, "b", &d)?;
         tx.put(Kind::Charge, "b", &doc("1", "pending", 1.0, &[]))?;
         Ok(())
     })
     .unwrap();
+    let names = Pointed {
+        kind: Kind::Debtor,
+        via: "debtor_id",
+        column: "name",
+    };
     let pending = || vec![Cond::Eq("status", json!("pending"))];
     for (conds, offset) in [(vec![], 0), (vec![], 20), (pending(), 5), (pending(), 40)] {
         let q = Query {
@@ -123,31 +138,61 @@ fn a_page_and_its_total_together_are_the_two_apart() {
             offset,
         };
         let (together, apart) = read(s, |tx| {
-            let together = tx.page_raw(Kind::Charge, "a", &q)?;
-            let apart = (
-                tx.find_raw(Kind::Charge, "a", &q)?,
-                tx.count(Kind::Charge, "a", &q.conds)?,
-            );
-            Ok((together, apart))
+            let mut together = tx.page_raw(Kind::Charge, "a", &q, Some(names))?;
+            together.pointed.sort();
+            let rows = tx.find_raw(Kind::Charge, "a", &q)?;
+            let mut ids: Vec<String> = rows
+                .iter()
+                .map(|r| {
+                    serde_json::from_str::<Value>(r).unwrap()["debtor_id"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect();
+            ids.sort();
+            ids.dedup();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let mut pointed = tx.column_by_id(Kind::Debtor, "a", &ids, "name")?;
+            pointed.sort();
+            let total = tx.count(Kind::Charge, "a", &q.conds)?;
+            Ok((
+                together,
+                RawPage {
+                    rows,
+                    total,
+                    pointed,
+                },
+            ))
         })
         .unwrap();
         assert_eq!(together, apart, "{q:?}");
+        let plain = read(s, |tx| Ok(tx.page_raw(Kind::Charge, "a", &q, None)?)).unwrap();
+        assert!(plain.pointed.is_empty(), "nothing pointed unless asked");
+        assert_eq!((plain.rows, plain.total), (together.rows, together.total));
     }
-    let (rows, total) = read(s, |tx| Ok(tx.page_raw(Kind::Charge, "a", &Query::all())?)).unwrap();
-    assert_eq!((rows.len(), total), (23, 23));
-    let (rows, total) = read(s, |tx| {
+    let all = read(s, |tx| {
+        Ok(tx.page_raw(Kind::Charge, "a", &Query::all(), Some(names))?)
+    })
+    .unwrap();
+    assert_eq!(
+        (all.rows.len(), all.total, all.pointed.len()),
+        (23, 23, 4),
+        "d4 is b's"
+    );
+    let past = read(s, |tx| {
         let q = Query {
             conds: pending(),
             limit: Some(10),
             offset: 40,
             ..Query::all()
         };
-        Ok(tx.page_raw(Kind::Charge, "a", &q)?)
+        Ok(tx.page_raw(Kind::Charge, "a", &q, Some(names))?)
     })
     .unwrap();
     assert_eq!(
-        (rows.len(), total),
-        (0, 15),
+        (past.rows.len(), past.total, past.pointed.len()),
+        (0, 15, 0),
         "past the end: no rows, the total"
     );
 }

@@ -19,7 +19,7 @@ use crate::list::{Filter, Listing};
 use crate::op::{Op, created, list, ok};
 use crate::ops::debtors::Debtor;
 use crate::status::ChargeStatus;
-use crate::store::{self, Cond, Kind, Order, Query, find, load, save};
+use crate::store::{self, Cond, Kind, Order, Pointed, Query, find, load, save};
 
 /// The decisions an operator can take on a debt (`dunning_charges_decide`).
 pub(super) const DECISIONS: &[&str] = &[
@@ -231,14 +231,21 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
         debtors.insert(id.to_owned(), d.clone());
         Ok(d)
     };
-    let (rows, total) = if search.is_none() && !by_days {
+    let (rows, total, names) = if search.is_none() && !by_days {
         let q = Query {
             conds,
             sort: list_args.sort(SORTS),
             limit: Some(page.per_page),
             offset: page.offset(),
         };
-        store::page::<Charge>(op.tx, Kind::Charge, op.org, &q)?
+        // The debtors' names with the page, not after it.
+        let page = op
+            .tx
+            .page_raw(Kind::Charge, op.org, &q, Some(DEBTOR_NAMES))?;
+        let names = page.pointed.into_iter();
+        let names = names.filter_map(|(id, name)| Some((id, name?))).collect();
+        let rows: Vec<Charge> = store::typed(Kind::Charge, &page.rows)?;
+        (rows, page.total, names)
     } else {
         // Free text spans the debtor's name and the computed days need today: both are
         // filtered and sorted here rather than in the store.
@@ -286,14 +293,14 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
             });
         }
         let total = all.len() as u64;
-        let rows = all
+        let rows: Vec<Charge> = all
             .into_iter()
             .skip(page.offset() as usize)
             .take(page.per_page as usize)
             .collect();
-        (rows, total)
+        let names = debtor_names(op, &rows)?;
+        (rows, total, names)
     };
-    let names = debtor_names(op, &rows)?;
     let items = rows
         .iter()
         .map(|c| {
@@ -303,6 +310,14 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
         .collect();
     Ok(list(items, page, total))
 }
+
+/// The debtors' names of a page of charges, from the debtors' `name` column (a charge
+/// whose debtor is gone has none).
+const DEBTOR_NAMES: Pointed = Pointed {
+    kind: Kind::Debtor,
+    via: "debtor_id",
+    column: "name",
+};
 
 /// The names of the debtors of `charges`, in one query however many rows a page has,
 /// from the debtors' `name` column (a charge whose debtor is gone has none).
