@@ -1,6 +1,6 @@
 //! The PostgreSQL store: the same tables as SQLite (one per [`Kind`], `(org, id,
 //! created_at, doc, <indexed columns>)`), behind the same [`Store`]/[`Tx`], on the
-//! `tokio-postgres` driven on the caller's thread and an `r2d2` pool (the `Store` trait
+//! `tokio-postgres` client driven on the caller's thread and an `r2d2` pool (the `Store` trait
 //! is synchronous; `postgres/session.rs`).
 //!
 //! Semantics, as on SQLite:
@@ -249,8 +249,9 @@ impl PostgresStore {
         Ok(self.pool.get()?)
     }
 
-    /// The statements that open a write of `scope`, sent as one round trip: `READ
-    /// COMMITTED`, and its scope's locks taken before anything else (the domain assumes
+    /// The statements that open a write of `scope`, sent with its first statement
+    /// ([`Unsent`]): `READ COMMITTED`, and its scope's locks taken before anything else
+    /// of it runs (the domain assumes
     /// one writer per organization: `max + 1` sequences, checks then inserts). A read's
     /// frame is [`READ_FRAME`].
     fn write_frame(&self, scope: WriteScope<'_>) -> String {
@@ -594,6 +595,8 @@ struct RoundTrips {
     /// Exchanges with the server: a prepare, or a pipeline of all that was unsent and
     /// the statement whose answer is awaited.
     exchanges: AtomicU64,
+    /// Rows the deferred writes changed (`session::REPLAN_ROWS`).
+    written: AtomicU64,
 }
 
 impl PostgresStore {
@@ -712,8 +715,9 @@ impl Pg<'_> {
             ..
         } = self;
         // A prepare is an exchange of its own, the first time on a session.
+        let written = trips.written.load(Ordering::Relaxed);
         let mut prepared = |sql: &str| -> Result<_, StoreError> {
-            let (statement, now) = conn.statement(sql)?;
+            let (statement, now) = conn.statement(sql, written)?;
             if now {
                 trips.exchanges.fetch_add(1, Ordering::Relaxed);
                 trips.statements.fetch_add(1, Ordering::Relaxed);
@@ -745,6 +749,8 @@ impl Pg<'_> {
             .statements
             .fetch_add(statements.len() as u64, Ordering::Relaxed);
         let mut answers = conn.session.pipeline(&items)?;
+        let rows: u64 = answers[..unsent.writes.len()].iter().map(|a| a.1).sum();
+        trips.written.fetch_add(rows, Ordering::Relaxed);
         // The writes' answers first, then `last`'s.
         Ok(answers.split_off(answers.len().saturating_sub(last.len())))
     }
@@ -821,6 +827,6 @@ mod group;
 mod members;
 mod session;
 
-#[cfg(test)]
-use session::REPLAN_AFTER;
 use session::{Answer, Conn, Item, Manager};
+#[cfg(test)]
+use session::{REPLAN_AFTER, REPLAN_ROWS};

@@ -38,6 +38,15 @@ const STATEMENTS_KEPT: usize = 512;
 /// statement shape each time (`docs/decisions.md`, "PostgreSQL round trips").
 pub(super) const REPLAN_AFTER: u64 = 5_000;
 
+/// Rows written through the store since a connection's statements were prepared, past
+/// which they are prepared again: at least this many, and more than were written before
+/// (so plans follow a table's growth in doubling steps). Executions alone
+/// ([`REPLAN_AFTER`]) left a generic plan made on a nearly empty table in place for
+/// thousands of executions after the table grew: the charges' page with its debtors'
+/// names fell from 3,000 to 150 requests/s after 25,000 debtors were created, and came
+/// back at once on a fresh session (`docs/decisions.md`, "PostgreSQL pipelining").
+pub(super) const REPLAN_ROWS: u64 = 1_000;
+
 /// One item of a [`Session::pipeline`].
 pub(super) enum Item<'a> {
     /// Simple-protocol text, answered with nothing (a frame, a savepoint, `COMMIT`).
@@ -204,6 +213,8 @@ struct Prepared {
     kept: HashMap<String, Statement>,
     /// Executions since `kept` was last emptied ([`REPLAN_AFTER`]).
     uses: u64,
+    /// The store's rows written when `kept` was last emptied ([`REPLAN_ROWS`]).
+    written: u64,
 }
 
 impl Conn {
@@ -215,13 +226,19 @@ impl Conn {
     }
 
     /// The prepared statement for `sql` on this connection, and whether it was prepared
-    /// now (a round trip of its own).
-    pub(super) fn statement(&mut self, sql: &str) -> Result<(Statement, bool), Error> {
+    /// now (a round trip of its own); `written` is the store's rows written so far.
+    pub(super) fn statement(
+        &mut self,
+        sql: &str,
+        written: u64,
+    ) -> Result<(Statement, bool), Error> {
         let prepared = &mut self.statements;
         prepared.uses += 1;
-        if prepared.uses > REPLAN_AFTER {
+        let grown = written.saturating_sub(prepared.written) > REPLAN_ROWS.max(prepared.written);
+        if prepared.uses > REPLAN_AFTER || grown {
             prepared.kept.clear();
             prepared.uses = 1;
+            prepared.written = written;
         }
         if let Some(s) = prepared.kept.get(sql) {
             return Ok((s.clone(), false));

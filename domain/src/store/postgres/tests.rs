@@ -703,6 +703,42 @@ fn statements_are_prepared_again_after_replan_after_executions() {
     assert_eq!(s, REPLAN_AFTER + 3, "prepared again, then run");
 }
 
+/// A connection prepares its statements again once the store has written more than
+/// [`REPLAN_ROWS`] rows since, and more than before: a plan made when the tables were
+/// small does not outlive their growth.
+#[test]
+fn statements_are_prepared_again_when_the_tables_grow() {
+    let Some(url) = url() else { return };
+    let (_first, store) = one_connection(&url);
+    let get = |store: &PostgresStore| {
+        let (_, s0) = store.round_trips();
+        read(store, |tx| Ok(tx.get(Kind::Charge, "a", "nothing")?)).unwrap();
+        store.round_trips().1 - s0
+    };
+    assert_eq!(get(&store), 2, "the first execution prepares");
+    assert_eq!(get(&store), 1, "then runs only");
+    let grow = |from: u64, n: u64| {
+        write(&store, WriteScope::Org("a"), |tx| {
+            for i in from..from + n {
+                tx.put(Kind::Event, "a", &event(&format!("e{i}"), i + 1))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    };
+    grow(0, REPLAN_ROWS / 2);
+    assert_eq!(get(&store), 1, "half the rows: kept");
+    grow(REPLAN_ROWS / 2, REPLAN_ROWS);
+    assert_eq!(get(&store), 2, "grown past the bound: prepared again");
+    assert_eq!(get(&store), 1, "and kept");
+    // Prepared again at the latest once 1,500 rows were written (within that write,
+    // when its own statements were looked up past the bound): 500 more are not enough.
+    grow(REPLAN_ROWS * 3 / 2, REPLAN_ROWS / 2);
+    assert_eq!(get(&store), 1, "fewer than the bound since: kept");
+    grow(REPLAN_ROWS * 2, REPLAN_ROWS * 2);
+    assert_eq!(get(&store), 2, "more than were written before: prepared again");
+}
+
 /// A read's frame goes out with its first statement: a read that runs none opens no
 /// transaction and costs no round trip, and its connection is clean for the next one; a
 /// read that runs one is one transaction.
