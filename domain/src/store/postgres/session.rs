@@ -88,50 +88,51 @@ impl Session {
     }
 
     pub(super) fn prepare(&mut self, sql: &str) -> Result<Statement, Error> {
+        self.run(|client| Box::pin(client.prepare(sql)))
+    }
+
+    /// Runs the future `make` builds on the client to its end, the connection driven.
+    fn run<'s, T>(
+        &'s mut self,
+        make: impl FnOnce(&'s Client) -> Pin<Box<dyn Future<Output = Result<T, Error>> + 's>>,
+    ) -> Result<T, Error> {
         let Self {
             runtime,
             client,
             connection,
             ended,
         } = self;
-        drive(runtime, connection, ended, client.prepare(sql))
+        drive(runtime, connection, ended, make(client))
     }
 
     /// Sends every item of `items` in order without waiting between them, then waits for
     /// all their answers: one answer per [`Item::Statement`], in order. The first error
     /// is the answer (in a transaction, what followed it failed because of it).
     pub(super) fn pipeline(&mut self, items: &[Item<'_>]) -> Result<Vec<Answer>, Error> {
-        let Self {
-            runtime,
-            client,
-            connection,
-            ended,
-        } = self;
-        let client = &*client;
         type Each<'f> = Pin<Box<dyn Future<Output = Result<Option<Answer>, Error>> + 'f>>;
-        let each: Vec<Each<'_>> = items
-            .iter()
-            .map(|item| -> Each<'_> {
-                match *item {
-                    Item::Text(text) => {
-                        Box::pin(async move { client.batch_execute(text).await.map(|()| None) })
-                    }
-                    Item::Statement(statement, args) => Box::pin(async move {
-                        let rows = client.query_raw(statement, args.iter()).await?;
-                        let mut rows = pin!(rows);
-                        let mut out = Vec::new();
-                        while let Some(row) = rows.next().await {
-                            out.push(row?);
-                        }
-                        Ok(Some((out, rows.rows_affected().unwrap_or(0))))
-                    }),
-                }
-            })
-            .collect();
         // `join_all` polls its futures in order, so their requests are queued to the
         // connection in order, before it writes any.
-        let all = drive(runtime, connection, ended, async {
-            Ok::<_, Error>(join_all(each).await)
+        let all = self.run(|client| {
+            let each: Vec<Each<'_>> = items
+                .iter()
+                .map(|item| -> Each<'_> {
+                    match *item {
+                        Item::Text(text) => {
+                            Box::pin(async move { client.batch_execute(text).await.map(|()| None) })
+                        }
+                        Item::Statement(statement, args) => Box::pin(async move {
+                            let rows = client.query_raw(statement, args.iter()).await?;
+                            let mut rows = pin!(rows);
+                            let mut out = Vec::new();
+                            while let Some(row) = rows.next().await {
+                                out.push(row?);
+                            }
+                            Ok(Some((out, rows.rows_affected().unwrap_or(0))))
+                        }),
+                    }
+                })
+                .collect();
+            Box::pin(async { Ok(join_all(each).await) })
         })?;
         let mut answers = Vec::with_capacity(all.len());
         for one in all {

@@ -562,6 +562,20 @@ fn holder_of(probe: &mut Client, schema: &str, org: &str) -> i32 {
         .get(0)
 }
 
+/// Writes event `e1` of `org-a` through `store`'s one connection; the backend's pid (it
+/// holds the organization's lock while the write runs).
+fn write_e1(store: &PostgresStore, probe: &mut Client, schema: &str) -> i32 {
+    let mut pid = 0;
+    write(store, WriteScope::Org("org-a"), |tx| {
+        tx.put(Kind::Event, "org-a", &event("e1", 1))?;
+        tx.count(Kind::Event, "org-a", &[])?;
+        pid = holder_of(probe, schema, "org-a");
+        Ok(())
+    })
+    .unwrap();
+    pid
+}
+
 /// The pool hands connections out without a ping (`PostgresStore::begin`): one closed
 /// while idle (a restarted server, a killed backend) is found at the transaction's
 /// first round trip, before anything of it ran, and the transaction runs on a new one.
@@ -571,14 +585,7 @@ fn a_pooled_connection_closed_while_idle_is_replaced_before_anything_runs() {
     let (first, store) = one_connection(&url);
     let schema = first.scratch_schema().unwrap().to_owned();
     let mut probe = blocking(&parse_url(&url).unwrap()).unwrap();
-    let mut pid = 0;
-    write(&store, WriteScope::Org("org-a"), |tx| {
-        tx.put(Kind::Event, "org-a", &event("e1", 1))?;
-        tx.count(Kind::Event, "org-a", &[])?;
-        pid = holder_of(&mut probe, &schema, "org-a");
-        Ok(())
-    })
-    .unwrap();
+    let pid = write_e1(&store, &mut probe, &schema);
     let killed: bool = probe
         .query_one("SELECT pg_terminate_backend($1, 5000)", &[&pid])
         .unwrap()
@@ -605,14 +612,7 @@ fn a_reads_commit_unwaited_ends_its_transaction() {
     let (first, store) = one_connection(&url);
     let schema = first.scratch_schema().unwrap().to_owned();
     let mut probe = blocking(&parse_url(&url).unwrap()).unwrap();
-    let mut pid = 0;
-    write(&store, WriteScope::Org("org-a"), |tx| {
-        tx.put(Kind::Event, "org-a", &event("e1", 1))?;
-        tx.count(Kind::Event, "org-a", &[])?;
-        pid = holder_of(&mut probe, &schema, "org-a");
-        Ok(())
-    })
-    .unwrap();
+    let pid = write_e1(&store, &mut probe, &schema);
     let x0 = store.exchanges();
     let seen = read(&store, |tx| Ok(tx.count(Kind::Event, "org-a", &[])?)).unwrap();
     assert_eq!((seen, store.exchanges() - x0), (1, 1));
@@ -736,7 +736,11 @@ fn statements_are_prepared_again_when_the_tables_grow() {
     grow(REPLAN_ROWS * 3 / 2, REPLAN_ROWS / 2);
     assert_eq!(get(&store), 1, "fewer than the bound since: kept");
     grow(REPLAN_ROWS * 2, REPLAN_ROWS * 2);
-    assert_eq!(get(&store), 2, "more than were written before: prepared again");
+    assert_eq!(
+        get(&store),
+        2,
+        "more than were written before: prepared again"
+    );
 }
 
 /// A read's frame goes out with its first statement: a read that runs none opens no
