@@ -25,6 +25,19 @@ pub fn pg_url() -> Option<String> {
     std::env::var(PG_VAR).ok().filter(|u| !u.trim().is_empty())
 }
 
+/// The members epoch `epoch` answers once it is watched (PostgreSQL's listener up;
+/// SQLite's at once), in counted sleeps (at most 10 s; the domain's sources read no
+/// clock, tests included): before that nothing is kept from membership, by rule.
+pub fn watched_epoch(epoch: impl Fn() -> Option<u64>) -> u64 {
+    for _ in 0..500 {
+        if let Some(e) = epoch() {
+            return e;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the membership listener never came up");
+}
+
 /// A private, empty (migrated) store for one test: a fresh schema of the PostgreSQL
 /// database [`PG_VAR`] names (dropped with the store), else an in-memory SQLite
 /// database.

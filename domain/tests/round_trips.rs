@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use dunning_domain::store::Store as _;
 use dunning_domain::store::postgres::PostgresStore;
-use dunning_domain::testing::{Bed, pg_url};
+use dunning_domain::testing::{Bed, pg_url, watched_epoch};
 use serde_json::{Value, json};
 
 /// A store of its own and a bed on it, with a debtor of `charges` charges.
@@ -45,13 +45,7 @@ fn bed_with(charges: usize) -> Option<(Arc<PostgresStore>, Bed, String)> {
 /// then on read-only calls keep their organization's settings (`Domain::read_settings`),
 /// so the statements measured are the steady ones, not the listener's start-up race.
 fn settled(store: &PostgresStore) {
-    for _ in 0..500 {
-        if store.members_epoch().is_some() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    panic!("the membership listener never came up");
+    watched_epoch(|| store.members_epoch());
 }
 
 /// `(transactions, statements, exchanges)` of one call.

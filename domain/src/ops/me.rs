@@ -143,14 +143,7 @@ mod tests {
     #[test]
     fn a_kept_caller_gives_way_to_a_rename() {
         let mut bed = Bed::demo();
-        // PostgreSQL hears membership changes once its listener is up (counted sleeps,
-        // at most 10 s): before that nothing is kept, by rule.
-        for _ in 0..500 {
-            if bed.domain.members_epoch().is_some() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        crate::testing::watched_epoch(|| bed.domain.members_epoch());
         let ana = bed.ana();
         let first = bed.ok(&ana, "dunning_me", json!({}));
         let (org, subject) = (ana.organization.clone(), ana.subject.clone());

@@ -719,13 +719,7 @@ pub fn find<T: DeserializeOwned>(
     org: &str,
     q: &Query,
 ) -> Result<Vec<T>, DomainError> {
-    tx.find_raw(kind, org, q)?
-        .iter()
-        .map(|text| {
-            serde_json::from_str(text)
-                .map_err(|e| StoreError(format!("corrupt {}: {e}", kind.noun())).into())
-        })
-        .collect()
+    typed(kind, &tx.find_raw(kind, org, q)?)
 }
 
 /// One column of the documents a list's rows point to, read with its page

@@ -29,6 +29,7 @@
 //! `schema_migrations`. A database whose version is newer than this binary knows is
 //! refused.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -251,9 +252,8 @@ impl PostgresStore {
 
     /// The statements that open a write of `scope`, sent with its first statement
     /// ([`Unsent`]): `READ COMMITTED`, and its scope's locks taken before anything else
-    /// of it runs (the domain assumes
-    /// one writer per organization: `max + 1` sequences, checks then inserts). A read's
-    /// frame is [`READ_FRAME`].
+    /// of it runs (the domain assumes one writer per organization: `max + 1` sequences,
+    /// checks then inserts). A read's frame is [`READ_FRAME`].
     fn write_frame(&self, scope: WriteScope<'_>) -> String {
         format!(
             "START TRANSACTION ISOLATION LEVEL READ COMMITTED; {}",
@@ -267,8 +267,8 @@ impl PostgresStore {
     /// round trip of its own for `BEGIN` and its locks.
     fn begin(&self, access: Access<'_>) -> Result<Open, StoreError> {
         let frame = match access {
-            Access::Read => READ_FRAME.to_owned(),
-            Access::Write { scope, .. } => self.write_frame(scope),
+            Access::Read => Cow::Borrowed(READ_FRAME),
+            Access::Write { scope, .. } => Cow::Owned(self.write_frame(scope)),
         };
         Ok(Open {
             conn: self.conn()?,
@@ -313,8 +313,8 @@ const READ_FRAME: &str = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, REA
 /// their errors surface there, before the writer's outcome is decided).
 #[derive(Default)]
 struct Unsent {
-    /// Simple-protocol text, in order: the frame, a savepoint.
-    text: String,
+    /// Simple-protocol text, in order: the frame, a savepoint (a read's frame borrowed).
+    text: Cow<'static, str>,
     /// `text` opens the transaction: nothing of it has reached the server.
     opens: bool,
     /// Writes, in order, by SQL text (their statements are looked up when sent, so a
@@ -327,7 +327,7 @@ struct Unsent {
 const WRITES_HELD: usize = 64;
 
 impl Unsent {
-    fn opening(frame: String) -> Self {
+    fn opening(frame: Cow<'static, str>) -> Self {
         Self {
             text: frame,
             opens: true,
@@ -337,10 +337,11 @@ impl Unsent {
 
     /// Adds `text` (a savepoint) after what is unsent.
     fn say(&mut self, text: &str) {
-        if !self.text.is_empty() {
-            self.text.push_str("; ");
+        let all = self.text.to_mut();
+        if !all.is_empty() {
+            all.push_str("; ");
         }
-        self.text.push_str(text);
+        all.push_str(text);
     }
 }
 
@@ -572,9 +573,8 @@ impl Store for PostgresStore {
     }
 
     fn members_epoch(&self) -> Option<u64> {
-        self.listening.call_once(|| {
-            members::listen(self.config.clone().into(), &self.keys.schema, &self.members)
-        });
+        self.listening
+            .call_once(|| members::listen(self.config.clone(), &self.keys.schema, &self.members));
         self.members.current()
     }
 

@@ -445,28 +445,31 @@ fn count_of(n: Option<i64>) -> u64 {
     u64::try_from(n.unwrap_or(0)).unwrap_or_default()
 }
 
-/// How many documents of `kind` match `conds`: with none, the trigger-kept tally
-/// (migration 2), not a scan.
-fn count_sql(
-    dialect: Dialect,
-    kind: Kind,
-    org: &str,
-    conds: &[Cond],
-) -> Result<(String, Vec<Arg>), StoreError> {
+/// How many documents of `kind` match `conds`, with the arguments of `clause` (their
+/// [`where_clause`]): with none, the trigger-kept tally (migration 2), not a scan (the
+/// organization is the clause's first argument; the table a literal of ours).
+fn count_sql(dialect: Dialect, kind: Kind, conds: &[Cond], clause: &str) -> String {
     let t = kind.table();
     if conds.is_empty() {
-        let sql = format!(
-            "SELECT n FROM tallies WHERE org = {} AND tbl = {}",
-            dialect.mark(1),
-            dialect.mark(2)
+        return format!(
+            "SELECT n FROM tallies WHERE org = {} AND tbl = '{t}'",
+            dialect.mark(1)
         );
-        return Ok((
-            sql,
-            vec![Arg::Text(org.to_owned()), Arg::Text(t.to_owned())],
-        ));
     }
-    let (clause, args) = where_clause(dialect, kind, org, conds)?;
-    Ok((format!("SELECT COUNT(*) FROM {t}{clause}"), args.list))
+    format!("SELECT COUNT(*) FROM {t}{clause}")
+}
+
+/// The integer of the first row's first cell; `None` without a row or for NULL (an
+/// aggregate over no rows).
+fn first_int_of(rows: Vec<Vec<Cell>>) -> Result<Option<i64>, StoreError> {
+    match rows
+        .into_iter()
+        .next()
+        .and_then(|row| row.into_iter().next())
+    {
+        Some(Cell::Null) | None => Ok(None),
+        Some(cell) => cell.int().map(Some),
+    }
 }
 
 /// An organization's last event number (NULL: none yet), in neutral marks.
@@ -537,15 +540,7 @@ impl<C: Driver> SqlTx<C> {
     /// The integer of the first row's first column; `None` without a row or for NULL (an
     /// aggregate over no rows).
     fn first_int(&mut self, sql: &str, args: &[Arg]) -> Result<Option<i64>, StoreError> {
-        match self.conn.rows(sql, args)?.into_iter().next() {
-            Some(row) => row
-                .into_iter()
-                .next()
-                .filter(|c| !matches!(c, Cell::Null))
-                .map(Cell::int)
-                .transpose(),
-            None => Ok(None),
-        }
+        first_int_of(self.conn.rows(sql, args)?)
     }
 }
 
@@ -654,8 +649,9 @@ impl<C: Driver> Tx for SqlTx<C> {
     }
 
     fn count(&mut self, kind: Kind, org: &str, conds: &[Cond]) -> Result<u64, StoreError> {
-        let (sql, args) = count_sql(Self::D, kind, org, conds)?;
-        Ok(count_of(self.first_int(&sql, &args)?))
+        let (clause, args) = where_clause(Self::D, kind, org, conds)?;
+        let sql = count_sql(Self::D, kind, conds, &clause);
+        Ok(count_of(self.first_int(&sql, &args.list)?))
     }
 
     fn page_raw(
@@ -665,24 +661,18 @@ impl<C: Driver> Tx for SqlTx<C> {
         q: &Query,
         pointed: Option<Pointed>,
     ) -> Result<RawPage, StoreError> {
-        let (count, count_args) = count_sql(Self::D, kind, org, &q.conds)?;
         let (clause, args) = where_clause(Self::D, kind, org, &q.conds)?;
+        let count = count_sql(Self::D, kind, &q.conds, &clause);
         let page = page_sql(Self::D, kind, q, &clause)?;
-        let mut statements = vec![(count.as_str(), count_args.as_slice())];
-        statements.push((&page, &args.list));
-        let pointed_sql = match pointed {
+        let pointed = match pointed {
             Some(p) => Some(pointed_sql(Self::D, kind, q, &clause, p)?),
             None => None,
         };
-        if let Some(sql) = &pointed_sql {
-            statements.push((sql, &args.list));
-        }
+        let mut statements = vec![(count.as_str(), args.list.as_slice())];
+        statements.push((&page, &args.list));
+        statements.extend(pointed.as_deref().map(|sql| (sql, args.list.as_slice())));
         let mut each = self.conn.rows_of_each(&statements)?.into_iter();
-        let total = each.next().unwrap_or_default().into_iter().next();
-        let total = match total.and_then(|row| row.into_iter().next()) {
-            Some(Cell::Null) | None => 0,
-            Some(cell) => count_of(Some(cell.int()?)),
-        };
+        let total = count_of(first_int_of(each.next().unwrap_or_default())?);
         let docs = each.next().unwrap_or_default().into_iter();
         let docs = docs.map(|row| row.into_iter().next().unwrap_or(Cell::Null).text());
         Ok(RawPage {

@@ -242,10 +242,8 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
         let page = op
             .tx
             .page_raw(Kind::Charge, op.org, &q, Some(DEBTOR_NAMES))?;
-        let names = page.pointed.into_iter();
-        let names = names.filter_map(|(id, name)| Some((id, name?))).collect();
         let rows: Vec<Charge> = store::typed(Kind::Charge, &page.rows)?;
-        (rows, page.total, names)
+        (rows, page.total, named(page.pointed))
     } else {
         // Free text spans the debtor's name and the computed days need today: both are
         // filtered and sorted here rather than in the store.
@@ -311,16 +309,17 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
     Ok(list(items, page, total))
 }
 
-/// The debtors' names of a page of charges, from the debtors' `name` column (a charge
-/// whose debtor is gone has none).
+/// The debtors' names of a page of charges: the debtors' `name` column (a charge whose
+/// debtor is gone has none), read with the page ([`store::Pointed`]) or after it
+/// ([`debtor_names`]).
 const DEBTOR_NAMES: Pointed = Pointed {
     kind: Kind::Debtor,
     via: "debtor_id",
     column: "name",
 };
 
-/// The names of the debtors of `charges`, in one query however many rows a page has,
-/// from the debtors' `name` column (a charge whose debtor is gone has none).
+/// The names of the debtors of `charges` ([`DEBTOR_NAMES`]), in one query however many
+/// rows a page has.
 fn debtor_names(
     op: &mut Op<'_>,
     charges: &[Charge],
@@ -328,12 +327,18 @@ fn debtor_names(
     let mut ids: Vec<&str> = charges.iter().map(|c| c.debtor_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    Ok(op
+    let names = op
         .tx
-        .column_by_id(Kind::Debtor, op.org, &ids, "name")?
+        .column_by_id(DEBTOR_NAMES.kind, op.org, &ids, DEBTOR_NAMES.column)?;
+    Ok(named(names))
+}
+
+/// Debtor ids to their names, those without one left out.
+fn named(pairs: Vec<(String, Option<String>)>) -> HashMap<String, String> {
+    pairs
         .into_iter()
         .filter_map(|(id, name)| Some((id, name?)))
-        .collect())
+        .collect()
 }
 
 pub(super) fn get_charge(op: &mut Op<'_>) -> Result<Output, DomainError> {

@@ -103,7 +103,7 @@ impl Open {
         if let Some(before) = self.unsent.text.strip_suffix(SAVEPOINT) {
             // Never sent: nothing to roll back.
             let kept = before.trim_end_matches("; ").len();
-            self.unsent.text.truncate(kept);
+            self.unsent.text.to_mut().truncate(kept);
             return Ok(());
         }
         self.say_now("ROLLBACK TO SAVEPOINT w")
@@ -223,15 +223,16 @@ impl PostgresStore {
                 Err(e) => out = Err(e.into()),
             }
         }
-        // Undone: what it read or counted is forgotten with it.
+        // Undone: what it read or counted is forgotten with it, and what it deferred.
         open.memory = before;
-        if nested && let Err(e) = open.undo() {
+        if !nested {
+            // First in its group: the whole transaction is rolled back (`settle`).
+            open.unsent.writes.clear();
+        } else if let Err(e) = open.undo() {
             // The transaction cannot be trusted any more: it fails with its group.
             open.conn.broken = true;
             return (Err(e.into()), None);
         }
-        // First in its group: the whole transaction is rolled back (`settle`).
-        open.unsent.writes.clear();
         (out, None)
     }
 
@@ -463,6 +464,60 @@ mod tests {
         let ids: Vec<String> = events(&store, "b").into_iter().map(|(id, _)| id).collect();
         assert_eq!(ids, ["warm", "second"]);
         assert!(store.ping(), "the connection went back to the pool sound");
+    }
+
+    /// The first writer's deferred writes go before a queued writer runs (`settle`):
+    /// when the database refuses one there, the first writer fails with its
+    /// transaction, which held nothing else, and the writers queued behind it run in a
+    /// group of their own, numbered on from what was committed.
+    #[test]
+    fn a_first_writers_refused_write_fails_it_and_not_the_writers_queued_behind() {
+        let Some(url) = pg_url() else { return };
+        let store = Arc::new(PostgresStore::scratch(&url).unwrap());
+        assert_eq!(append(&store, "a", "warm").unwrap(), 1);
+        let (started, first_runs) = mpsc::channel();
+        let (release, go) = mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let first = {
+                let store = Arc::clone(&store);
+                s.spawn(move || {
+                    write(&*store, WriteScope::Org("a"), |tx| {
+                        // `warm`'s number: refused when the put is sent.
+                        let doc = json!({"id": "dup", "created_at": "2026-01-01", "sequence": 1});
+                        tx.put(Kind::Event, "a", &doc)?;
+                        started.send(()).unwrap();
+                        // Bounded: a test that fails must not hang the suite.
+                        let _ = go.recv_timeout(Duration::from_secs(30));
+                        Ok(())
+                    })
+                })
+            };
+            first_runs.recv().unwrap();
+            let queued: Vec<_> = (0..2)
+                .map(|i| {
+                    let store = Arc::clone(&store);
+                    s.spawn(move || append(&store, "a", &format!("queued-{i}")))
+                })
+                .collect();
+            // Counted sleeps, not a clock: the queued writers reach the group's lock.
+            for _ in 0..50 {
+                if store.groups.of("a").queued.load(Ordering::Acquire) >= 2 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            release.send(()).unwrap();
+            assert!(first.join().unwrap().is_err(), "the refused writer fails");
+            let mut numbers: Vec<u64> = queued
+                .into_iter()
+                .map(|q| q.join().unwrap().unwrap())
+                .collect();
+            numbers.sort_unstable();
+            assert_eq!(numbers, [2, 3], "the queued writers go on");
+        });
+        let ids: Vec<String> = events(&store, "a").into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids.len(), 3, "{ids:?}");
+        assert!(!ids.iter().any(|id| id == "dup"), "{ids:?}");
     }
 
     /// What a group's transaction has read is shared by its writers, and forgotten with

@@ -5,16 +5,16 @@
 //! of its own that does nothing but `LISTEN dunning_members`. Every notification whose
 //! payload names this store's schema bumps the [`MemberEpoch`] (the channel is the
 //! database's, shared by every schema in it: another schema's members are not this
-//! store's, and counting them would only empty its caches for nothing); while the connection is not up (not yet, or lost) the epoch
-//! answers `None`, so nothing cached from membership is used, and it reconnects every
-//! second. It ends within [`POLL`] of the store being dropped.
+//! store's, and counting them would only empty its caches for nothing); while the
+//! connection is not up (not yet, or lost) the epoch answers `None`, so nothing cached
+//! from membership is used, and it reconnects every second. It ends within [`POLL`] of the store being dropped.
 
 use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator as _;
-use postgres::{Config, NoTls};
+use tokio_postgres::Config;
 
 use crate::store::MemberEpoch;
 
@@ -35,7 +35,7 @@ pub(super) fn listen(config: Config, schema: &str, epoch: &Arc<MemberEpoch>) {
 
 fn run(config: &Config, schema: &str, epoch: &Weak<MemberEpoch>) {
     loop {
-        let Ok(mut client) = config.connect(NoTls) else {
+        let Ok(mut client) = super::blocking(config) else {
             if !alive(epoch) {
                 return;
             }

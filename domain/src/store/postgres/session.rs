@@ -142,34 +142,26 @@ impl Session {
         }
         Ok(answers)
     }
-}
 
-impl Session {
     /// Sends `text` and does not wait for its answer, which the next exchange reads and
     /// drops: a read's `COMMIT`, which has nothing to keep (the server releases the
     /// snapshot when it reads it) and whose failure would change nothing the caller
     /// holds; a session that closed meanwhile is found at its next transaction's frame.
     pub(super) fn send_unanswered(&mut self, text: &str) {
-        let Self {
-            runtime,
-            client,
-            connection,
-            ended,
-        } = self;
-        let mut request = pin!(client.batch_execute(text));
-        runtime.block_on(poll_fn(|cx| {
-            // Queued by its first poll, then written by the connection; the request is
-            // dropped after, and its answer, once read, goes nowhere.
-            let _ = request.as_mut().poll(cx);
-            while !*ended {
-                match connection.poll_message(cx) {
-                    Poll::Ready(Some(Ok(_))) => {}
-                    Poll::Ready(Some(Err(_)) | None) => *ended = true,
-                    Poll::Pending => break,
-                }
-            }
-            Poll::Ready(())
-        }));
+        let _ = self.run(|client| {
+            Box::pin(async move {
+                // Queued by its first poll; the yield lets the connection write it. The
+                // request is dropped after, and its answer, once read, goes nowhere.
+                let mut request = pin!(client.batch_execute(text));
+                poll_fn(|cx| {
+                    let _ = request.as_mut().poll(cx);
+                    Poll::Ready(())
+                })
+                .await;
+                tokio::task::yield_now().await;
+                Ok(())
+            })
+        });
     }
 }
 

@@ -237,16 +237,7 @@ fn member_writes_move_the_epoch_across_stores() {
     let a = PostgresStore::scratch(&url).unwrap();
     let schema = a.scratch_schema().unwrap().to_owned();
     let b = PostgresStore::open_in_schema(&url, &schema, 2).unwrap();
-    // Waits are counted in sleeps (the domain's sources read no clock, tests included).
-    let mut waits = 0;
-    let before = loop {
-        if let Some(e) = b.members_epoch() {
-            break e;
-        }
-        waits += 1;
-        assert!(waits < 500, "listener never started (500 sleeps of 10 ms)");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let before = crate::testing::watched_epoch(|| b.members_epoch());
     let own = a.members_epoch();
     let doc = json!({"id": "m1", "created_at": "2026-01-01T00:00:00Z", "email": "x@y.z", "role": "viewer"});
     write(&a, WriteScope::All, |tx| {
