@@ -732,6 +732,9 @@ fn statements_are_prepared_again_when_the_tables_grow() {
         2,
         "more than were written before: prepared again"
     );
+    // Each write deferred far more puts than a pipeline holds (`WRITES_HELD`): all landed.
+    let n = read(&store, |tx| Ok(tx.count(Kind::Event, "a", &[])?)).unwrap();
+    assert_eq!(n, REPLAN_ROWS * 4);
 }
 
 /// A read's frame goes out with its first statement: a read that runs none opens no
