@@ -44,12 +44,21 @@ pub fn today(now: UnixTime) -> NaiveDate {
     local(now).date_naive()
 }
 
-/// Parses `YYYY-MM-DD`.
+/// Parses `YYYY-MM-DD` (four-digit year, two-digit month and day, a real date). Read
+/// for every charge of every page, so the digits are read here: a chrono format string
+/// is interpreted anew at each call.
 pub fn parse_date(s: &str) -> Option<NaiveDate> {
-    if s.len() != 10 {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
     }
-    NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()
+    let number = |digits: &[u8]| {
+        digits.iter().try_fold(0u32, |n, &d| {
+            d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
+        })
+    };
+    let year = i32::try_from(number(&b[..4])?).ok()?;
+    NaiveDate::from_ymd_opt(year, number(&b[5..7])?, number(&b[8..])?)
 }
 
 /// Parses an RFC 3339 timestamp or a date (taken as midnight local).
@@ -146,6 +155,35 @@ pub fn effective_due(due: NaiveDate) -> NaiveDate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hand-read date is chrono's `%Y-%m-%d` on every day of four centuries, and
+    /// refuses what is not a date written in full.
+    #[test]
+    fn a_date_is_read_as_chrono_reads_it() {
+        let mut day = NaiveDate::from_ymd_opt(1900, 1, 1).unwrap();
+        while day.year() < 2300 {
+            let text = day.format("%Y-%m-%d").to_string();
+            assert_eq!(parse_date(&text), Some(day), "{text}");
+            day = day.succ_opt().unwrap();
+        }
+        for bad in [
+            "",
+            "2026-02-30",
+            "2026-13-01",
+            "2026-00-10",
+            "2026-1-015",
+            "2026/01/15",
+            "+206-01-15",
+            "2026-01-1x",
+            "20260115",
+            "2026-01-15T",
+            " 2026-01-1",
+            "2026-01-150",
+            "２０２６-01-1",
+        ] {
+            assert_eq!(parse_date(bad), None, "{bad:?}");
+        }
+    }
 
     fn d(y: i32, m: u32, day: u32) -> NaiveDate {
         NaiveDate::from_ymd_opt(y, m, day).unwrap()

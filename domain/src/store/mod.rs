@@ -742,7 +742,7 @@ pub struct RawPage {
     pub rows: Vec<String>,
     /// How many documents match, over every page.
     pub total: u64,
-    /// `(id, column)` of what the rows point to, when asked, in no order.
+    /// `(id, column)` of what the rows point to, when asked: each once, by id.
     pub pointed: Vec<(String, Option<String>)>,
 }
 

@@ -354,11 +354,17 @@ fn upsert_sql(dialect: Dialect, kind: Kind) -> String {
 /// One page of `q`: the page's ids from an index alone (skipping `offset` entries costs
 /// index steps, not document reads), then only those documents, by primary key. The
 /// `CROSS JOIN` keeps the page as the outer loop on SQLite; to PostgreSQL it is a join.
+///
+/// With `pointed` ([`Pointed`]), each row also carries the id and column of the document
+/// its `via` column names (both `NULL` when there is none), joined to the page's ten-odd
+/// rows: read again in a statement of its own, the page's `via` values would cost a
+/// second walk of the index and, past an `OFFSET`, a document read per skipped entry.
 pub(crate) fn page_sql(
     dialect: Dialect,
     kind: Kind,
     q: &Query,
     clause: &str,
+    pointed: Option<Pointed>,
 ) -> Result<String, StoreError> {
     let (t, col) = (kind.table(), q.sort.0);
     let (ids, key_dir, dir) = page_ids_sql(
@@ -368,34 +374,27 @@ pub(crate) fn page_sql(
         clause,
         &format!("id AS page_id, {col} AS page_key"),
     )?;
+    let org = dialect.mark(1);
+    let (also, join) = match pointed {
+        None => (String::new(), String::new()),
+        Some(p) => {
+            kind.check_column(p.via)?;
+            p.kind.check_column(p.column)?;
+            (
+                format!(", pointed.id, pointed.{}", p.column),
+                format!(
+                    " LEFT JOIN {} AS pointed ON pointed.org = {org} AND pointed.id = {t}.{}",
+                    p.kind.table(),
+                    p.via
+                ),
+            )
+        }
+    };
     Ok(format!(
-        "SELECT {doc} FROM ({ids}) AS page \
-         CROSS JOIN {t} WHERE {t}.org = {org} AND {t}.id = page.page_id \
+        "SELECT {doc}{also} FROM ({ids}) AS page \
+         CROSS JOIN {t}{join} WHERE {t}.org = {org} AND {t}.id = page.page_id \
          ORDER BY page.page_key {key_dir}, page.page_id {dir}",
         doc = dialect.json_text(&format!("{t}.doc")),
-        org = dialect.mark(1),
-    ))
-}
-
-/// What the rows of one page of `q` point to ([`Pointed`]): its `via` column of the same
-/// page (the same conditions, order and bounds, so the same rows in one snapshot), and
-/// the documents of `p.kind` they name. Asked with the page rather than after it.
-fn pointed_sql(
-    dialect: Dialect,
-    kind: Kind,
-    q: &Query,
-    clause: &str,
-    p: Pointed,
-) -> Result<String, StoreError> {
-    kind.check_column(p.via)?;
-    p.kind.check_column(p.column)?;
-    let (ids, ..) = page_ids_sql(dialect, kind, q, clause, p.via)?;
-    Ok(format!(
-        "SELECT id, {column} FROM {t} WHERE org = {org} AND id IN (SELECT {via} FROM ({ids}) AS page)",
-        column = p.column,
-        t = p.kind.table(),
-        org = dialect.mark(1),
-        via = p.via,
     ))
 }
 
@@ -608,7 +607,7 @@ impl<C: Driver> Tx for SqlTx<C> {
 
     fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
         let (clause, args) = where_clause(Self::D, kind, org, &q.conds)?;
-        let sql = page_sql(Self::D, kind, q, &clause)?;
+        let sql = page_sql(Self::D, kind, q, &clause, None)?;
         self.conn.texts(&sql, &args.list)
     }
 
@@ -663,28 +662,32 @@ impl<C: Driver> Tx for SqlTx<C> {
     ) -> Result<RawPage, StoreError> {
         let (clause, args) = where_clause(Self::D, kind, org, &q.conds)?;
         let count = count_sql(Self::D, kind, &q.conds, &clause);
-        let page = page_sql(Self::D, kind, q, &clause)?;
-        let pointed = match pointed {
-            Some(p) => Some(pointed_sql(Self::D, kind, q, &clause, p)?),
-            None => None,
+        let page = page_sql(Self::D, kind, q, &clause, pointed)?;
+        let statements = [(count.as_str(), args.list.as_slice()), (&page, &args.list)];
+        let [counted, rows]: [_; 2] = self
+            .conn
+            .rows_of_each(&statements)?
+            .try_into()
+            .map_err(|_| StoreError("a page's statements went unanswered".into()))?;
+        let mut out = RawPage {
+            total: count_of(first_int_of(counted)?),
+            ..RawPage::default()
         };
-        let mut statements = vec![(count.as_str(), args.list.as_slice())];
-        statements.push((&page, &args.list));
-        statements.extend(pointed.as_deref().map(|sql| (sql, args.list.as_slice())));
-        let mut each = self.conn.rows_of_each(&statements)?.into_iter();
-        let total = count_of(first_int_of(each.next().unwrap_or_default())?);
-        let docs = each.next().unwrap_or_default().into_iter();
-        let docs = docs.map(|row| row.into_iter().next().unwrap_or(Cell::Null).text());
-        Ok(RawPage {
-            rows: docs.collect::<Result<_, _>>()?,
-            total,
-            pointed: each
-                .next()
-                .unwrap_or_default()
-                .into_iter()
-                .map(id_and_value)
-                .collect::<Result<_, _>>()?,
-        })
+        for row in rows {
+            let mut cells = row.into_iter();
+            out.rows.push(cells.next().unwrap_or(Cell::Null).text()?);
+            if let Some(Cell::Text(id)) = cells.next() {
+                let value = match cells.next() {
+                    Some(Cell::Text(v)) => Some(v),
+                    _ => None,
+                };
+                out.pointed.push((id, value));
+            }
+        }
+        // Rows that point to one document name it once.
+        out.pointed.sort_unstable();
+        out.pointed.dedup();
+        Ok(out)
     }
 
     fn organizations(&mut self) -> Result<Vec<String>, StoreError> {

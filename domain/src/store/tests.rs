@@ -114,7 +114,11 @@ fn a_page_and_its_total_together_are_the_two_apart() {
             tx.put(Kind::Charge, "a", &d)?;
         }
         for i in 0..4 {
-            let d = json!({"id": format!("d{i}"), "created_at": "2026-01-01", "name": format!("Debtor {i}")});
+            let mut d = json!({"id": format!("d{i}"), "created_at": "2026-01-01", "name": format!("Debtor {i}")});
+            if i == 3 {
+                // A pointed document without the column is pointed to all the same.
+                d.as_object_mut().unwrap().remove("name");
+            }
             tx.put(Kind::Debtor, "a", &d)?;
         }
         // Another organization's debtor of the same id is not pointed to.
@@ -138,8 +142,7 @@ fn a_page_and_its_total_together_are_the_two_apart() {
             offset,
         };
         let (together, apart) = read(s, |tx| {
-            let mut together = tx.page_raw(Kind::Charge, "a", &q, Some(names))?;
-            together.pointed.sort();
+            let together = tx.page_raw(Kind::Charge, "a", &q, Some(names))?;
             let rows = tx.find_raw(Kind::Charge, "a", &q)?;
             let mut ids: Vec<String> = rows
                 .iter()
