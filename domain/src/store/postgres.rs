@@ -111,6 +111,8 @@ pub struct PostgresStore {
     listening: Once,
     /// What sessions connect with (the pool's, the listener's, `exclusively`'s).
     config: Config,
+    /// When its tables were last analyzed ([`statistics`]).
+    statistics: statistics::Statistics,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -217,6 +219,7 @@ impl PostgresStore {
             members: Arc::default(),
             listening: Once::new(),
             config,
+            statistics: statistics::Statistics::default(),
         })
     }
 
@@ -417,6 +420,10 @@ impl Open {
         let out = self
             .pg(store)
             .send(&[], Some(if commit { "COMMIT" } else { "ROLLBACK" }));
+        if commit && out.is_ok() {
+            let written = store.trips.written.load(Ordering::Relaxed);
+            store.statistics.committed(written, &store.config);
+        }
         if out.is_err() && !self.conn.session.is_closed() {
             // A deferred write refused: `COMMIT` in the failed transaction rolled it
             // back, and the session is idle again. Anything else leaves it unknown.
@@ -826,6 +833,7 @@ mod tests;
 mod group;
 mod members;
 mod session;
+mod statistics;
 
 use session::{Answer, Conn, Item, Manager};
 #[cfg(test)]

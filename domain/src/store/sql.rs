@@ -166,6 +166,11 @@ impl Dialect {
                 let marks: Vec<String> = vs.iter().map(|v| args.push(Arg::of(v, ty))).collect();
                 format!("{col} IN ({})", marks.join(","))
             }
+            // One value is an equality: a generic plan of `= ANY($n)` knows neither how
+            // many values come nor which, and on a small table scans it whole.
+            Self::Postgres if vs.len() == 1 => {
+                format!("{col} = {}", args.push(Arg::of(&vs[0], ty)))
+            }
             Self::Postgres => {
                 let list = vs.iter().map(|v| Arg::of(v, ty)).collect();
                 format!("{col} = ANY({})", args.push(Arg::List(ty, list)))

@@ -737,6 +737,65 @@ fn statements_are_prepared_again_when_the_tables_grow() {
     assert_eq!(n, REPLAN_ROWS * 4);
 }
 
+/// The store analyzes its tables once it has committed more than a step of rows since
+/// the last time (and more than then), on a connection of its own: a table loaded in
+/// bulk is planned from its statistics even where autovacuum does not run.
+#[test]
+fn the_tables_are_analyzed_as_the_store_writes_them() {
+    let Some(url) = url() else { return };
+    let store = PostgresStore::scratch(&url).unwrap();
+    let schema = store.scratch_schema().unwrap().to_owned();
+    let mut probe = blocking(&parse_url(&url).unwrap()).unwrap();
+    let mut analyzed = |table: &str| -> i64 {
+        probe
+            .query_one(
+                "SELECT analyze_count FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2",
+                &[&schema, &table],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let grow = |from: u64, n: u64| {
+        write(&store, WriteScope::Org("a"), |tx| {
+            for i in from..from + n {
+                tx.put(Kind::Event, "a", &event(&format!("e{i}"), i + 1))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    };
+    // Polled for up to 20 s.
+    let eventually = |analyzed: &mut dyn FnMut(&str) -> i64, times: i64| {
+        let seen = (0..400).any(|_| {
+            let done = analyzed("events") >= times;
+            if !done {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            done
+        });
+        assert!(seen, "events not analyzed {times} times");
+    };
+    grow(0, statistics::STEP);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        analyzed("events"),
+        0,
+        "a step's rows, not more: not analyzed"
+    );
+    grow(statistics::STEP, 1);
+    eventually(&mut analyzed, 1);
+    assert!(analyzed("charges") >= 1, "every entity table with them");
+    grow(statistics::STEP + 1, statistics::STEP);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        analyzed("events"),
+        1,
+        "fewer rows than at the last run: not again"
+    );
+    grow(statistics::STEP * 2 + 1, 2);
+    eventually(&mut analyzed, 2);
+}
+
 /// A read's frame goes out with its first statement: a read that runs none opens no
 /// transaction and costs no round trip, and its connection is clean for the next one; a
 /// read that runs one is one transaction.

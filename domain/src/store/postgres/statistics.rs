@@ -1,0 +1,64 @@
+//! The planner's statistics, kept up with this store's own writes.
+//!
+//! PostgreSQL plans every statement from its tables' statistics, which `ANALYZE`
+//! gathers; autovacuum runs it when a table has changed enough, but a database may run
+//! without autovacuum, or a bulk load (the demo's seed, an import) may be read long
+//! before autovacuum's next round. Planned blind, the overdue page's count scanned the
+//! whole table and its names looked debtors up through the wrong index: one replica
+//! served 4,800 pages a second on such tables against 6,500-6,900 once analyzed
+//! (`docs/decisions.md`, "Statistics that follow the store's writes").
+//!
+//! So once this store has committed more rows than [`STEP`] and more than it had at the
+//! last `ANALYZE` (doubling steps, as `session::REPLAN_ROWS` re-prepares), it analyzes
+//! its entity tables on a connection and a thread of their own, one run at a time: no
+//! request waits for it, and plans made before it are made again by PostgreSQL itself
+//! (new statistics invalidate them). A role that does not own the tables gets a warning
+//! from PostgreSQL and nothing else; a failure waits for the next step.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+
+use tokio_postgres::Config;
+
+use crate::store::Kind;
+
+/// Rows committed since the last `ANALYZE` past which it runs again: at least this
+/// many, and more than there were then.
+pub(super) const STEP: u64 = 1_000;
+
+/// When this store last analyzed its tables, and whether it is analyzing them now.
+#[derive(Debug, Default)]
+pub(super) struct Statistics {
+    /// The store's rows written when the last `ANALYZE` began.
+    analyzed: AtomicU64,
+    running: Arc<AtomicBool>,
+}
+
+impl Statistics {
+    /// After a write committed, with `written` rows written by the store so far:
+    /// analyzes its tables (on a thread of their own) when they have grown a step.
+    pub(super) fn committed(&self, written: u64, config: &Config) {
+        let last = self.analyzed.load(Ordering::Relaxed);
+        if written.saturating_sub(last) <= STEP.max(last) {
+            return;
+        }
+        if self.running.swap(true, Ordering::AcqRel) {
+            return; // the run under way sees most of them; the next step the rest
+        }
+        self.analyzed.store(written, Ordering::Relaxed);
+        let running = Arc::clone(&self.running);
+        let config = config.clone();
+        let spawned = thread::Builder::new()
+            .name("pg-analyze".into())
+            .spawn(move || {
+                let tables: Vec<&str> = Kind::ALL.iter().map(|k| k.table()).collect();
+                let sql = format!("ANALYZE {}", tables.join(", "));
+                let _ = super::blocking(&config).and_then(|mut c| c.batch_execute(&sql));
+                running.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            self.running.store(false, Ordering::Release);
+        }
+    }
+}
