@@ -434,11 +434,15 @@ fn page_ids_sql(
 fn id_and_value(row: Vec<Cell>) -> Result<(String, Option<String>), StoreError> {
     let mut cells = row.into_iter();
     let id = cells.next().unwrap_or(Cell::Null).text()?;
-    let value = match cells.next() {
+    Ok((id, text_or_none(cells.next())))
+}
+
+/// A text cell's text; `None` for anything else (`NULL`, no cell).
+fn text_or_none(cell: Option<Cell>) -> Option<String> {
+    match cell {
         Some(Cell::Text(v)) => Some(v),
         _ => None,
-    };
-    Ok((id, value))
+    }
 }
 
 fn ms(v: u64) -> Arg {
@@ -681,12 +685,9 @@ impl<C: Driver> Tx for SqlTx<C> {
         for row in rows {
             let mut cells = row.into_iter();
             out.rows.push(cells.next().unwrap_or(Cell::Null).text()?);
-            if let Some(Cell::Text(id)) = cells.next() {
-                let value = match cells.next() {
-                    Some(Cell::Text(v)) => Some(v),
-                    _ => None,
-                };
-                out.pointed.push((id, value));
+            // The pointed id is `NULL` when the row points to nothing.
+            if let Some(id) = text_or_none(cells.next()) {
+                out.pointed.push((id, text_or_none(cells.next())));
             }
         }
         // Rows that point to one document name it once.

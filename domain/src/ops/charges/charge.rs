@@ -3,6 +3,9 @@
 //! charge tool uses.
 
 use chrono::NaiveDate;
+use std::fmt;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -52,9 +55,9 @@ pub struct Payment {
     pub recorded_by: String,
 }
 
-/// A charge. `days_overdue` and `updated_amount` are not stored: see [`view`].
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+/// A charge. `days_overdue` and `updated_amount` are not stored: see [`view`]. Read by
+/// [`ChargeVisitor`] (every field optional, unknown ones kept in `extra`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Charge {
     /// UUID.
     pub id: String,
@@ -124,6 +127,117 @@ pub struct Charge {
     /// view computes are never written: [`COMPUTED`]).
     #[serde(flatten, serialize_with = "without_computed")]
     pub extra: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for Charge {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ChargeVisitor)
+    }
+}
+
+/// Reads a charge field by field, straight into its place. `serde`'s derive with a
+/// flattened `extra` first buffers every field of the document into an intermediate
+/// tree, then reads the known ones out of it: a page parses ten charges, and that
+/// buffering was most of its parse (`docs/decisions.md`, "A charge read without a
+/// buffer"). A missing field keeps its default (`#[serde(default)]`'s behaviour), a
+/// field of the wrong type fails as the derive's does, any other field goes to `extra`.
+struct ChargeVisitor;
+
+impl<'de> Visitor<'de> for ChargeVisitor {
+    type Value = Charge;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a charge")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Charge, A::Error> {
+        let mut c = Charge::default();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match key.as_str() {
+                "id" => c.id = map.next_value()?,
+                "debtor_id" => c.debtor_id = map.next_value()?,
+                "external_id" => c.external_id = map.next_value()?,
+                "description" => c.description = map.next_value()?,
+                "amount" => c.amount = map.next_value()?,
+                "due_date" => c.due_date = map.next_value()?,
+                "original_due_date" => c.original_due_date = map.next_value()?,
+                "payment_method" => c.payment_method = map.next_value()?,
+                "status" => c.status = map.next_value()?,
+                "paid_amount" => c.paid_amount = map.next_value()?,
+                "paid_at" => c.paid_at = map.next_value()?,
+                "paid_via" => c.paid_via = map.next_value()?,
+                "payments" => c.payments = map.next_value()?,
+                "canceled_at" => c.canceled_at = map.next_value()?,
+                "cancellation_reason" => c.cancellation_reason = map.next_value()?,
+                "fine_percentage" => c.fine_percentage = map.next_value()?,
+                "interest_percentage" => c.interest_percentage = map.next_value()?,
+                "discount" => c.discount = map.next_value()?,
+                "boleto" => c.boleto = map.next_value()?,
+                "pix" => c.pix = map.next_value()?,
+                "ruler_id" => c.ruler_id = map.next_value()?,
+                "dunning_paused" => c.dunning_paused = map.next_value()?,
+                "dunning_paused_until" => c.dunning_paused_until = map.next_value()?,
+                "pause_reason" => c.pause_reason = map.next_value()?,
+                "agreement_id" => c.agreement_id = map.next_value()?,
+                "negativation_status" => c.negativation_status = map.next_value()?,
+                "protest_status" => c.protest_status = map.next_value()?,
+                "written_off_at" => c.written_off_at = map.next_value()?,
+                "tags" => c.tags = map.next_value()?,
+                "custom_data" => c.custom_data = map.next_value()?,
+                "created_at" => c.created_at = map.next_value()?,
+                "updated_at" => c.updated_at = map.next_value()?,
+                _ => {
+                    let value = map.next_value()?;
+                    c.extra.insert(key.into_string(), value);
+                }
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// A field's name, borrowed from the document when it holds no escape.
+enum Key<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl Key<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Borrowed(s) => s,
+            Self::Owned(s) => s,
+        }
+    }
+
+    fn into_string(self) -> String {
+        match self {
+            Self::Borrowed(s) => s.to_owned(),
+            Self::Owned(s) => s,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key::Borrowed(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
 }
 
 /// How the amount owed on a day is made up, in centavos.
@@ -630,6 +744,52 @@ pub(super) fn validate_discount(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every field of a stored charge, none at its default, and two fields of other
+    /// modules: read from text (names borrowed) and from a tree (names owned), each field
+    /// lands in its place (`extra` holds only the others, and the charge is written back
+    /// as it was read), a missing field keeps its default, a wrong type fails.
+    #[test]
+    fn a_charge_is_read_field_by_field() {
+        let text = r#"{"id":"c1","debtor_id":"d1","external_id":"FAT-1","description":"Aluguel","amount":800.4,"due_date":"2026-10-23","original_due_date":"2026-10-20","payment_method":"bolepix","status":"overdue","paid_amount":10.5,"paid_at":"2026-10-25","paid_via":"pix","payments":[{"amount":10.5,"paid_at":"2026-10-25","paid_via":"pix","note":"parcial","recorded_by":"ana"}],"canceled_at":"2026-10-26","cancellation_reason":"erro","fine_percentage":2.0,"interest_percentage":1.0,"discount":{"type":"fixed","value":5.0,"until":"2026-10-20"},"boleto":{"line":"0019","barcode":"0019","our_number":"8354","url":"https://b.example/1"},"pix":{"txid":"528f","emv":"0002","qrcode_png_url":"https://p.example/q.png","expires_at":"2026-11-22T23:59:59-03:00"},"ruler_id":"r1","dunning_paused":true,"dunning_paused_until":"2026-11-01","pause_reason":"acordo","agreement_id":"a1","negativation_status":"included","protest_status":"intimated","written_off_at":"2026-11-02","tags":["vip"],"custom_data":{"k":1},"created_at":"2026-10-15T16:01:53-03:00","updated_at":"2026-12-04T16:01:53-03:00","bureau_note":"kept","prot\u0065st_note":{"n":2}}"#;
+        let from_text: Charge = serde_json::from_str(text).unwrap();
+        let tree: Value = serde_json::from_str(text).unwrap();
+        let from_tree: Charge = serde_json::from_value(tree.clone()).unwrap();
+        assert_eq!(from_text, from_tree);
+        let mut extra: Vec<&str> = from_text.extra.keys().map(String::as_str).collect();
+        extra.sort_unstable();
+        assert_eq!(
+            extra,
+            ["bureau_note", "protest_note"],
+            "only the unknown fields"
+        );
+        assert_eq!(
+            serde_json::to_string(&from_text).unwrap(),
+            text.replace("prot\\u0065st", "protest"),
+            "written back as read"
+        );
+        // A field added to `Charge` must be added here (and so to the visitor, or it
+        // lands in `extra` above).
+        let defaults = serde_json::to_value(Charge::default()).unwrap();
+        for (field, default) in defaults.as_object().unwrap() {
+            let value = tree.get(field);
+            assert!(value.is_some(), "{field} missing from this test's charge");
+            assert_ne!(value, Some(default), "{field} at its default: not tested");
+        }
+        let sparse: Charge = serde_json::from_str(r#"{"id":"c2","amount":1.5}"#).unwrap();
+        assert_eq!(
+            (sparse.id.as_str(), sparse.status, sparse.tags.len()),
+            ("c2", ChargeStatus::default(), 0)
+        );
+        for wrong in [
+            r#"{"amount":"ten"}"#,
+            r#"{"due_date":null}"#,
+            r#"{"status":"lost"}"#,
+            r#"["c1"]"#,
+        ] {
+            assert!(serde_json::from_str::<Charge>(wrong).is_err(), "{wrong}");
+        }
+    }
 
     /// A document that kept computed fields among its extra ones (parsed back from a
     /// view): the view writes each once, with today's figures, in the view's order; the

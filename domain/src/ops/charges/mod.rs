@@ -29,7 +29,7 @@
 //!
 //! ## Files
 //! Every group folder has the same shape: `mod.rs` (this map and the re-exports),
-//! `tools.rs` (the declarations), `handlers.rs`, then the topics: `charge` (the document,
+//! `tools.rs` (the declarations), `handlers.rs` (`list.rs`: the list), then the topics: `charge` (the document,
 //! what it owes today, the status moves), [`codes`] (boleto and Pix), `draft`,
 //! `statement` (the debtor statement and the settlement letter) and `demo`.
 
@@ -38,6 +38,7 @@ pub mod codes;
 mod demo;
 mod draft;
 mod handlers;
+mod list;
 mod statement;
 mod tools;
 

@@ -4,7 +4,7 @@
 use dunning_core::Scope;
 use serde_json::Value;
 
-use super::{STATUSES, draft, handlers, statement};
+use super::{STATUSES, draft, handlers, list, statement};
 use crate::args::{ById, IdReason};
 use crate::catalog::name;
 use crate::schema as s;
@@ -68,10 +68,10 @@ pub fn tools() -> Vec<ToolSpec> {
             .arg("tag", s::text("Only charges carrying this tag", 1, 50))
             .arg("q", s::text("Search in description, external id, debtor name and CPF/CNPJ", 1, 100))
             .list(&["due_date", "amount", "days_overdue", "created_at"])
-            .args::<handlers::ListFilters>()
-            .filters(handlers::LISTING.filters)
+            .args::<list::ListFilters>()
+            .filters(list::LISTING.filters)
             .output(s::list_output(charge_output()))
-            .run(handlers::list_charges),
+            .run(list::list_charges),
         id_arg(tool(name::CHARGES_GET, "Get a charge", "GET", "/v1/charges/{id}"))
             .describe("One charge with its boleto/Pix codes, payments, and the server-computed `days_overdue`, `updated_amount` and `amount_breakdown` as of today.")
             .read()
