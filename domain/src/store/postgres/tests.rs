@@ -359,6 +359,17 @@ fn event(id: &str, sequence: u64) -> Value {
     json!({"id": id, "created_at": "2026-01-01T00:00:00Z", "sequence": sequence})
 }
 
+/// Writes `n` events of organization `a`, numbered on from `from`, in one write.
+fn grow_events(store: &PostgresStore, from: u64, n: u64) {
+    write(store, WriteScope::Org("a"), |tx| {
+        for i in from..from + n {
+            tx.put(Kind::Event, "a", &event(&format!("e{i}"), i + 1))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+}
+
 /// Runs `f` on its own thread; whether it finished within `limit`.
 fn finishes_within(limit: Duration, f: impl FnOnce() + Send + 'static) -> bool {
     let (done, finished) = std::sync::mpsc::channel();
@@ -708,15 +719,7 @@ fn statements_are_prepared_again_when_the_tables_grow() {
     };
     assert_eq!(get(&store), 2, "the first execution prepares");
     assert_eq!(get(&store), 1, "then runs only");
-    let grow = |from: u64, n: u64| {
-        write(&store, WriteScope::Org("a"), |tx| {
-            for i in from..from + n {
-                tx.put(Kind::Event, "a", &event(&format!("e{i}"), i + 1))?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    };
+    let grow = |from: u64, n: u64| grow_events(&store, from, n);
     grow(0, REPLAN_ROWS / 2);
     assert_eq!(get(&store), 1, "half the rows: kept");
     grow(REPLAN_ROWS / 2, REPLAN_ROWS);
@@ -755,15 +758,7 @@ fn the_tables_are_analyzed_as_the_store_writes_them() {
             .unwrap()
             .get(0)
     };
-    let grow = |from: u64, n: u64| {
-        write(&store, WriteScope::Org("a"), |tx| {
-            for i in from..from + n {
-                tx.put(Kind::Event, "a", &event(&format!("e{i}"), i + 1))?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    };
+    let grow = |from: u64, n: u64| grow_events(&store, from, n);
     // Polled for up to 20 s.
     let eventually = |analyzed: &mut dyn FnMut(&str) -> i64, times: i64| {
         let seen = (0..400).any(|_| {
