@@ -15,6 +15,8 @@ use crate::op::{Op, list};
 use crate::ops::debtors::Debtor;
 use crate::store::{self, Kind, Order, Pointed, Query, find, load};
 
+/// The sorts a caller may name (`sort_by`), each on its column in its default order;
+/// the first is the list's order when none is named.
 const SORTS: &[(&str, &str, Order)] = &[
     ("due_date", "due_date", Order::Asc),
     ("amount", "amount", Order::Desc),
