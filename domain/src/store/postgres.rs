@@ -73,6 +73,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
         8,
         include_str!("migrations/postgres/0008_members_notify_table_schema.sql"),
     ),
+    (
+        9,
+        include_str!("migrations/postgres/0009_tallies_own_schema.sql"),
+    ),
 ];
 
 /// The schema version this binary knows.

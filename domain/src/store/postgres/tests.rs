@@ -791,6 +791,31 @@ fn the_tables_are_analyzed_as_the_store_writes_them() {
     eventually(&mut analyzed, 2);
 }
 
+/// An operator's row written or deleted from a session whose search path is elsewhere
+/// (the schema named in the statement) is counted in the store's own tallies.
+#[test]
+fn an_operators_write_from_another_search_path_is_tallied_in_its_schema() {
+    let Some(url) = url() else { return };
+    let store = PostgresStore::scratch(&url).unwrap();
+    let schema = store.scratch_schema().unwrap().to_owned();
+    let mut operator = blocking(&parse_url(&url).unwrap()).unwrap();
+    operator.batch_execute("SET search_path = public").unwrap();
+    let debtors =
+        |store: &PostgresStore| read(store, |tx| Ok(tx.count(Kind::Debtor, "a", &[])?)).unwrap();
+    operator
+        .batch_execute(&format!(
+            "INSERT INTO {schema}.debtors (org, id, created_at, doc, name) \
+             VALUES ('a', 'd1', '2026-01-01', '{{\"id\":\"d1\"}}', 'Ana'), \
+                    ('a', 'd2', '2026-01-01', '{{\"id\":\"d2\"}}', 'Bia')"
+        ))
+        .unwrap();
+    assert_eq!(debtors(&store), 2);
+    operator
+        .batch_execute(&format!("DELETE FROM {schema}.debtors WHERE id = 'd1'"))
+        .unwrap();
+    assert_eq!(debtors(&store), 1);
+}
+
 /// A read's frame goes out with its first statement: a read that runs none opens no
 /// transaction and costs no round trip, and its connection is clean for the next one; a
 /// read that runs one is one transaction.
