@@ -25,17 +25,29 @@ pub fn pg_url() -> Option<String> {
     std::env::var(PG_VAR).ok().filter(|u| !u.trim().is_empty())
 }
 
-/// The members epoch `epoch` answers once it is watched (PostgreSQL's listener up;
-/// SQLite's at once), in counted sleeps (at most 10 s; the domain's sources read no
-/// clock, tests included): before that nothing is kept from membership, by rule.
-pub fn watched_epoch(epoch: impl Fn() -> Option<u64>) -> u64 {
-    for _ in 0..500 {
-        if let Some(e) = epoch() {
-            return e;
+/// Whether `done` answered yes, asked up to `tries` times `step` apart: a wait in
+/// counted sleeps, bounded, for what another thread or process makes true (the domain's
+/// sources read no clock, tests included: `tests/no_sockets.rs`).
+pub fn polled(tries: u32, step: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    (0..tries).any(|_| {
+        done() || {
+            std::thread::sleep(step);
+            false
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    panic!("the membership listener never came up");
+    })
+}
+
+/// The members epoch `epoch` answers once it is watched (PostgreSQL's listener up;
+/// SQLite's at once), within 10 s ([`polled`]): before that nothing is kept from
+/// membership, by rule.
+pub fn watched_epoch(epoch: impl Fn() -> Option<u64>) -> u64 {
+    let mut seen = None;
+    let up = polled(500, std::time::Duration::from_millis(20), || {
+        seen = epoch();
+        seen.is_some()
+    });
+    assert!(up, "the membership listener never came up");
+    seen.unwrap_or_default()
 }
 
 /// A private, empty (migrated) store for one test: a fresh schema of the PostgreSQL

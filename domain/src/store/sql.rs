@@ -372,13 +372,15 @@ pub(crate) fn page_sql(
     pointed: Option<Pointed>,
 ) -> Result<String, StoreError> {
     let (t, col) = (kind.table(), q.sort.0);
-    let (ids, key_dir, dir) = page_ids_sql(
-        dialect,
-        kind,
-        q,
-        clause,
-        &format!("id AS page_id, {col} AS page_key"),
-    )?;
+    kind.check_column(col)?;
+    let dir = match q.sort.1 {
+        Order::Asc => "ASC",
+        Order::Desc => "DESC",
+    };
+    let key_dir = dialect.key_order(q.sort.1);
+    let limit = q
+        .limit
+        .map_or_else(|| dialect.no_limit().to_owned(), |l| l.to_string());
     let org = dialect.mark(1);
     let (also, join) = match pointed {
         None => (String::new(), String::new()),
@@ -396,38 +398,15 @@ pub(crate) fn page_sql(
         }
     };
     Ok(format!(
-        "SELECT {doc}{also} FROM ({ids}) AS page \
+        "SELECT {doc}{also} FROM \
+         (SELECT id AS page_id, {col} AS page_key FROM {from}{clause} \
+          ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
          CROSS JOIN {t}{join} WHERE {t}.org = {org} AND {t}.id = page.page_id \
          ORDER BY page.page_key {key_dir}, page.page_id {dir}",
         doc = dialect.json_text(&format!("{t}.doc")),
-    ))
-}
-
-/// The rows of one page of `q`, as `select` of them, from the index alone; and the
-/// orders (of the sort key, of the ids) it sorts by.
-fn page_ids_sql(
-    dialect: Dialect,
-    kind: Kind,
-    q: &Query,
-    clause: &str,
-    select: &str,
-) -> Result<(String, &'static str, &'static str), StoreError> {
-    kind.check_column(q.sort.0)?;
-    let dir = match q.sort.1 {
-        Order::Asc => "ASC",
-        Order::Desc => "DESC",
-    };
-    let key_dir = dialect.key_order(q.sort.1);
-    let limit = q
-        .limit
-        .map_or_else(|| dialect.no_limit().to_owned(), |l| l.to_string());
-    let col = q.sort.0;
-    let sql = format!(
-        "SELECT {select} FROM {from}{clause} ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}",
         from = dialect.from(kind, &q.conds),
         off = q.offset
-    );
-    Ok((sql, key_dir, dir))
+    ))
 }
 
 /// A row of `(id, text column)`.

@@ -371,8 +371,7 @@ impl Driver for Lite<'_> {
 mod tests {
     use super::*;
     use crate::store::sql::{page_sql, where_clause};
-    use crate::store::{ColumnType, Cond, Kind, Query};
-    use crate::store::{Order, Pointed};
+    use crate::store::{ColumnType, Cond, Kind, Order, Pointed, Query};
     use serde_json::Value;
 
     /// A database path in a fresh directory of its own (named by the test and the

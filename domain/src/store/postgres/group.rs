@@ -38,9 +38,10 @@ use crate::store::Tx;
 /// PostgreSQL backend caches (64).
 const MAX_GROUP: usize = 32;
 
-/// A nested writer's savepoint (each a new one of the same name; rolling back to it
-/// undoes the latest).
+/// A nested writer's savepoint (each a new one of the same name), and what undoes the
+/// latest.
 const SAVEPOINT: &str = "SAVEPOINT w";
+const UNDO: &str = "ROLLBACK TO SAVEPOINT w";
 
 /// The writers of each organization that has writes in progress on this replica.
 #[derive(Default)]
@@ -106,7 +107,7 @@ impl Open {
             self.unsent.text.to_mut().truncate(kept);
             return Ok(());
         }
-        self.say_now("ROLLBACK TO SAVEPOINT w")
+        self.say_now(UNDO)
     }
 }
 
@@ -280,7 +281,7 @@ mod tests {
 
     use super::*;
     use crate::store::{Kind, Query, Store, read, rehearse, write};
-    use crate::testing::pg_url;
+    use crate::testing::{pg_url, polled};
 
     /// Writes one event of `org` numbered as `Op::event` numbers it.
     fn append(store: &PostgresStore, org: &str, id: &str) -> Result<u64, DomainError> {
@@ -311,6 +312,14 @@ mod tests {
                 .collect())
         })
         .unwrap()
+    }
+
+    /// Waits (at most a second) until `n` writers of `a` queue behind the one running;
+    /// the test goes on either way, and its assertions say what ran.
+    fn wait_queued(store: &PostgresStore, n: usize) {
+        let _ = polled(50, Duration::from_millis(20), || {
+            store.groups.of("a").queued.load(Ordering::Acquire) >= n
+        });
     }
 
     /// While one write of an organization runs, its other writers queue; they then share
@@ -389,13 +398,8 @@ mod tests {
                     )
                 })
             };
-            // Counted sleeps, not a clock: the queued writers reach the group's lock.
-            for _ in 0..50 {
-                if store.groups.of("a").queued.load(Ordering::Acquire) >= 8 {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            // The queued writers reach the group's lock.
+            wait_queued(&store, 8);
             release.send(()).unwrap();
             assert_eq!(first.join().unwrap().unwrap(), 1);
             for k in kept {
@@ -499,13 +503,8 @@ mod tests {
                     s.spawn(move || append(&store, "a", &format!("queued-{i}")))
                 })
                 .collect();
-            // Counted sleeps, not a clock: the queued writers reach the group's lock.
-            for _ in 0..50 {
-                if store.groups.of("a").queued.load(Ordering::Acquire) >= 2 {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            // The queued writers reach the group's lock.
+            wait_queued(&store, 2);
             release.send(()).unwrap();
             assert!(first.join().unwrap().is_err(), "the refused writer fails");
             let mut numbers: Vec<u64> = queued
@@ -566,13 +565,8 @@ mod tests {
                     })
                 })
             };
-            // Counted sleeps, not a clock: the undone writer joins the group first.
-            for _ in 0..50 {
-                if store.groups.of("a").queued.load(Ordering::Acquire) >= 1 {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            // The undone writer joins the group first.
+            wait_queued(&store, 1);
             first_go.send(()).unwrap();
             undone_runs.recv().unwrap();
             let after = {

@@ -47,6 +47,13 @@ pub(super) const REPLAN_AFTER: u64 = 5_000;
 /// back at once on a fresh session (`docs/decisions.md`, "PostgreSQL pipelining").
 pub(super) const REPLAN_ROWS: u64 = 1_000;
 
+/// Whether the store's rows written, `written`, have grown a step past `since` (the
+/// count when plans were last made, or statistics gathered): more than [`REPLAN_ROWS`]
+/// since, and more than there were then.
+pub(super) fn grown(written: u64, since: u64) -> bool {
+    written.saturating_sub(since) > REPLAN_ROWS.max(since)
+}
+
 /// One item of a [`Session::pipeline`].
 pub(super) enum Item<'a> {
     /// Simple-protocol text, answered with nothing (a frame, a savepoint, `COMMIT`).
@@ -227,8 +234,7 @@ impl Conn {
     ) -> Result<(Statement, bool), Error> {
         let prepared = &mut self.statements;
         prepared.uses += 1;
-        let grown = written.saturating_sub(prepared.written) > REPLAN_ROWS.max(prepared.written);
-        if prepared.uses > REPLAN_AFTER || grown {
+        if prepared.uses > REPLAN_AFTER || grown(written, prepared.written) {
             prepared.kept.clear();
             prepared.uses = 1;
             prepared.written = written;

@@ -8,12 +8,12 @@
 //! served 4,800 pages a second on such tables against 6,500-6,900 once analyzed
 //! (`docs/decisions.md`, "Statistics that follow the store's writes").
 //!
-//! So once this store has committed more rows than [`STEP`] and more than it had at the
-//! last `ANALYZE` (doubling steps, as `session::REPLAN_ROWS` re-prepares), it analyzes
-//! its entity tables on a connection and a thread of their own, one run at a time: no
-//! request waits for it, and plans made before it are made again by PostgreSQL itself
-//! (new statistics invalidate them). A role that does not own the tables gets a warning
-//! from PostgreSQL and nothing else; a failure waits for the next step.
+//! So once this store's committed rows have grown a step since the last `ANALYZE`
+//! ([`session::grown`], the doubling steps at which statements are prepared again), it
+//! analyzes its entity tables on a connection and a thread of their own, one run at a
+//! time: no request waits for it, and plans made before it are made again by PostgreSQL
+//! itself (new statistics invalidate them). A role that does not own the tables gets a
+//! warning from PostgreSQL and nothing else; a failure waits for the next step.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,11 +21,8 @@ use std::thread;
 
 use tokio_postgres::Config;
 
+use super::session;
 use crate::store::Kind;
-
-/// Rows committed since the last `ANALYZE` past which it runs again: at least this
-/// many, and more than there were then.
-pub(super) const STEP: u64 = 1_000;
 
 /// When this store last analyzed its tables, and whether it is analyzing them now.
 #[derive(Debug, Default)]
@@ -40,7 +37,7 @@ impl Statistics {
     /// analyzes its tables (on a thread of their own) when they have grown a step.
     pub(super) fn committed(&self, written: u64, config: &Config) {
         let last = self.analyzed.load(Ordering::Relaxed);
-        if written.saturating_sub(last) <= STEP.max(last) {
+        if !session::grown(written, last) {
             return;
         }
         if self.running.swap(true, Ordering::AcqRel) {

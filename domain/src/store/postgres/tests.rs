@@ -1,6 +1,6 @@
 use super::*;
 use crate::store::{Kind, Query, read, write};
-use crate::testing::{PG_VAR, pg_url};
+use crate::testing::{PG_VAR, pg_url, polled};
 use serde_json::Value;
 use serde_json::json;
 
@@ -278,8 +278,7 @@ fn member_writes_move_the_epoch_across_stores() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(b.members_epoch(), settled);
     // An operator's statement on this schema's table from a session whose search path is
-    // elsewhere does (the payload is the table's schema, not the writer's; a TRUNCATE, as
-    // the tallies' row triggers name their table unqualified).
+    // elsewhere does (the payload is the table's schema, not the writer's).
     let mut admin = blocking(&parse_url(&url).unwrap()).unwrap();
     admin
         .batch_execute(&format!("TRUNCATE {schema}.members"))
@@ -383,9 +382,9 @@ fn finishes_within(limit: Duration, f: impl FnOnce() + Send + 'static) -> bool {
 /// Whether some session of this database waits for an advisory lock, within `limit`.
 fn someone_waits(url: &str, limit: Duration) -> bool {
     let mut probe = blocking(&parse_url(url).unwrap()).unwrap();
-    // Counted sleeps, not a clock: the domain's sources read none (`tests/no_sockets.rs`).
     let step = Duration::from_millis(20);
-    for _ in 0..limit.as_millis() / step.as_millis() {
+    let tries = u32::try_from(limit.as_millis() / step.as_millis()).unwrap_or(u32::MAX);
+    polled(tries, step, || {
         let waiting: i64 = probe
             .query_one(
                 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
@@ -394,12 +393,8 @@ fn someone_waits(url: &str, limit: Duration) -> bool {
             )
             .unwrap()
             .get(0);
-        if waiting > 0 {
-            return true;
-        }
-        std::thread::sleep(step);
-    }
-    false
+        waiting > 0
+    })
 }
 
 /// Organization A's write transaction is held open on one replica while organization
@@ -624,17 +619,15 @@ fn a_reads_commit_unwaited_ends_its_transaction() {
             .unwrap()
             .get(0)
     };
-    // Counted sleeps: the COMMIT is on its way when `read` returns.
-    let mut waits = 0;
-    while state(&mut probe) != "idle" {
-        waits += 1;
-        assert!(
-            waits < 400,
-            "the read's transaction is still open: {}",
-            state(&mut probe)
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    // The COMMIT is on its way when `read` returns.
+    let idle = polled(400, Duration::from_millis(5), || {
+        state(&mut probe) == "idle"
+    });
+    assert!(
+        idle,
+        "the read's transaction is still open: {}",
+        state(&mut probe)
+    );
     write(&store, WriteScope::Org("org-a"), |tx| {
         tx.put(Kind::Event, "org-a", &event("e2", 2))?;
         tx.count(Kind::Event, "org-a", &[])?;
@@ -759,35 +752,31 @@ fn the_tables_are_analyzed_as_the_store_writes_them() {
             .get(0)
     };
     let grow = |from: u64, n: u64| grow_events(&store, from, n);
-    // Polled for up to 20 s.
+    // Within 20 s.
     let eventually = |analyzed: &mut dyn FnMut(&str) -> i64, times: i64| {
-        let seen = (0..400).any(|_| {
-            let done = analyzed("events") >= times;
-            if !done {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            done
+        let seen = polled(400, Duration::from_millis(50), || {
+            analyzed("events") >= times
         });
         assert!(seen, "events not analyzed {times} times");
     };
-    grow(0, statistics::STEP);
+    grow(0, REPLAN_ROWS);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
         analyzed("events"),
         0,
         "a step's rows, not more: not analyzed"
     );
-    grow(statistics::STEP, 1);
+    grow(REPLAN_ROWS, 1);
     eventually(&mut analyzed, 1);
     assert!(analyzed("charges") >= 1, "every entity table with them");
-    grow(statistics::STEP + 1, statistics::STEP);
+    grow(REPLAN_ROWS + 1, REPLAN_ROWS);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
         analyzed("events"),
         1,
         "fewer rows than at the last run: not again"
     );
-    grow(statistics::STEP * 2 + 1, 2);
+    grow(REPLAN_ROWS * 2 + 1, 2);
     eventually(&mut analyzed, 2);
 }
 
