@@ -98,6 +98,40 @@ impl<D: Dispatch> Server<D> {
         }
     }
 
+    /// A fresh [`crate::Ahead`] for the complete request `req` at `now`, when it is a
+    /// `tools/call` of a read-only tool whose gate decides without waiting (a known
+    /// token, an in-process limiter) and the dispatcher reads ahead
+    /// ([`Dispatch::ahead`]): an async adapter then runs it on its reactor in rounds
+    /// ([`crate::ahead`]). `None` otherwise: run it as [`Server::may_block_on`] says.
+    pub fn reads_ahead(
+        &self,
+        req: &Request<'_>,
+        now: UnixTime,
+    ) -> Option<std::sync::Arc<dyn crate::Ahead>> {
+        if self.route(req.path()) != Some(Endpoint::Mcp)
+            || self.token_may_block(req, Audience::Mcp, now)
+            || self.limiter.may_block()
+        {
+            return None;
+        }
+        let Ok(Peek {
+            method: Some(m),
+            params,
+        }) = serde_json::from_slice::<Peek<'_>>(req.body)
+        else {
+            return None;
+        };
+        if m != "tools/call" {
+            return None;
+        }
+        let name = params.and_then(|p| serde_json::from_str::<CallPeek<'_>>(p.get()).ok())?;
+        let tool = self.registry.tool(&name.name?)?;
+        if !tool.def.annotations.read_only {
+            return None;
+        }
+        self.dispatch.ahead()
+    }
+
     /// Whether [`Server::check_head`] on the head `req` at `now` may wait: only its
     /// authentication can.
     pub fn head_may_block(&self, req: &Request<'_>, now: UnixTime) -> bool {

@@ -26,6 +26,9 @@ pub struct Ctx<'a> {
     pub request_id: &'a str,
     /// Fresh entropy for ids the operation creates.
     pub entropy: &'a [u8; 32],
+    /// The request's reads ahead ([`crate::ahead`]): `Some` only for a read-only call
+    /// an async adapter runs on its reactor, with an `Ahead` this dispatcher made.
+    pub ahead: Option<&'a dyn crate::Ahead>,
 }
 
 /// One tool invocation, arguments already validated against `inputSchema`.
@@ -335,6 +338,13 @@ pub trait Dispatch: Send + Sync {
     /// to a blocking thread and back. The default: as [`Dispatch::may_block`].
     fn read_may_block(&self) -> bool {
         self.may_block()
+    }
+
+    /// A fresh [`crate::Ahead`] for one read-only call, when this dispatcher can answer
+    /// such a call in rounds without blocking ([`crate::ahead`]). The default: `None`
+    /// (the call runs as it is, where [`Dispatch::read_may_block`] says).
+    fn ahead(&self) -> Option<std::sync::Arc<dyn crate::Ahead>> {
+        None
     }
 
     /// Runs a tool (validated arguments). The same function serves the REST twin.

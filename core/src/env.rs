@@ -61,6 +61,9 @@ pub struct Env {
     /// in there yet, so there is no token or organization to count against). Behind a
     /// proxy it is the proxy's.
     pub peer: Option<core::net::IpAddr>,
+    /// The request's reads ahead, when an async adapter runs a read-only call on its
+    /// reactor ([`crate::ahead`]): handed to the dispatcher with the call.
+    pub ahead: Option<std::sync::Arc<dyn crate::Ahead>>,
 }
 
 impl Env {
@@ -76,6 +79,7 @@ impl Env {
             request_id: format!("req-{counter:08}"),
             load: Load::Normal,
             peer: None,
+            ahead: None,
         }
     }
 }

@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod ahead;
 pub mod auth;
 mod blocking;
 mod body;
@@ -68,6 +69,7 @@ mod tool_lists;
 mod tool_result;
 pub mod xheader;
 
+pub use ahead::{Ahead, Reads};
 pub use auth::{AuthError, Authenticate};
 pub use body::{Body, JsonText};
 pub use callbacks::Callbacks;

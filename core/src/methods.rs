@@ -54,6 +54,7 @@ impl<D: Dispatch> Server<D> {
             now: rpc.env.now,
             request_id: &rpc.env.request_id,
             entropy: &rpc.env.entropy,
+            ahead: rpc.env.ahead.as_deref(),
         }
     }
 

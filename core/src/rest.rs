@@ -167,6 +167,7 @@ impl<D: Dispatch> Server<D> {
                 now: env.now,
                 request_id: &env.request_id,
                 entropy: &env.entropy,
+                ahead: env.ahead.as_deref(),
             },
             confirmation_key: None,
         };

@@ -460,13 +460,17 @@ impl<D: Dispatch> Server<D> {
         post_only: bool,
     ) -> Result<Principal, ProtocolError> {
         let principal = self.admit(req, env, audience, post_only)?;
-        self.limiter
-            .check(&principal, env.now)
-            .map_err(|l| ProtocolError::RateLimited {
-                retry_after_ms: l.retry_after_ms,
-                policy: l.policy,
-                state: l.state,
-            })?;
+        // A request run again after a round of reads ahead was counted by its first run.
+        let counted = env.ahead.as_ref().is_some_and(|a| a.rounds() > 0);
+        if !counted {
+            self.limiter
+                .check(&principal, env.now)
+                .map_err(|l| ProtocolError::RateLimited {
+                    retry_after_ms: l.retry_after_ms,
+                    policy: l.policy,
+                    state: l.state,
+                })?;
+        }
         if req.method == "POST" || req.method == "PATCH" || !req.body.is_empty() {
             check_content_type(req)?;
         }

@@ -181,6 +181,7 @@ impl Bed {
                 now: self.now,
                 request_id: &request_id,
                 entropy: &entropy,
+                ahead: None,
             },
             confirmation_key,
         };
@@ -236,6 +237,7 @@ pub fn preflight(bed: &Bed, who: &Principal, tool: &str, args: Value) -> Result<
             now: bed.now,
             request_id: "preflight",
             entropy: &[9u8; 32],
+            ahead: None,
         },
         confirmation_key: None,
     };

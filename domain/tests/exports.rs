@@ -451,6 +451,7 @@ fn read_resource(
             now: bed.now,
             request_id: "res",
             entropy: &[0; 32],
+            ahead: None,
         },
     })
 }

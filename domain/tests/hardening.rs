@@ -58,6 +58,7 @@ fn with_call<R>(
             now: bed.now,
             request_id: "hardening",
             entropy: &entropy,
+            ahead: None,
         },
         confirmation_key: nonce,
     };

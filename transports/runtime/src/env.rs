@@ -61,6 +61,7 @@ impl EnvSource for SystemEnv {
             request_id: request_id(id),
             load,
             peer: None,
+            ahead: None,
         }
     }
 }

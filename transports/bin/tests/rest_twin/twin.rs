@@ -137,6 +137,7 @@ impl Twin {
             now: T0,
             request_id: "peek",
             entropy: &[0; 32],
+            ahead: None,
         };
         let Value::Object(args) = args else {
             panic!("arguments must be an object")
