@@ -243,6 +243,10 @@ impl Dispatch for Domain {
         }
     }
 
+    fn ahead(&self) -> Option<Arc<dyn dunning_core::Ahead>> {
+        self.store.ahead()
+    }
+
     fn read_may_block(&self) -> bool {
         self.store.read_may_wait()
     }

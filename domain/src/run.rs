@@ -106,7 +106,11 @@ impl Domain {
             .spec(&call.tool.name)
             .map_err(|e| StoreError(e.message))?;
         if call.tool.annotations.read_only {
-            let out = store::read(&*self.store, |tx| self.op_run(tx, call, false, spec.run))?;
+            let run = |tx: &mut dyn store::Tx| self.op_run(tx, call, false, spec.run);
+            let out = match call.ctx.ahead {
+                Some(ahead) => store::read_ahead(&*self.store, ahead, run)?,
+                None => store::read(&*self.store, run)?,
+            };
             ceiling::check(&out, self.answer_limit)?;
             return Ok(out);
         }

@@ -16,7 +16,10 @@ pub mod sqlite;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use dunning_core::Ahead;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -28,7 +31,7 @@ use scope::Scoped;
 pub use scope::WriteScope;
 
 /// A failure of the store itself (never the caller's fault).
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct StoreError(pub String);
 
@@ -553,6 +556,26 @@ pub trait Store: Send + Sync {
     /// Whether the store answers (`/readyz`).
     fn ping(&self) -> bool;
 
+    /// A fresh [`Ahead`] for one read-only call, when this store can answer a read from
+    /// reads done ahead, on the adapter's runtime ([`Store::read_ahead`];
+    /// `dunning_core::ahead`). The default: `None`.
+    fn ahead(&self) -> Option<Arc<dyn Ahead>> {
+        None
+    }
+
+    /// [`Store::read`] of a run with reads ahead: `f` reads what earlier rounds of
+    /// `ahead` fetched, and a statement they did not fetch fails the run and is noted for
+    /// the next round (`ahead` says so to the adapter). Never waits, unless `ahead` was
+    /// given up. The default: [`Store::read`].
+    fn read_ahead(
+        &self,
+        ahead: &dyn Ahead,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError> {
+        let _ = ahead;
+        self.read(f)
+    }
+
     /// Whether a [`Store::read`] started now may wait: for a connection, a lock or the
     /// network. `false` only when the store sees a connection idle at this instant and
     /// a read on it is local work (SQLite's reader connections); the core then runs a
@@ -635,6 +658,15 @@ pub fn read<R>(
     f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
 ) -> Result<R, DomainError> {
     once(f, |g| store.read(g))
+}
+
+/// [`read`] with the reads ahead of `ahead` ([`Store::read_ahead`]).
+pub fn read_ahead<R>(
+    store: &dyn Store,
+    ahead: &dyn Ahead,
+    f: impl FnOnce(&mut dyn Tx) -> Result<R, DomainError>,
+) -> Result<R, DomainError> {
+    once(f, |g| store.read_ahead(ahead, g))
 }
 
 /// Runs `f` once in a write transaction of `scope` (committed when it returns `Ok`) and

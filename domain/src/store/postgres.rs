@@ -104,7 +104,9 @@ pub struct PostgresStore {
     /// queue (`postgres/group.rs`).
     groups: group::Groups,
     /// Round trips so far, counted so that tests hold them minimal (`round_trips.rs`).
-    trips: RoundTrips,
+    trips: Arc<RoundTrips>,
+    /// Connections of reads ahead, on the adapter's runtime (`postgres/ahead.rs`).
+    ahead: Arc<ahead::Pool>,
     /// The writers' lock keys of this schema ([`WriteScope`]).
     keys: LockKeys,
     /// A schema of its own to drop with the store (tests).
@@ -214,10 +216,16 @@ impl PostgresStore {
             .build_unchecked(Manager {
                 config: config.clone(),
             });
+        let trips = Arc::new(RoundTrips::default());
         Ok(Self {
             pool,
             groups: group::Groups::default(),
-            trips: RoundTrips::default(),
+            ahead: Arc::new(ahead::Pool::new(
+                config.clone(),
+                connections,
+                Arc::clone(&trips),
+            )),
+            trips,
             keys: LockKeys::of(&schema),
             scratch,
             members: Arc::default(),
@@ -583,6 +591,24 @@ impl Store for PostgresStore {
         }
     }
 
+    fn ahead(&self) -> Option<Arc<dyn dunning_core::Ahead>> {
+        Some(Arc::new(ahead::PgAhead::new(Arc::clone(&self.ahead))))
+    }
+
+    /// Without a round trip: `f` reads what the rounds of `ahead` fetched
+    /// (`postgres/ahead.rs`); given up, or another store's, a read as [`Store::read`].
+    fn read_ahead(
+        &self,
+        ahead: &dyn dunning_core::Ahead,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<(), DomainError>,
+    ) -> Result<(), DomainError> {
+        let any: &dyn std::any::Any = ahead;
+        match any.downcast_ref::<ahead::PgAhead>() {
+            Some(pg) if !pg.given_up() => f(&mut SqlTx::new(pg.answered())),
+            _ => self.read(f),
+        }
+    }
+
     fn members_epoch(&self) -> Option<u64> {
         self.listening
             .call_once(|| members::listen(self.config.clone(), &self.keys.schema, &self.members));
@@ -834,6 +860,7 @@ impl Driver for Pg<'_> {
 #[cfg(test)]
 mod tests;
 
+mod ahead;
 mod group;
 mod members;
 mod session;

@@ -71,7 +71,7 @@ impl Arg {
 }
 
 /// One column of a result row.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Cell {
     Null,
     Int(i64),

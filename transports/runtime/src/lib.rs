@@ -84,7 +84,7 @@ pub use env::{EnvSource, FixedEnv, SystemClock, SystemEnv, request_id};
 pub use evict::{Evicted, Standing};
 pub use observer::{CloseReason, NoopObserver, Observer};
 pub use options::Options;
-pub use service::{ConnectionSlot, Service, Ticket};
+pub use service::{AheadRun, ConnectionSlot, Service, Ticket};
 
 /// The body of [`CAP_RESPONSE`]: the core's JSON-RPC "Service unavailable" error.
 pub const CAP_BODY: &str =

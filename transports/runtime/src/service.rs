@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use dunning_core::dispatch::Dispatch;
-use dunning_core::{Env, Load, Response, Server, UnixTime};
+use dunning_core::{Ahead, Env, Load, Reads, Response, Server, UnixTime};
 use dunning_http1::OwnedRequest;
 use http::{HeaderName, HeaderValue, StatusCode, header};
 
@@ -185,7 +185,8 @@ impl<D: Dispatch> Service<D> {
         self.opts.env.now()
     }
 
-    /// Answers one request: the only way adapters call the core.
+    /// Answers one request: the only way adapters call the core, with
+    /// [`Service::reads_ahead`] and [`Service::run_ahead`].
     ///
     /// Counts it in flight; hands it over as `Load::Draining` while draining, as
     /// `Load::Overloaded` when more than [`Options::max_in_flight`] are in flight (this one
@@ -194,8 +195,51 @@ impl<D: Dispatch> Service<D> {
     /// it off their reactor unless [`Service::may_block`] says it never blocks. A panic in the domain becomes a bare `500` that closes the
     /// connection.
     pub fn handle(&self, req: &OwnedRequest) -> Response {
+        let started = self.start(req);
+        let resp = self.run(req, &started.env);
+        self.finish(&started, resp)
+    }
+
+    /// An [`Ahead`] run of the read-only call `req`, when the core offers one
+    /// ([`Server::reads_ahead`]): an async adapter then answers the request with
+    /// [`Service::run_ahead`] on its reactor, awaiting the reads each run missed, instead
+    /// of [`Service::handle`] on a blocking thread (`dunning_core::ahead`). Counted in
+    /// flight and reported started as [`Service::handle`] counts a request, once for all
+    /// its runs.
+    pub fn reads_ahead(&self, req: &OwnedRequest) -> Option<AheadRun> {
+        if !self.may_block {
+            return None;
+        }
+        let ahead = req.with_core(|r| self.server.reads_ahead(r, self.now()))?;
+        let mut started = self.start(req);
+        started.env.ahead = Some(Arc::clone(&ahead));
+        Some(AheadRun { started, ahead })
+    }
+
+    /// Runs `req` once with its reads ahead: its answer, or the reads the run missed
+    /// (await them, then run it again). Never blocks; past [`AheadRun::ROUNDS`], answer
+    /// with [`Service::give_up`].
+    pub fn run_ahead(&self, req: &OwnedRequest, run: &AheadRun) -> Result<Response, Reads> {
+        let resp = self.run(req, &run.started.env);
+        match run.ahead.missed() {
+            // Thrown away: the next run answers from these reads too.
+            Some(reads) => Err(reads),
+            None => Ok(self.finish(&run.started, resp)),
+        }
+    }
+
+    /// Answers `req` with its reads ahead given up: this run reads the store itself,
+    /// blocking (an adapter calls it off its reactor), and answers.
+    pub fn give_up(&self, req: &OwnedRequest, run: AheadRun) -> Response {
+        run.ahead.give_up();
+        let resp = self.run(req, &run.started.env);
+        self.finish(&run.started, resp)
+    }
+
+    /// Counts `req` in flight, decides its load and reports it started.
+    fn start(&self, req: &OwnedRequest) -> Started {
         let n = self.gauges.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
-        let _guard = InFlight(&self.gauges.in_flight);
+        let flight = InFlight(Arc::clone(&self.gauges));
         let load = if self.draining() {
             Load::Draining
         } else if n > self.opts.max_in_flight {
@@ -206,11 +250,20 @@ impl<D: Dispatch> Service<D> {
         let mut env = self.opts.env.env(load);
         env.peer = req.peer();
         self.observer.request_started(&env.request_id);
-        let start = Instant::now();
+        Started {
+            env,
+            load,
+            at: Instant::now(),
+            _flight: flight,
+        }
+    }
+
+    /// The core's answer to `req` in `env`; a panic is a bare `500` that closes.
+    fn run(&self, req: &OwnedRequest, env: &Env) -> Response {
         let handled = catch_unwind(AssertUnwindSafe(|| {
-            req.with_core(|r| self.server.handle(r, &env))
+            req.with_core(|r| self.server.handle(r, env))
         }));
-        let mut resp = handled.unwrap_or_else(|_| {
+        handled.unwrap_or_else(|_| {
             let mut r = Response::empty(StatusCode::INTERNAL_SERVER_ERROR)
                 .with_header(header::CONNECTION, HeaderValue::from_static("close"));
             if let Ok(id) = HeaderValue::from_str(&env.request_id) {
@@ -219,18 +272,49 @@ impl<D: Dispatch> Service<D> {
             }
             r.log.reason = Some("internal error: the handler panicked".into());
             r
-        });
-        if load == Load::Draining {
+        })
+    }
+
+    /// The answer as sent: `Connection: close` while draining, reported finished.
+    fn finish(&self, started: &Started, mut resp: Response) -> Response {
+        if started.load == Load::Draining {
             resp.headers
                 .push((header::CONNECTION, HeaderValue::from_static("close")));
         }
         self.observer.request_finished(
-            &env.request_id,
+            &started.env.request_id,
             &resp.log,
             resp.status.as_u16(),
-            start.elapsed(),
+            started.at.elapsed(),
         );
         resp
+    }
+}
+
+/// A request counted in flight and reported started: its environment (the same for all
+/// the runs of a request read ahead) and when it started.
+struct Started {
+    env: Env,
+    load: Load,
+    at: Instant,
+    _flight: InFlight,
+}
+
+/// One read-only call answered on an async adapter's reactor ([`Service::reads_ahead`]).
+pub struct AheadRun {
+    started: Started,
+    ahead: Arc<dyn Ahead>,
+}
+
+impl AheadRun {
+    /// Rounds of reads that may be awaited before the adapter gives up: the store's
+    /// reads of one call come in a round or two; more is a call whose reads depend on
+    /// one another, cheaper run once on a blocking thread than run again per round.
+    pub const ROUNDS: u32 = 4;
+
+    /// Rounds of reads done so far.
+    pub fn rounds(&self) -> u32 {
+        self.ahead.rounds()
     }
 }
 
@@ -303,11 +387,12 @@ pub(crate) fn unavailable() -> Response {
 }
 
 /// Decrements the in-flight gauge when the request is done, however it ends.
-struct InFlight<'a>(&'a AtomicUsize);
+/// One request in flight, uncounted when dropped.
+struct InFlight(Arc<Gauges>);
 
-impl Drop for InFlight<'_> {
+impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -53,11 +53,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
+use dunning_core::{Response, Server};
+use dunning_http1::OwnedRequest;
 use dunning_runtime::{
-    CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
-    MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service,
+    AheadRun, CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES,
+    LINGER_QUIET, MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -164,6 +165,24 @@ async fn connection<D: Dispatch + 'static>(
     }
 }
 
+/// A read-only call answered here, its reads awaited on this runtime between runs
+/// (`dunning_core::ahead`); past [`AheadRun::ROUNDS`] rounds, run once more on a
+/// blocking thread, reading the store itself.
+async fn ahead<D: Dispatch + 'static>(
+    service: &Arc<Service<D>>,
+    req: OwnedRequest,
+    run: AheadRun,
+) -> Result<Response, tokio::task::JoinError> {
+    while run.rounds() < AheadRun::ROUNDS {
+        match service.run_ahead(&req, &run) {
+            Ok(resp) => return Ok(resp),
+            Err(reads) => reads.await,
+        }
+    }
+    let svc = Arc::clone(service);
+    tokio::task::spawn_blocking(move || svc.give_up(&req, run)).await
+}
+
 /// The loop of the crate docs; returns why the connection ends.
 async fn drive<D: Dispatch + 'static>(
     service: &Arc<Service<D>>,
@@ -177,8 +196,14 @@ async fn drive<D: Dispatch + 'static>(
             match conn.poll() {
                 Next::Request(req) => {
                     if service.may_block_on(&req) {
-                        let svc = Arc::clone(service);
-                        match tokio::task::spawn_blocking(move || svc.handle(&req)).await {
+                        let answered = match service.reads_ahead(&req) {
+                            Some(run) => ahead(service, req, run).await,
+                            None => {
+                                let svc = Arc::clone(service);
+                                tokio::task::spawn_blocking(move || svc.handle(&req)).await
+                            }
+                        };
+                        match answered {
                             Ok(resp) => conn.respond(resp),
                             Err(_) => return CloseReason::Aborted,
                         }

@@ -174,7 +174,28 @@ impl Session {
 
 /// Runs `future` to its end on `runtime`, driving `connection` (which writes what the
 /// future queues and reads its answers) at every wake.
+///
+/// Called where a multi-threaded runtime runs its tasks (a read on an async adapter's
+/// reactor that found a principal expired, say: a call read ahead authenticates again
+/// at each run, `dunning_core::ahead`), the wait is announced to it first
+/// (`block_in_place`: its other tasks move to another thread while this one blocks):
+/// blocking a runtime's thread inside another runtime is refused with a panic.
 fn drive<T>(
+    runtime: &Runtime,
+    connection: &mut Connection<Socket, NoTlsStream>,
+    ended: &mut bool,
+    future: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let on_worker = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if on_worker {
+        return tokio::task::block_in_place(|| block(runtime, connection, ended, future));
+    }
+    block(runtime, connection, ended, future)
+}
+
+/// [`drive`] on a thread free to block.
+fn block<T>(
     runtime: &Runtime,
     connection: &mut Connection<Socket, NoTlsStream>,
     ended: &mut bool,
@@ -207,9 +228,10 @@ pub(super) struct Conn {
     pub(super) broken: bool,
 }
 
-/// One connection's prepared statements, by SQL text.
+/// One connection's prepared statements, by SQL text (a pooled [`Conn`]'s, and a
+/// connection's of reads ahead, `ahead.rs`).
 #[derive(Default)]
-struct Prepared {
+pub(super) struct Prepared {
     kept: HashMap<String, Statement>,
     /// Executions since `kept` was last emptied ([`REPLAN_AFTER`]).
     uses: u64,
@@ -232,23 +254,35 @@ impl Conn {
         sql: &str,
         written: u64,
     ) -> Result<(Statement, bool), Error> {
-        let prepared = &mut self.statements;
-        prepared.uses += 1;
-        if prepared.uses > REPLAN_AFTER || grown(written, prepared.written) {
-            prepared.kept.clear();
-            prepared.uses = 1;
-            prepared.written = written;
-        }
-        if let Some(s) = prepared.kept.get(sql) {
-            return Ok((s.clone(), false));
+        if let Some(s) = self.statements.get(sql, written) {
+            return Ok((s, false));
         }
         let s = self.session.prepare(sql)?;
-        let prepared = &mut self.statements;
-        if prepared.kept.len() >= STATEMENTS_KEPT {
-            prepared.kept.clear();
-        }
-        prepared.kept.insert(sql.to_owned(), s.clone());
+        self.statements.keep(sql, s.clone());
         Ok((s, true))
+    }
+}
+
+impl Prepared {
+    /// The statement kept for `sql`, if any, counted as one use; every statement is
+    /// forgotten first when they have been used [`REPLAN_AFTER`] times or the store's
+    /// rows written (`written`) have [`grown`] since they were prepared.
+    pub(super) fn get(&mut self, sql: &str, written: u64) -> Option<Statement> {
+        self.uses += 1;
+        if self.uses > REPLAN_AFTER || grown(written, self.written) {
+            self.kept.clear();
+            self.uses = 1;
+            self.written = written;
+        }
+        self.kept.get(sql).cloned()
+    }
+
+    /// Keeps `statement`, prepared for `sql` ([`STATEMENTS_KEPT`] at most).
+    pub(super) fn keep(&mut self, sql: &str, statement: Statement) {
+        if self.kept.len() >= STATEMENTS_KEPT {
+            self.kept.clear();
+        }
+        self.kept.insert(sql.to_owned(), statement);
     }
 }
 

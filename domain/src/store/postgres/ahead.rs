@@ -1,0 +1,338 @@
+//! Reads ahead on PostgreSQL (`dunning_core::ahead`): a read-only call answered on the
+//! adapter's runtime, its statements sent on connections that runtime drives, so no
+//! thread sleeps on an exchange and none is handed the call and back.
+//!
+//! A run of the call reads through [`Answered`], a [`Driver`] that answers each
+//! statement from the rounds done so far and notes each one it cannot; the adapter then
+//! awaits [`PgAhead`]'s round ([`Ahead::missed`]), which sends every noted statement in
+//! one exchange and keeps the rows, and runs the call again. The first round takes a
+//! connection of [`Pool`] and opens the transaction (`REPEATABLE READ, READ ONLY`, as
+//! [`super::READ_FRAME`]) with its statements; the connection stays in that transaction
+//! for the next rounds, so every run reads one snapshot, and goes back to the pool when
+//! the call is answered, its `COMMIT` sent unanswered ahead of its next user's frame.
+//! A round's error (the server gone, a statement refused) is the answer of the next run
+//! at its first statement not answered, as a blocking read would have failed there.
+
+use std::fmt;
+use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use dunning_core::{Ahead, Reads};
+use futures_util::FutureExt as _;
+use futures_util::StreamExt as _;
+use futures_util::future::{join, join_all};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_postgres::{Client, Config, NoTls};
+
+use super::session::Prepared;
+use super::{READ_FRAME, RoundTrips, cells};
+use crate::store::StoreError;
+use crate::store::sql::{Arg, Cell, Dialect, Driver};
+
+/// Connections of reads ahead, opened as needed up to a bound and kept when idle. Their
+/// connections run as tasks of the runtime that awaits the rounds.
+pub(super) struct Pool {
+    config: Config,
+    idle: Mutex<Vec<Conn>>,
+    /// One permit per connection lent to a call (those lent and idle together never
+    /// outnumber the permits: one is opened only when none is idle).
+    lent: Arc<Semaphore>,
+    trips: Arc<RoundTrips>,
+}
+
+impl Pool {
+    pub(super) fn new(config: Config, connections: u32, trips: Arc<RoundTrips>) -> Self {
+        Self {
+            config,
+            idle: Mutex::default(),
+            lent: Arc::new(Semaphore::new(connections.max(1) as usize)),
+            trips,
+        }
+    }
+
+    /// An idle connection, or a new one; waits while every permitted one is lent.
+    async fn get(&self) -> Result<Lent, StoreError> {
+        let permit = Arc::clone(&self.lent)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError("postgres: the pool of reads ahead is closed".into()))?;
+        let idle = lock(&self.idle).pop().filter(|c| !c.client.is_closed());
+        let conn = match idle {
+            Some(conn) => conn,
+            None => {
+                let (client, connection) = self.config.connect(NoTls).await?;
+                // Ends when its client is dropped, or the server closes it.
+                tokio::spawn(connection);
+                Conn {
+                    client,
+                    statements: Prepared::default(),
+                }
+            }
+        };
+        Ok(Lent {
+            conn,
+            _permit: permit,
+        })
+    }
+
+    /// Takes back a connection whose transaction has ended (or is ending: its `COMMIT`
+    /// queued before anything its next user sends).
+    fn put(&self, lent: Lent) {
+        if !lent.conn.client.is_closed() {
+            lock(&self.idle).push(lent.conn);
+        }
+    }
+}
+
+/// One connection of reads ahead and its prepared statements.
+struct Conn {
+    client: Client,
+    statements: Prepared,
+}
+
+/// A connection lent to one call, with the permit it holds.
+struct Lent {
+    conn: Conn,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Lent {
+    /// Sends `statements` in one exchange (after `READ_FRAME` when `opens`), and
+    /// answers each one's rows. A statement this connection has not prepared is
+    /// prepared first, an exchange of its own, as on a pooled session.
+    async fn exchange(
+        &mut self,
+        opens: bool,
+        statements: &[Asked],
+        trips: &RoundTrips,
+    ) -> Result<Vec<Rows>, StoreError> {
+        let written = trips.written.load(Ordering::Relaxed);
+        let mut prepared = Vec::with_capacity(statements.len());
+        for (sql, _) in statements {
+            let statement = match self.conn.statements.get(sql, written) {
+                Some(s) => s,
+                None => {
+                    let s = self.conn.client.prepare(sql).await?;
+                    trips.exchanges.fetch_add(1, Ordering::Relaxed);
+                    trips.statements.fetch_add(1, Ordering::Relaxed);
+                    self.conn.statements.keep(sql, s.clone());
+                    s
+                }
+            };
+            prepared.push(statement);
+        }
+        let client = &self.conn.client;
+        // Each request is queued when first polled, and `join` polls the frame first,
+        // `join_all` the statements in order: one exchange, in this order.
+        let frame = async move {
+            match opens {
+                true => client.batch_execute(READ_FRAME).await,
+                false => Ok(()),
+            }
+        };
+        let rows = prepared
+            .iter()
+            .zip(statements)
+            .map(|(s, (_, args))| async move {
+                let mut stream = pin!(client.query_raw(s, args.iter()).await?);
+                let mut rows = Vec::new();
+                while let Some(row) = stream.next().await {
+                    rows.push(cells(&row?)?);
+                }
+                Ok::<_, StoreError>(rows)
+            });
+        let (framed, answers) = join(frame, join_all(rows)).await;
+        trips.exchanges.fetch_add(1, Ordering::Relaxed);
+        trips
+            .statements
+            .fetch_add(statements.len() as u64, Ordering::Relaxed);
+        if opens {
+            trips.transactions.fetch_add(1, Ordering::Relaxed);
+        }
+        framed?;
+        answers.into_iter().collect()
+    }
+}
+
+/// A statement as a run asked for it: its SQL and its arguments.
+type Asked = (String, Vec<Arg>);
+
+/// A statement's rows, each as its cells.
+type Rows = Vec<Vec<Cell>>;
+
+/// What a call's runs and rounds share.
+#[derive(Default)]
+struct State {
+    /// Every statement fetched so far, with its rows.
+    answered: Vec<(Asked, Rows)>,
+    /// Statements the last run asked for and did not find.
+    missed: Vec<Asked>,
+    /// A round's error, answered to the next run.
+    failed: Option<StoreError>,
+    /// The connection of the call's transaction, between rounds.
+    held: Option<Lent>,
+    rounds: u32,
+    given_up: bool,
+}
+
+/// One call's reads ahead ([`super::PostgresStore`]'s `Store::ahead`).
+pub(super) struct PgAhead {
+    pool: Arc<Pool>,
+    state: Arc<Mutex<State>>,
+}
+
+impl fmt::Debug for PgAhead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgAhead")
+            .field("rounds", &self.rounds())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgAhead {
+    pub(super) fn new(pool: Arc<Pool>) -> Self {
+        Self {
+            pool,
+            state: Arc::default(),
+        }
+    }
+
+    /// Whether the call reads the store itself from now on ([`Ahead::give_up`]).
+    pub(super) fn given_up(&self) -> bool {
+        lock(&self.state).given_up
+    }
+
+    /// The driver of a run.
+    pub(super) fn answered(&self) -> Answered<'_> {
+        Answered(&self.state)
+    }
+}
+
+impl Ahead for PgAhead {
+    fn missed(&self) -> Option<Reads> {
+        let mut state = lock(&self.state);
+        if state.given_up || state.missed.is_empty() {
+            return None;
+        }
+        let missed = std::mem::take(&mut state.missed);
+        state.rounds += 1;
+        let held = state.held.take();
+        drop(state);
+        let (pool, state) = (Arc::clone(&self.pool), Arc::clone(&self.state));
+        Some(Box::pin(async move {
+            let (lent, opens) = match held {
+                Some(lent) => (Ok(lent), false),
+                None => (pool.get().await, true),
+            };
+            let outcome = match lent {
+                Ok(mut lent) => match lent.exchange(opens, &missed, &pool.trips).await {
+                    Ok(rows) => Ok((lent, rows)),
+                    // The transaction failed with it: the connection is not kept.
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            };
+            let mut state = lock(&state);
+            match outcome {
+                Ok((lent, rows)) => {
+                    state.answered.extend(missed.into_iter().zip(rows));
+                    state.held = Some(lent);
+                }
+                Err(e) => state.failed = Some(e),
+            }
+        }))
+    }
+
+    fn rounds(&self) -> u32 {
+        lock(&self.state).rounds
+    }
+
+    fn give_up(&self) {
+        lock(&self.state).given_up = true;
+    }
+}
+
+impl Drop for PgAhead {
+    /// The call is answered (or dropped): its transaction ends, unanswered, and its
+    /// connection goes back to the pool.
+    fn drop(&mut self) {
+        if let Some(lent) = lock(&self.state).held.take() {
+            // Queued by the first poll; its answer is read and dropped by the
+            // connection's task, before its next user's.
+            let _ = lent.conn.client.batch_execute("COMMIT").now_or_never();
+            self.pool.put(lent);
+        }
+    }
+}
+
+/// The message of a run's statement that no round has fetched yet: the run ends with it,
+/// and the adapter awaits the round that fetches it.
+const MISSED: &str = "postgres: read ahead in the next round";
+
+/// The [`Driver`] of a run with reads ahead: statements answered from the rounds done,
+/// the others noted for the next and failed.
+pub(super) struct Answered<'a>(&'a Mutex<State>);
+
+impl Answered<'_> {
+    /// The rows of each of `statements`, or the first round's error, or all those not
+    /// fetched yet noted and a failure.
+    fn each(&self, statements: &[(&str, &[Arg])]) -> Result<Vec<Rows>, StoreError> {
+        let mut state = lock(self.0);
+        let found = |state: &State, (sql, args): &(&str, &[Arg])| {
+            state
+                .answered
+                .iter()
+                .find(|((s, a), _)| s == sql && a.as_slice() == *args)
+                .map(|(_, rows)| rows.clone())
+        };
+        let all: Option<Vec<_>> = statements.iter().map(|s| found(&state, s)).collect();
+        if let Some(all) = all {
+            return Ok(all);
+        }
+        if let Some(e) = &state.failed {
+            return Err(e.clone());
+        }
+        for s in statements {
+            if found(&state, s).is_none() {
+                state.missed.push((s.0.to_owned(), s.1.to_vec()));
+            }
+        }
+        Err(StoreError(MISSED.into()))
+    }
+}
+
+impl Driver for Answered<'_> {
+    const DIALECT: Dialect = Dialect::Postgres;
+
+    fn rows(&mut self, sql: &str, args: &[Arg]) -> Result<Rows, StoreError> {
+        let mut all = self.each(&[(sql, args)])?;
+        Ok(all.pop().unwrap_or_default())
+    }
+
+    fn rows_of_each(&mut self, statements: &[(&str, &[Arg])]) -> Result<Vec<Rows>, StoreError> {
+        self.each(statements)
+    }
+
+    fn texts(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<String>, StoreError> {
+        self.rows(sql, args)?
+            .into_iter()
+            .map(|row| match row.into_iter().next() {
+                Some(Cell::Text(t)) => Ok(t),
+                _ => Err(StoreError("postgres: a text column without text".into())),
+            })
+            .collect()
+    }
+
+    fn execute(&mut self, _: &str, _: &[Arg]) -> Result<u64, StoreError> {
+        Err(StoreError("postgres: a write in a read ahead".into()))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A run that panicked holding it left rows or notes, never half of one.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,220 @@
+//! Reads ahead on PostgreSQL, with the rounds awaited as an async adapter awaits them
+//! (on a multi-threaded runtime of the test's own). Run when `DUNNING_TEST_PG` names a
+//! database, as the other PostgreSQL tests.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::super::{PostgresStore, blocking, parse_url};
+use super::{MISSED, PgAhead};
+use crate::store::sql::Driver as _;
+use crate::store::{Kind, Query, Store, WriteScope, read, read_ahead, write};
+use crate::testing::{PG_VAR, pg_url, polled};
+use dunning_core::Ahead;
+
+fn url() -> Option<String> {
+    let url = pg_url();
+    if url.is_none() {
+        eprintln!("{PG_VAR} is not set: skipped (CI runs it on PostgreSQL)");
+    }
+    url
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn charge(id: &str, status: &str) -> serde_json::Value {
+    json!({"id": id, "created_at": format!("2026-01-0{id}"), "status": status, "due_date": "2026-02-01"})
+}
+
+/// A store with charges 1 to 3 of `org-a`, two of them overdue.
+fn store_with_charges(url: &str) -> PostgresStore {
+    let s = PostgresStore::scratch(url).unwrap();
+    write(&s, WriteScope::Org("org-a"), |tx| {
+        for (id, status) in [("1", "overdue"), ("2", "pending"), ("3", "overdue")] {
+            tx.put(Kind::Charge, "org-a", &charge(id, status))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    s
+}
+
+/// What the page of overdue charges reads: their count and their documents.
+fn overdue(tx: &mut dyn crate::store::Tx) -> Result<(u64, Vec<String>), crate::DomainError> {
+    let q = Query::all().with(crate::store::Cond::In("status", vec![json!("overdue")]));
+    let page = tx.page_raw(Kind::Charge, "org-a", &q, None)?;
+    Ok((page.total, page.rows))
+}
+
+/// Runs `f` with reads ahead until a run misses nothing, awaiting each round on `rt`;
+/// its answer and the rounds it took.
+fn ahead_until_answered<R>(
+    rt: &tokio::runtime::Runtime,
+    store: &PostgresStore,
+    ahead: &dyn Ahead,
+    mut f: impl FnMut(&mut dyn crate::store::Tx) -> Result<R, crate::DomainError>,
+) -> (Result<R, crate::DomainError>, u32) {
+    loop {
+        let out = read_ahead(store, ahead, &mut f);
+        match ahead.missed() {
+            Some(reads) => rt.block_on(reads),
+            None => return (out, ahead.rounds()),
+        }
+        assert!(ahead.rounds() <= 4, "a call of one page takes a round");
+    }
+}
+
+/// A page's reads are fetched in one round (its count and its rows in one exchange,
+/// with the transaction's frame), and the run after it answers as a blocking read does;
+/// the run before it failed, its reads noted.
+#[test]
+fn a_page_read_ahead_is_one_round_and_the_blocking_reads_answer() {
+    let Some(url) = url() else { return };
+    let s = store_with_charges(&url);
+    let rt = runtime();
+    let blocking_answer = read(&s, overdue).unwrap();
+    let ahead = s.ahead().expect("PostgreSQL reads ahead");
+    let first = read_ahead(&s, &*ahead, overdue);
+    assert!(first.unwrap_err().to_string().contains(MISSED));
+    let reads = ahead.missed().expect("the page's reads were missed");
+    assert!(ahead.missed().is_none(), "handed out once");
+    let (t0, x0) = (s.round_trips().0, s.exchanges());
+    rt.block_on(reads);
+    let transactions = s.round_trips().0 - t0;
+    // One exchange, and one more per statement prepared on the new connection (two).
+    assert_eq!((transactions, s.exchanges() - x0), (1, 3));
+    let answer = read_ahead(&s, &*ahead, overdue).unwrap();
+    assert!(ahead.missed().is_none());
+    assert_eq!(answer, blocking_answer);
+    assert_eq!((answer.0, ahead.rounds()), (2, 1));
+    // A second call on the connection given back: its statements are prepared already.
+    drop(ahead);
+    let ahead = s.ahead().unwrap();
+    let x0 = s.exchanges();
+    let (answer, rounds) = ahead_until_answered(&rt, &s, &*ahead, overdue);
+    assert_eq!((answer.unwrap(), rounds), (blocking_answer, 1));
+    assert_eq!(s.exchanges() - x0, 1, "one exchange for the page");
+}
+
+/// The rounds of one call read one snapshot: a charge committed between two rounds is
+/// not seen by the second, and is by a read after the call.
+#[test]
+fn the_rounds_of_a_call_read_one_snapshot() {
+    let Some(url) = url() else { return };
+    let s = store_with_charges(&url);
+    let rt = runtime();
+    let ahead = s.ahead().unwrap();
+    let mut between = Some(());
+    let (answer, rounds) = ahead_until_answered(&rt, &s, &*ahead, |tx| {
+        let before = tx.count(Kind::Charge, "org-a", &[])?;
+        // Once the count is in (the first round is done), another writer commits.
+        if between.take().is_some() {
+            write(&s, WriteScope::Org("org-a"), |w| {
+                Ok(w.put(Kind::Charge, "org-a", &charge("4", "overdue"))?)
+            })?;
+        }
+        let fourth = tx.get_raw(Kind::Charge, "org-a", "4")?;
+        Ok((before, fourth.is_some()))
+    });
+    assert_eq!((answer.unwrap(), rounds), ((3, false), 2));
+    drop(ahead);
+    assert_eq!(
+        read(&s, |tx| Ok(tx.count(Kind::Charge, "org-a", &[])?)).unwrap(),
+        4
+    );
+}
+
+/// The backend of `ahead`'s connection, asked through it (a round of its own).
+fn backend_of(rt: &tokio::runtime::Runtime, ahead: &PgAhead) -> i64 {
+    let sql = "SELECT pg_backend_pid()::bigint";
+    if ahead.answered().rows(sql, &[]).is_err() {
+        rt.block_on(ahead.missed().expect("the pid was missed"));
+    }
+    match ahead.answered().rows(sql, &[]).unwrap()[0][0] {
+        crate::store::sql::Cell::Int(pid) => pid,
+        ref other => panic!("a pid: {other:?}"),
+    }
+}
+
+/// An answered call's connection stays in its transaction between rounds, and goes
+/// back to the pool with the transaction ended (its `COMMIT` not waited for), to serve
+/// the next call.
+#[test]
+fn an_answered_calls_connection_goes_back_outside_its_transaction() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let rt = runtime();
+    let mut probe = blocking(&parse_url(&url).unwrap()).unwrap();
+    let state = |probe: &mut postgres::Client, pid: i64| -> String {
+        probe
+            .query_one(
+                "SELECT state FROM pg_stat_activity WHERE pid = $1",
+                &[&i32::try_from(pid).unwrap()],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let ahead = PgAhead::new(std::sync::Arc::clone(&s.ahead));
+    let pid = backend_of(&rt, &ahead);
+    assert_eq!(
+        state(&mut probe, pid),
+        "idle in transaction",
+        "held between rounds"
+    );
+    drop(ahead);
+    let ended = polled(400, Duration::from_millis(5), || {
+        state(&mut probe, pid) == "idle"
+    });
+    assert!(
+        ended,
+        "still in its transaction: {}",
+        state(&mut probe, pid)
+    );
+    assert_eq!(super::lock(&s.ahead.idle).len(), 1, "given back");
+    let next = PgAhead::new(std::sync::Arc::clone(&s.ahead));
+    assert_eq!(backend_of(&rt, &next), pid, "lent again, not a new one");
+    assert_eq!(super::lock(&s.ahead.idle).len(), 0);
+}
+
+/// A round that fails (here a statement the server refuses) is the next run's answer,
+/// at the statement, and ends the rounds; a write is refused at once.
+#[test]
+fn a_failed_round_is_the_next_runs_answer() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let rt = runtime();
+    let ahead = PgAhead::new(std::sync::Arc::clone(&s.ahead));
+    let missed = ahead
+        .answered()
+        .rows("SELECT no_such_column FROM charges", &[]);
+    assert!(missed.unwrap_err().0.contains(MISSED));
+    rt.block_on(ahead.missed().unwrap());
+    let failed = ahead
+        .answered()
+        .rows("SELECT no_such_column FROM charges", &[]);
+    let message = failed.unwrap_err().0;
+    assert!(message.contains("no_such_column"), "{message}");
+    assert!(ahead.missed().is_none(), "no more rounds");
+    let write = ahead.answered().execute("DELETE FROM charges", &[]);
+    assert!(write.unwrap_err().0.contains("write"));
+}
+
+/// Given up, a run reads the store itself (blocking) and answers at once.
+#[test]
+fn a_call_given_up_reads_the_store_itself() {
+    let Some(url) = url() else { return };
+    let s = store_with_charges(&url);
+    let ahead = s.ahead().unwrap();
+    ahead.give_up();
+    let answer = read_ahead(&s, &*ahead, overdue).unwrap();
+    assert_eq!(answer.0, 2);
+    assert!(ahead.missed().is_none());
+    assert_eq!(ahead.rounds(), 0);
+}
