@@ -69,12 +69,18 @@ const ALLOWED: &[(&str, &str)] = &[
     // blocking `postgres` crate drives its own (the store's I/O, like SQLite's file;
     // `the_database_driver_stays_inside_the_postgres_store`).
     ("store/postgres/session.rs", "tokio"),
+    // Reads ahead: connections driven by the adapter's runtime, whose rounds it awaits
+    // (`dunning_core::ahead`), bounded by a semaphore; its tests await them on a runtime
+    // of their own, as the adapter does.
+    ("store/postgres/ahead.rs", "tokio"),
+    ("store/postgres/ahead/tests.rs", "tokio"),
 ];
 
 /// Banned crates the domain may depend on all the same, each with why.
 const ALLOWED_CRATES: &[&str] = &[
-    // The runtime of `store/postgres/session.rs` (see `ALLOWED`): `rt` only, no
-    // networking of its own (`tokio-postgres` opens the database's socket).
+    // The runtime of `store/postgres/session.rs` and the reads ahead's tasks and
+    // semaphore (see `ALLOWED`): `rt`, `rt-multi-thread` (`block_in_place`) and `sync`,
+    // no networking of its own (`tokio-postgres` opens the database's socket).
     "tokio",
 ];
 

@@ -199,10 +199,12 @@ impl PostgresStore {
     }
 
     fn with_config(
-        config: Config,
+        mut config: Config,
         connections: u32,
         scratch: Option<String>,
     ) -> Result<Self, StoreError> {
+        let options = config.get_options().unwrap_or_default();
+        config.options(format!("{options} {GENERIC_PLANS}").trim_start());
         // The first connection migrates and fails fast when the server is not there;
         // the pool opens the others on demand.
         let mut first = blocking(&config)?;
@@ -317,6 +319,21 @@ impl PostgresStore {
         out
     }
 }
+
+/// What every session of the store sets: each prepared statement is run with its
+/// generic plan, made once per session (and again when its tables' statistics change),
+/// never planned again for its arguments.
+///
+/// Left to itself (`plan_cache_mode = auto`) PostgreSQL plans a statement for its
+/// arguments five times, then keeps the generic plan only if its estimated cost is no
+/// more than those custom plans' average; the store's statements are filtered by the
+/// organization first, whose rows are skewed (one organization has most of them), so the
+/// generic plan never won and every execution was planned anew. Planning was most of
+/// PostgreSQL's CPU per charges page (766-927 µs a page, against 229-317 with generic
+/// plans, same binary, alternated; `docs/decisions.md`, "Generic plans"). Every statement
+/// of the store leads with `org = $1` on an index that starts with `org`, which is what
+/// a generic plan picks whatever the organization.
+const GENERIC_PLANS: &str = "-c plan_cache_mode=force_generic_plan";
 
 /// The frame of every read.
 const READ_FRAME: &str = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";

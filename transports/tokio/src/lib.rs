@@ -8,7 +8,10 @@
 //!     poll the Connection: for each request, Service::handle on the blocking pool
 //!                          (spawn_blocking: the domain blocks on SQLite; inline when
 //!                          this request cannot block, Service::may_block_on: a
-//!                          catalog method with a known principal), then respond; for each head
+//!                          catalog method with a known principal; here in rounds when
+//!                          the store reads ahead, Service::reads_ahead: a read-only
+//!                          call on PostgreSQL, its reads awaited between runs), then
+//!                          respond; for each head
 //!                          (a body not read yet), Service::check_head the same way,
 //!                          then admit
 //!     (past Options::max_pending_output the Connection holds requests back: write,

@@ -829,3 +829,37 @@ fn a_read_that_runs_no_statement_costs_no_round_trip() {
     let n = read(&store, |tx| Ok(tx.count(Kind::Event, "org-a", &[])?)).unwrap();
     assert_eq!(n, 1);
 }
+
+/// Every session of the store runs its statements with their generic plans
+/// ([`GENERIC_PLANS`]): a count read twenty times on the store's one connection was
+/// planned for its arguments never (left to `auto`, the first five runs are).
+#[test]
+fn statements_run_with_their_generic_plans() {
+    let Some(url) = url() else { return };
+    let (_first, store) = one_connection(&url);
+    let overdue = [crate::store::Cond::Eq("status", json!("overdue"))];
+    for _ in 0..20 {
+        read(&store, |tx| {
+            Ok(tx.count(Kind::Charge, "org-a", &overdue)?)
+        })
+        .unwrap();
+    }
+    let mut conn = store.conn().unwrap();
+    let plans = conn
+        .session
+        .prepare(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements \
+             WHERE statement LIKE 'SELECT COUNT(*) FROM charges%'",
+        )
+        .unwrap();
+    let answers = conn
+        .session
+        .pipeline(&[Item::Statement(&plans, &[])])
+        .unwrap();
+    let (generic, custom): (i64, i64) = (answers[0].0[0].get(0), answers[0].0[0].get(1));
+    assert_eq!(
+        (generic >= 20, custom),
+        (true, 0),
+        "{generic} generic, {custom} custom"
+    );
+}
