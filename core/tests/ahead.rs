@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use common::{TestAuth, TestDomain, legacy, modern};
+use common::{TestAuth, TestDomain, legacy, modern, tool_call};
 use dunning_core::catalog::Catalog;
 use dunning_core::config::Config;
 use dunning_core::dispatch::Dispatch;
@@ -133,15 +133,6 @@ fn server(slow: bool, limiter: Counting) -> Server<Store> {
     .with_limiter(limiter)
 }
 
-fn call(tool: &str) -> common::RawRequest {
-    modern(
-        1,
-        "tools/call",
-        json!({ "name": tool, "arguments": {} }),
-        Some(tool),
-    )
-}
-
 fn offered(s: &Server<Store>, req: &common::RawRequest) -> bool {
     req.with(|r| s.reads_ahead(r, NOW)).is_some()
 }
@@ -149,7 +140,7 @@ fn offered(s: &Server<Store>, req: &common::RawRequest) -> bool {
 #[test]
 fn read_only_calls_are_offered_reads_ahead_and_nothing_else() {
     let s = server(false, Counting::default());
-    assert!(offered(&s, &call("charges_list")));
+    assert!(offered(&s, &tool_call("charges_list")));
     assert!(offered(
         &s,
         &legacy(
@@ -159,8 +150,8 @@ fn read_only_calls_are_offered_reads_ahead_and_nothing_else() {
         )
     ));
     for req in [
-        call("charges_cancel"),
-        call("no_such_tool"),
+        tool_call("charges_cancel"),
+        tool_call("no_such_tool"),
         legacy(3, "tools/call", json!({ "name": 7 })),
         modern(4, "tools/list", json!({}), None),
         legacy(5, "resources/read", json!({ "uri": "x" })),
@@ -170,7 +161,7 @@ fn read_only_calls_are_offered_reads_ahead_and_nothing_else() {
     // A token the authenticator may have to look up: the call leaves the reactor.
     assert!(!offered(
         &server(true, Counting::default()),
-        &call("charges_list")
+        &tool_call("charges_list")
     ));
 }
 
@@ -184,7 +175,7 @@ fn await_ready(mut reads: Reads) {
 fn a_call_answered_in_rounds_answers_as_one_run_and_is_counted_once() {
     let limiter = Counting::default();
     let s = server(false, limiter.clone());
-    let req = call("charges_list");
+    let req = tool_call("charges_list");
     let plain = req.with(|r| s.handle(r, &env()));
     assert_eq!(*limiter.0.lock().unwrap(), 1);
     let ahead = req.with(|r| s.reads_ahead(r, NOW)).expect("offered");

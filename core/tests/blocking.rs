@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{TestAuth, TestDomain, legacy, modern};
+use common::{TestAuth, TestDomain, legacy, modern, tool_call};
 use dunning_core::catalog::Catalog;
 use dunning_core::config::Config;
 use dunning_core::dispatch::Dispatch;
@@ -64,15 +64,6 @@ fn server(wait: bool) -> Server<Reads> {
     .expect("the test catalog is valid")
 }
 
-fn call(tool: &str) -> common::RawRequest {
-    modern(
-        1,
-        "tools/call",
-        json!({ "name": tool, "arguments": {} }),
-        Some(tool),
-    )
-}
-
 fn may_block(s: &Server<Reads>, req: &common::RawRequest) -> bool {
     req.with(|r| s.may_block_on(r, NOW))
 }
@@ -80,7 +71,7 @@ fn may_block(s: &Server<Reads>, req: &common::RawRequest) -> bool {
 #[test]
 fn a_read_tool_stays_when_reads_would_not_wait() {
     let free = server(false);
-    assert!(!may_block(&free, &call("charges_list")));
+    assert!(!may_block(&free, &tool_call("charges_list")));
     assert!(!may_block(
         &free,
         &legacy(
@@ -90,16 +81,16 @@ fn a_read_tool_stays_when_reads_would_not_wait() {
         )
     ));
     let busy = server(true);
-    assert!(may_block(&busy, &call("charges_list")));
+    assert!(may_block(&busy, &tool_call("charges_list")));
 }
 
 #[test]
 fn writes_and_everything_unknown_leave_whatever_the_reads_say() {
     let free = server(false);
     for req in [
-        call("charges_cancel"),
-        call("mirror_echo"),
-        call("no_such_tool"),
+        tool_call("charges_cancel"),
+        tool_call("mirror_echo"),
+        tool_call("no_such_tool"),
         legacy(4, "tools/call", json!({ "name": 7 })),
         legacy(5, "resources/read", json!({ "uri": "x" })),
     ] {

@@ -58,6 +58,16 @@ pub fn modern(id: u64, method: &str, mut params: Value, name: Option<&str>) -> R
     post(&body, &extra)
 }
 
+/// An era-2026 `tools/call` of `tool` without arguments.
+pub fn tool_call(tool: &str) -> RawRequest {
+    modern(
+        1,
+        "tools/call",
+        json!({ "name": tool, "arguments": {} }),
+        Some(tool),
+    )
+}
+
 /// An era-2025 request (`MCP-Protocol-Version: 2025-06-18`).
 pub fn legacy(id: u64, method: &str, params: Value) -> RawRequest {
     let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
