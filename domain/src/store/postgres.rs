@@ -213,7 +213,7 @@ impl PostgresStore {
         let pool = r2d2::Pool::builder()
             .max_size(connections.max(1))
             .min_idle(Some(0))
-            .connection_timeout(Duration::from_secs(10))
+            .connection_timeout(CONNECTION_WAIT)
             .test_on_check_out(false)
             .build_unchecked(Manager {
                 config: config.clone(),
@@ -334,6 +334,10 @@ impl PostgresStore {
 /// of the store leads with `org = $1` on an index that starts with `org`, which is what
 /// a generic plan picks whatever the organization.
 const GENERIC_PLANS: &str = "-c plan_cache_mode=force_generic_plan";
+
+/// How long a transaction waits for a connection (a free one, or a new one connected)
+/// before it fails: the pool's, and the reads ahead's (`postgres/ahead.rs`).
+const CONNECTION_WAIT: Duration = Duration::from_secs(10);
 
 /// The frame of every read.
 const READ_FRAME: &str = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";

@@ -26,7 +26,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::{Client, Config, NoTls};
 
 use super::session::Prepared;
-use super::{READ_FRAME, RoundTrips, cells};
+use super::{CONNECTION_WAIT, READ_FRAME, RoundTrips, cells};
 use crate::store::StoreError;
 use crate::store::sql::{Arg, Cell, Dialect, Driver};
 
@@ -51,8 +51,20 @@ impl Pool {
         }
     }
 
-    /// An idle connection, or a new one; waits while every permitted one is lent.
+    /// An idle connection, or a new one; waits while every permitted one is lent, for
+    /// [`CONNECTION_WAIT`] at most, as a transaction waits for one of the pool.
     async fn get(&self) -> Result<Lent, StoreError> {
+        tokio::time::timeout(CONNECTION_WAIT, self.lend())
+            .await
+            .unwrap_or_else(|_| {
+                Err(StoreError(format!(
+                    "postgres: no connection for reads ahead within {} s",
+                    CONNECTION_WAIT.as_secs()
+                )))
+            })
+    }
+
+    async fn lend(&self) -> Result<Lent, StoreError> {
         let permit = Arc::clone(&self.lent)
             .acquire_owned()
             .await
@@ -225,12 +237,11 @@ impl Ahead for PgAhead {
                 Some(lent) => (Ok(lent), false),
                 None => (pool.get().await, true),
             };
+            // A failed exchange ends its transaction: its connection is not kept.
             let outcome = match lent {
-                Ok(mut lent) => match lent.exchange(opens, &missed, &pool.trips).await {
-                    Ok(rows) => Ok((lent, rows)),
-                    // The transaction failed with it: the connection is not kept.
-                    Err(e) => Err(e),
-                },
+                Ok(mut lent) => {
+                    (lent.exchange(opens, &missed, &pool.trips).await).map(|rows| (lent, rows))
+                }
                 Err(e) => Err(e),
             };
             let mut state = lock(&state);

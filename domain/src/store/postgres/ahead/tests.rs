@@ -218,3 +218,35 @@ fn a_call_given_up_reads_the_store_itself() {
     assert!(ahead.missed().is_none());
     assert_eq!(ahead.rounds(), 0);
 }
+
+/// A call waits for a connection of reads ahead while every one is lent, and fails after
+/// `CONNECTION_WAIT` as a transaction waiting for the pool does (the clock paused once
+/// the first is lent, and moved on by the runtime while nothing else runs).
+#[test]
+fn a_call_without_a_connection_fails_after_the_wait() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let pool = super::Pool::new(parse_url(&url).unwrap(), 1, std::sync::Arc::clone(&s.trips));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let lent = pool.get().await.expect("the one connection");
+        // From here the clock moves only when nothing else can run.
+        tokio::time::pause();
+        let waited = tokio::time::Instant::now();
+        let Err(e) = pool.get().await else {
+            panic!("a second connection past the bound")
+        };
+        assert!(e.0.contains("within 10 s"), "{e}");
+        // The paused clock moves by whole milliseconds.
+        let wait = super::super::CONNECTION_WAIT;
+        let waited = waited.elapsed();
+        assert!(
+            wait <= waited && waited < wait + Duration::from_millis(10),
+            "{waited:?}"
+        );
+        drop(lent);
+    });
+}
