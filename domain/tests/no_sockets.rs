@@ -74,6 +74,9 @@ const ALLOWED: &[(&str, &str)] = &[
     // of their own, as the adapter does.
     ("store/postgres/ahead.rs", "tokio"),
     ("store/postgres/ahead/tests.rs", "tokio"),
+    // The same tests' paused clock (`tokio::time::pause`), read to see how long a call
+    // waited for a connection.
+    ("store/postgres/ahead/tests.rs", "Instant::now"),
 ];
 
 /// Banned crates the domain may depend on all the same, each with why.
