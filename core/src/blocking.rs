@@ -124,9 +124,7 @@ impl<D: Dispatch> Server<D> {
         if m != "tools/call" {
             return None;
         }
-        let name = params.and_then(|p| serde_json::from_str::<CallPeek<'_>>(p.get()).ok())?;
-        let tool = self.registry.tool(&name.name?)?;
-        if !tool.def.annotations.read_only {
+        if !self.called_tool(params)?.def.annotations.read_only {
             return None;
         }
         self.dispatch.ahead()
@@ -149,14 +147,16 @@ impl<D: Dispatch> Server<D> {
     /// dispatcher's reads may ([`Dispatch::read_may_block`]), anything else when the
     /// dispatcher may.
     fn call_may_block(&self, params: Option<&RawValue>) -> bool {
-        let name = params.and_then(|p| serde_json::from_str::<CallPeek<'_>>(p.get()).ok());
-        match name
-            .and_then(|c| c.name)
-            .and_then(|n| self.registry.tool(&n))
-        {
+        match self.called_tool(params) {
             Some(tool) if tool.def.annotations.read_only => self.dispatch.read_may_block(),
             _ => self.dispatch.may_block(),
         }
+    }
+
+    /// The tool a `tools/call`'s raw `params` names, when it names one of ours.
+    fn called_tool(&self, params: Option<&RawValue>) -> Option<&crate::registry::Tool> {
+        let name = params.and_then(|p| serde_json::from_str::<CallPeek<'_>>(p.get()).ok())?;
+        self.registry.tool(&name.name?)
     }
 
     /// Whether authenticating the request's bearer token may wait; no usable token is
