@@ -6,9 +6,10 @@
 //! core more than the read's own work. With reads ahead the adapter runs the request
 //! itself, in rounds, and never blocks:
 //!
-//! 1. [`Server::reads_ahead`] offers an [`Ahead`] for a read-only `tools/call` whose
+//! 1. [`Server::place`] places a read-only `tools/call` whose reads would wait, whose
 //!    dispatcher can read ahead ([`Dispatch::ahead`]) and whose gate decides without
-//!    waiting (a known token, an in-process limiter);
+//!    waiting (a known token, an in-process limiter) in [`Place::Ahead`], with a fresh
+//!    [`Ahead`];
 //! 2. the adapter runs the request with it in [`Env::ahead`]: the dispatcher answers
 //!    every read from what earlier rounds fetched and notes each read it does not have
 //!    ([`Ahead::missed`]), failing the run;
@@ -21,7 +22,8 @@
 //! one request is counted once ([`Ahead::rounds`]). A dispatcher's runs must be
 //! deterministic given the same reads' answers, as read-only calls of one snapshot are.
 //!
-//! [`Server::reads_ahead`]: crate::Server::reads_ahead
+//! [`Server::place`]: crate::Server::place
+//! [`Place::Ahead`]: crate::Place::Ahead
 //! [`Dispatch::ahead`]: crate::dispatch::Dispatch::ahead
 //! [`Env::ahead`]: crate::Env::ahead
 

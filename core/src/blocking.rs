@@ -2,7 +2,7 @@
 //!
 //! [`Server::may_block`] is the server's word for every request; an async adapter that
 //! trusts it alone sends every request through its blocking pool (two thread switches,
-//! more than the core's own work on a `tools/list`). [`Server::may_block_on`] and
+//! more than the core's own work on a `tools/list`). [`Server::place`] and
 //! [`Server::head_may_block`] ask the same hooks about one request, so only the requests
 //! that reach the store leave the reactor: a path answered by the core alone (health,
 //! the well-known documents, metrics), an MCP method the core answers from its catalog
@@ -11,17 +11,22 @@
 //! ([`Authenticate::may_block_for`]) and the rate limiter is in-process. A `tools/call`
 //! of a read-only tool stays too when the dispatcher says a read would not wait now
 //! ([`Dispatch::read_may_block`]: SQLite with a free reader connection), so a read tool
-//! crosses no thread at all; every other call, and every write, leaves the reactor.
+//! crosses no thread at all; when they would and the dispatcher reads ahead
+//! ([`Dispatch::ahead`]: PostgreSQL), the call stays too, run in rounds
+//! ([`crate::ahead`]); every other call, and every write, leaves the reactor. One peek
+//! at the body decides all three.
 //!
 //! The answers are hints: they never change what [`Server::handle`] answers, only where
 //! an adapter runs it. A wrong `false` (say, a cached principal expiring between the
 //! question and the call) costs one blocking call on the reactor, not a wrong answer.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::ahead::Ahead;
 use crate::auth;
 use crate::dispatch::Dispatch;
 use crate::env::UnixTime;
@@ -62,24 +67,35 @@ fn core_only(method: &str) -> bool {
     ) || method.starts_with("notifications/")
 }
 
+/// Where an adapter runs a complete request ([`Server::place`]).
+#[derive(Debug)]
+pub enum Place {
+    /// Where it is: nothing on its path waits on anything but the CPU.
+    Here,
+    /// Off the reactor (a blocking thread): something on its path may wait.
+    Blocking,
+    /// On an async adapter's reactor in rounds, with these reads ahead
+    /// ([`crate::ahead`]); an adapter that cannot await a round runs it as
+    /// [`Place::Blocking`].
+    Ahead(Arc<dyn Ahead>),
+}
+
 impl<D: Dispatch> Server<D> {
-    /// Whether answering the complete request `req` at `now` may wait on something other
-    /// than the CPU. `false` only when [`Server::may_block`] is, or when nothing on the
-    /// request's path may: see the module docs.
-    pub fn may_block_on(&self, req: &Request<'_>, now: UnixTime) -> bool {
+    /// Where to answer the complete request `req` at `now`, decided from its head and one
+    /// peek at its body: see the module docs. [`Place::Here`] whenever
+    /// [`Server::may_block`] is `false`.
+    pub fn place(&self, req: &Request<'_>, now: UnixTime) -> Place {
         if !self.may_block() {
-            return false;
+            return Place::Here;
         }
+        let waits = |may: bool| if may { Place::Blocking } else { Place::Here };
         match self.route(req.path()) {
-            None | Some(Endpoint::Health | Endpoint::WellKnown | Endpoint::Metrics) => false,
-            Some(Endpoint::Ready) => self.dispatch.may_block(),
-            Some(Endpoint::Rest | Endpoint::OAuth(_) | Endpoint::Callback) => true,
+            None | Some(Endpoint::Health | Endpoint::WellKnown | Endpoint::Metrics) => Place::Here,
+            Some(Endpoint::Ready) => waits(self.dispatch.may_block()),
+            Some(Endpoint::Rest | Endpoint::OAuth(_) | Endpoint::Callback) => Place::Blocking,
             Some(Endpoint::Mcp) => {
-                if self.token_may_block(req, Audience::Mcp, now) {
-                    return true;
-                }
-                if self.limiter.may_block() {
-                    return true;
+                if self.token_may_block(req, Audience::Mcp, now) || self.limiter.may_block() {
+                    return Place::Blocking;
                 }
                 // Bodies the core refuses before reading a method (bad JSON, a batch)
                 // reach nobody either; a method it does not answer alone may.
@@ -88,46 +104,14 @@ impl<D: Dispatch> Server<D> {
                         method: Some(m),
                         params,
                     }) => match &*m {
-                        m if core_only(m) => false,
-                        "tools/call" => self.call_may_block(params),
-                        _ => self.dispatch.may_block(),
+                        m if core_only(m) => Place::Here,
+                        "tools/call" => self.place_call(params),
+                        _ => waits(self.dispatch.may_block()),
                     },
-                    Ok(Peek { method: None, .. }) | Err(_) => false,
+                    Ok(Peek { method: None, .. }) | Err(_) => Place::Here,
                 }
             }
         }
-    }
-
-    /// A fresh [`crate::Ahead`] for the complete request `req` at `now`, when it is a
-    /// `tools/call` of a read-only tool whose gate decides without waiting (a known
-    /// token, an in-process limiter) and the dispatcher reads ahead
-    /// ([`Dispatch::ahead`]): an async adapter then runs it on its reactor in rounds
-    /// ([`crate::ahead`]). `None` otherwise: run it as [`Server::may_block_on`] says.
-    pub fn reads_ahead(
-        &self,
-        req: &Request<'_>,
-        now: UnixTime,
-    ) -> Option<std::sync::Arc<dyn crate::Ahead>> {
-        if self.route(req.path()) != Some(Endpoint::Mcp)
-            || self.token_may_block(req, Audience::Mcp, now)
-            || self.limiter.may_block()
-        {
-            return None;
-        }
-        let Ok(Peek {
-            method: Some(m),
-            params,
-        }) = serde_json::from_slice::<Peek<'_>>(req.body)
-        else {
-            return None;
-        };
-        if m != "tools/call" {
-            return None;
-        }
-        if !self.called_tool(params)?.def.annotations.read_only {
-            return None;
-        }
-        self.dispatch.ahead()
     }
 
     /// Whether [`Server::check_head`] on the head `req` at `now` may wait: only its
@@ -143,13 +127,21 @@ impl<D: Dispatch> Server<D> {
         }
     }
 
-    /// Whether a `tools/call` with `params` may wait: a read-only tool only when the
-    /// dispatcher's reads may ([`Dispatch::read_may_block`]), anything else when the
-    /// dispatcher may.
-    fn call_may_block(&self, params: Option<&RawValue>) -> bool {
+    /// Where a `tools/call` with `params` runs (its gate decides without waiting): a
+    /// read-only tool here when the dispatcher's reads would not wait
+    /// ([`Dispatch::read_may_block`]), else read ahead when the dispatcher can
+    /// ([`Dispatch::ahead`]); anything else as the dispatcher's general answer says.
+    fn place_call(&self, params: Option<&RawValue>) -> Place {
         match self.called_tool(params) {
-            Some(tool) if tool.def.annotations.read_only => self.dispatch.read_may_block(),
-            _ => self.dispatch.may_block(),
+            Some(tool) if tool.def.annotations.read_only => {
+                if !self.dispatch.read_may_block() {
+                    Place::Here
+                } else {
+                    self.dispatch.ahead().map_or(Place::Blocking, Place::Ahead)
+                }
+            }
+            _ if self.dispatch.may_block() => Place::Blocking,
+            _ => Place::Here,
         }
     }
 

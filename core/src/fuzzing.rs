@@ -416,7 +416,8 @@ impl Authenticate for TestAuth {
             permissions: permissions
                 .iter()
                 .map(|p| (*p).to_owned())
-                .collect::<BTreeSet<_>>(),
+                .collect::<BTreeSet<_>>()
+                .into(),
             expires_at: now.plus_millis(3_600_000),
             audience,
         })

@@ -71,6 +71,7 @@ pub mod xheader;
 
 pub use ahead::{Ahead, Reads};
 pub use auth::{AuthError, Authenticate};
+pub use blocking::Place;
 pub use body::{Body, JsonText};
 pub use callbacks::Callbacks;
 pub use catalog::{

@@ -1,6 +1,7 @@
 //! Who is calling: what the authentication hook yields and every method filters by.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::env::UnixTime;
 
@@ -84,8 +85,9 @@ pub struct Principal {
     pub scope: Option<Scope>,
     /// The scopes exactly as granted (for `dunning_me`).
     pub scopes: Vec<String>,
-    /// Dashboard permissions of the person (e.g. `charges.view`).
-    pub permissions: BTreeSet<String>,
+    /// Dashboard permissions of the person (e.g. `charges.view`); shared with the
+    /// membership they were read from, so a principal made per request copies none.
+    pub permissions: Arc<BTreeSet<String>>,
     /// When the token expires.
     pub expires_at: UnixTime,
     /// Which audience the token was issued for.

@@ -16,8 +16,8 @@ use dunning_core::config::Config;
 use dunning_core::dispatch::Dispatch;
 use dunning_core::fuzzing::{NOW, env};
 use dunning_core::{
-    Ahead, Audience, AuthError, Authenticate, Limited, Output, Principal, RateLimit, Reads, Server,
-    ToolCall, ToolError, UnixTime,
+    Ahead, Audience, AuthError, Authenticate, Limited, Output, Place, Principal, RateLimit, Reads,
+    Server, ToolCall, ToolError, UnixTime,
 };
 use serde_json::json;
 
@@ -59,11 +59,17 @@ impl Ahead for OneRead {
 /// its read, the run after the round answers.
 struct Store {
     runs: AtomicU32,
+    /// Whether a read would not wait now (a free SQLite reader, say).
+    free: bool,
 }
 
 impl Dispatch for Store {
     fn catalog(&self) -> Catalog {
         TestDomain.catalog()
+    }
+
+    fn read_may_block(&self) -> bool {
+        !self.free
     }
 
     fn ahead(&self) -> Option<Arc<dyn Ahead>> {
@@ -121,20 +127,36 @@ impl RateLimit for Counting {
 }
 
 fn server(slow: bool, limiter: Counting) -> Server<Store> {
+    server_of(store(false), slow).with_limiter(limiter)
+}
+
+fn store(free: bool) -> Store {
+    Store {
+        runs: AtomicU32::new(0),
+        free,
+    }
+}
+
+fn server_of(store: Store, slow: bool) -> Server<Store> {
     Server::new(
         Config::default(),
         dunning_core::fuzzing::keys(),
-        Store {
-            runs: AtomicU32::new(0),
-        },
+        store,
         Auth { slow },
     )
     .expect("the test catalog is valid")
-    .with_limiter(limiter)
 }
 
 fn offered(s: &Server<Store>, req: &common::RawRequest) -> bool {
-    req.with(|r| s.reads_ahead(r, NOW)).is_some()
+    placed_ahead(s, req).is_some()
+}
+
+/// The reads ahead `s` places `req` in, if it does.
+fn placed_ahead(s: &Server<Store>, req: &common::RawRequest) -> Option<Arc<dyn Ahead>> {
+    match req.with(|r| s.place(r, NOW)) {
+        Place::Ahead(ahead) => Some(ahead),
+        Place::Here | Place::Blocking => None,
+    }
 }
 
 #[test]
@@ -165,6 +187,19 @@ fn read_only_calls_are_offered_reads_ahead_and_nothing_else() {
     ));
 }
 
+/// One peek decides among the three places: a read whose reads would not wait runs where
+/// it is even when the store could read ahead; a write leaves for a blocking thread.
+#[test]
+fn a_read_is_placed_ahead_only_when_its_reads_would_wait() {
+    let place = |s: &Server<Store>, tool: &str| tool_call(tool).with(|r| s.place(r, NOW));
+    let waits = server_of(store(false), false);
+    assert!(matches!(place(&waits, "charges_list"), Place::Ahead(_)));
+    assert!(matches!(place(&waits, "charges_cancel"), Place::Blocking));
+    let s = server_of(store(true), false);
+    assert!(matches!(place(&s, "charges_list"), Place::Here));
+    assert!(matches!(place(&s, "charges_cancel"), Place::Blocking));
+}
+
 /// Polls a round to its end (the test's rounds never wait).
 fn await_ready(mut reads: Reads) {
     let mut cx = Context::from_waker(Waker::noop());
@@ -178,7 +213,7 @@ fn a_call_answered_in_rounds_answers_as_one_run_and_is_counted_once() {
     let req = tool_call("charges_list");
     let plain = req.with(|r| s.handle(r, &env()));
     assert_eq!(*limiter.0.lock().unwrap(), 1);
-    let ahead = req.with(|r| s.reads_ahead(r, NOW)).expect("offered");
+    let ahead = placed_ahead(&s, &req).expect("offered");
     let mut with_ahead = env();
     with_ahead.ahead = Some(Arc::clone(&ahead));
     let mut runs = 0;

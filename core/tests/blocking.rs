@@ -1,4 +1,4 @@
-//! Where an adapter runs a request (`Server::may_block_on`): a read-only tool call stays
+//! Where an adapter runs a request (`Server::place`): a read-only tool call stays
 //! on the reactor exactly when the dispatcher says its reads would not wait now; writes,
 //! unknown tools and odd `params` ask the dispatcher's general answer.
 
@@ -11,7 +11,8 @@ use dunning_core::dispatch::Dispatch;
 use dunning_core::fuzzing::NOW;
 
 use dunning_core::{
-    Audience, AuthError, Authenticate, Output, Principal, Server, ToolCall, ToolError, UnixTime,
+    Audience, AuthError, Authenticate, Output, Place, Principal, Server, ToolCall, ToolError,
+    UnixTime,
 };
 
 use serde_json::json;
@@ -65,7 +66,7 @@ fn server(wait: bool) -> Server<Reads> {
 }
 
 fn may_block(s: &Server<Reads>, req: &common::RawRequest) -> bool {
-    req.with(|r| s.may_block_on(r, NOW))
+    !matches!(req.with(|r| s.place(r, NOW)), Place::Here)
 }
 
 #[test]

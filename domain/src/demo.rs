@@ -162,7 +162,7 @@ pub fn owner(domain: &Domain, org_id: &str, now: UnixTime) -> Result<Principal, 
         organization: org_id.to_owned(),
         scope: Some(Scope::Admin),
         scopes: crate::catalog::SCOPES.all().map(str::to_owned).to_vec(),
-        permissions: owner.effective_permissions(),
+        permissions: owner.effective_permissions().into(),
         expires_at: now.plus_millis(3_600_000),
         audience: Audience::Api,
     })

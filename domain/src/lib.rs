@@ -174,7 +174,7 @@ impl Domain {
         .map_err(|_| AuthError::Lookup)?;
         let (org, member) = found.ok_or(AuthError::NotMember)?;
         Ok(Membership {
-            permissions: member.effective_permissions(),
+            permissions: Arc::new(member.effective_permissions()),
             subject: member.email,
             organization: org.id,
         })
@@ -203,7 +203,7 @@ pub struct Membership {
     /// The person's e-mail.
     pub subject: String,
     /// The dashboard permissions of the person's role, and their own.
-    pub permissions: std::collections::BTreeSet<String>,
+    pub permissions: Arc<std::collections::BTreeSet<String>>,
 }
 
 impl Membership {

@@ -57,7 +57,8 @@ fn principal(
         permissions: permissions
             .iter()
             .map(|p| (*p).to_owned())
-            .collect::<BTreeSet<_>>(),
+            .collect::<BTreeSet<_>>()
+            .into(),
         expires_at: EXPIRES_AT,
         audience,
     }

@@ -629,7 +629,7 @@ impl Dispatch for BenchDomain {
 /// Accepts [`TOKEN`] as an admin holding every permission of the catalog.
 #[derive(Clone, Debug)]
 pub struct BenchAuth {
-    permissions: BTreeSet<String>,
+    permissions: std::sync::Arc<BTreeSet<String>>,
 }
 
 impl Default for BenchAuth {
@@ -637,7 +637,8 @@ impl Default for BenchAuth {
         let permissions = entities()
             .iter()
             .flat_map(|(e, _, _)| [permission(e, "view"), permission(e, "manage")])
-            .collect();
+            .collect::<BTreeSet<_>>()
+            .into();
         Self { permissions }
     }
 }

@@ -30,7 +30,7 @@
 //! refused.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -643,20 +643,6 @@ impl Store for PostgresStore {
     }
 }
 
-/// Round trips to PostgreSQL, counted so a test can hold them down.
-#[derive(Debug, Default)]
-struct RoundTrips {
-    /// Transactions begun (their frames sent).
-    transactions: AtomicU64,
-    /// Statements the domain ran, and each statement's prepare.
-    statements: AtomicU64,
-    /// Exchanges with the server: a prepare, or a pipeline of all that was unsent and
-    /// the statement whose answer is awaited.
-    exchanges: AtomicU64,
-    /// Rows the deferred writes changed (`session::REPLAN_ROWS`).
-    written: AtomicU64,
-}
-
 impl PostgresStore {
     /// `(transactions, statements)` run so far: the statements are the domain's own
     /// (each prepare and each execution), the transactions' frames apart.
@@ -777,8 +763,7 @@ impl Pg<'_> {
         let mut prepared = |sql: &str| -> Result<_, StoreError> {
             let (statement, now) = conn.statement(sql, written)?;
             if now {
-                trips.exchanges.fetch_add(1, Ordering::Relaxed);
-                trips.statements.fetch_add(1, Ordering::Relaxed);
+                trips.prepared();
             }
             Ok(statement)
         };
@@ -802,10 +787,7 @@ impl Pg<'_> {
                 .map(|(s, a)| Item::Statement(s, a)),
         );
         items.extend(tail.map(Item::Text));
-        trips.exchanges.fetch_add(1, Ordering::Relaxed);
-        trips
-            .statements
-            .fetch_add(statements.len() as u64, Ordering::Relaxed);
+        trips.exchange(statements.len());
         let mut answers = conn.session.pipeline(&items)?;
         let rows: u64 = answers[..unsent.writes.len()].iter().map(|a| a.1).sum();
         trips.written.fetch_add(rows, Ordering::Relaxed);
@@ -886,7 +868,9 @@ mod group;
 mod members;
 mod session;
 mod statistics;
+mod trips;
 
 use session::{Answer, Conn, Item, Manager};
 #[cfg(test)]
 use session::{REPLAN_AFTER, REPLAN_ROWS};
+use trips::RoundTrips;

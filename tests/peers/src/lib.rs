@@ -21,7 +21,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -98,7 +98,7 @@ impl Authenticate for FixedToken {
             organization: "conformance".into(),
             scope: Some(Scope::Admin),
             scopes: SCOPES.all().map(str::to_owned).to_vec(),
-            permissions: BTreeSet::new(),
+            permissions: Default::default(),
             // 2100-01-01.
             expires_at: UnixTime::from_secs(4_102_444_800),
             audience,

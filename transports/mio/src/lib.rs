@@ -27,7 +27,7 @@
 //! connection's request or head goes to a worker and the connection waits, busy, while
 //! the loop serves the others; the worker wakes the loop with the answer. So one slow
 //! request (a long statement, a cold page) never stalls `/healthz` for everyone. A request
-//! that cannot block even so ([`Service::may_block_on`]: the catalogue, a read while a
+//! that cannot block even so ([`Service::place`]: the catalogue, a read while a
 //! reader connection is free) is answered inline, as the tokio adapter does: two thread
 //! switches cost more than it, and 32 clients' requests runnable on 32 workers sharing one
 //! core gave the loop's slowest answers (p99 four times p50 on a page).
@@ -50,8 +50,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use dunning_core::Server;
 use dunning_core::dispatch::Dispatch;
+use dunning_core::{Place, Server};
 use dunning_runtime::{
     CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES, LINGER_QUIET,
     MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service, TICK,
@@ -356,7 +356,7 @@ fn drive<D: Dispatch>(
 }
 
 /// [`Connection::answer_all`] for a loop with a pool: a request or head that cannot
-/// block ([`Service::may_block_on`], [`Service::head_may_block`]) is answered inline, as
+/// block ([`Service::place`], [`Service::head_may_block`]) is answered inline, as
 /// the tokio adapter does; the first that may block goes to a worker (`None`: the
 /// connection is busy until [`apply`]); else whether to close.
 fn hand_over<D: Dispatch>(
@@ -371,7 +371,7 @@ fn hand_over<D: Dispatch>(
     let work = loop {
         match entry.conn.poll() {
             // Pure computation: the trip to a worker and back would cost more than it.
-            Next::Request(req) if !service.may_block_on(&req) => {
+            Next::Request(req) if matches!(service.place(&req), Place::Here) => {
                 entry.conn.respond(service.handle(&req));
             }
             Next::Head(head) if !service.head_may_block(&head) => {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use dunning_core::dispatch::Dispatch;
-use dunning_core::{Ahead, Env, Load, Reads, Response, Server, UnixTime};
+use dunning_core::{Ahead, Env, Load, Place, Reads, Response, Server, UnixTime};
 use dunning_http1::OwnedRequest;
 use http::{HeaderName, HeaderValue, StatusCode, header};
 
@@ -65,11 +65,15 @@ impl<D: Dispatch> Service<D> {
         self.may_block
     }
 
-    /// Whether [`Service::handle`] of this request may block ([`Server::may_block_on`]):
-    /// finer than [`Service::may_block`], so an async adapter keeps on its reactor the
-    /// requests that need no store even when others of the same server do.
-    pub fn may_block_on(&self, req: &OwnedRequest) -> bool {
-        self.may_block && req.with_core(|r| self.server.may_block_on(r, self.now()))
+    /// Where to answer this request ([`Server::place`]): finer than
+    /// [`Service::may_block`], so an async adapter keeps on its reactor the requests that
+    /// need no store even when others of the same server do, and runs there in rounds
+    /// the reads the store can fetch ahead ([`Service::reads_ahead`]).
+    pub fn place(&self, req: &OwnedRequest) -> Place {
+        if !self.may_block {
+            return Place::Here;
+        }
+        req.with_core(|r| self.server.place(r, self.now()))
     }
 
     /// Whether [`Service::check_head`] of this head may block ([`Server::head_may_block`]).
@@ -200,20 +204,16 @@ impl<D: Dispatch> Service<D> {
         self.finish(&started, resp)
     }
 
-    /// An [`Ahead`] run of the read-only call `req`, when the core offers one
-    /// ([`Server::reads_ahead`]): an async adapter then answers the request with
+    /// The run of the read-only call `req` with the reads `ahead` the core placed it in
+    /// ([`Place::Ahead`]): an async adapter then answers the request with
     /// [`Service::run_ahead`] on its reactor, awaiting the reads each run missed, instead
     /// of [`Service::handle`] on a blocking thread (`dunning_core::ahead`). Counted in
     /// flight and reported started as [`Service::handle`] counts a request, once for all
     /// its runs.
-    pub fn reads_ahead(&self, req: &OwnedRequest) -> Option<AheadRun> {
-        if !self.may_block {
-            return None;
-        }
-        let ahead = req.with_core(|r| self.server.reads_ahead(r, self.now()))?;
+    pub fn reads_ahead(&self, req: &OwnedRequest, ahead: Arc<dyn Ahead>) -> AheadRun {
         let mut started = self.start(req);
         started.env.ahead = Some(Arc::clone(&ahead));
-        Some(AheadRun { started, ahead })
+        AheadRun { started, ahead }
     }
 
     /// Runs `req` once with its reads ahead: its answer, or the reads the run missed

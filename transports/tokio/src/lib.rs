@@ -5,12 +5,13 @@
 //!
 //! ```text
 //! loop {
-//!     poll the Connection: for each request, Service::handle on the blocking pool
-//!                          (spawn_blocking: the domain blocks on SQLite; inline when
-//!                          this request cannot block, Service::may_block_on: a
-//!                          catalog method with a known principal; here in rounds when
-//!                          the store reads ahead, Service::reads_ahead: a read-only
-//!                          call on PostgreSQL, its reads awaited between runs), then
+//!     poll the Connection: for each request, where Service::place says: Here,
+//!                          Service::handle inline (a catalog method with a known
+//!                          principal, a read while a SQLite reader is free);
+//!                          Blocking, Service::handle on the blocking pool
+//!                          (spawn_blocking: the domain blocks on SQLite); Ahead, here
+//!                          in rounds (Service::reads_ahead: a read-only call on
+//!                          PostgreSQL, its reads awaited between runs); then
 //!                          respond; for each head
 //!                          (a body not read yet), Service::check_head the same way,
 //!                          then admit
@@ -57,7 +58,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use dunning_core::dispatch::Dispatch;
-use dunning_core::{Response, Server};
+use dunning_core::{Place, Response, Server};
 use dunning_http1::OwnedRequest;
 use dunning_runtime::{
     AheadRun, CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES,
@@ -198,21 +199,21 @@ async fn drive<D: Dispatch + 'static>(
         let close = loop {
             match conn.poll() {
                 Next::Request(req) => {
-                    if service.may_block_on(&req) {
-                        let answered = match service.reads_ahead(&req) {
-                            Some(run) => ahead(service, req, run).await,
-                            None => {
-                                let svc = Arc::clone(service);
-                                tokio::task::spawn_blocking(move || svc.handle(&req)).await
-                            }
-                        };
-                        match answered {
-                            Ok(resp) => conn.respond(resp),
-                            Err(_) => return CloseReason::Aborted,
-                        }
-                    } else {
+                    let answered = match service.place(&req) {
                         // Pure computation: two thread switches would cost more than it.
-                        conn.respond(service.handle(&req));
+                        Place::Here => Ok(service.handle(&req)),
+                        Place::Blocking => {
+                            let svc = Arc::clone(service);
+                            tokio::task::spawn_blocking(move || svc.handle(&req)).await
+                        }
+                        Place::Ahead(reads) => {
+                            let run = service.reads_ahead(&req, reads);
+                            ahead(service, req, run).await
+                        }
+                    };
+                    match answered {
+                        Ok(resp) => conn.respond(resp),
+                        Err(_) => return CloseReason::Aborted,
                     }
                 }
                 // A head is decided like a request is answered (authentication may block).

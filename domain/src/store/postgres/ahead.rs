@@ -126,8 +126,7 @@ impl Lent {
                 Some(s) => s,
                 None => {
                     let s = self.conn.client.prepare(sql).await?;
-                    trips.exchanges.fetch_add(1, Ordering::Relaxed);
-                    trips.statements.fetch_add(1, Ordering::Relaxed);
+                    trips.prepared();
                     self.conn.statements.keep(sql, s.clone());
                     s
                 }
@@ -155,10 +154,7 @@ impl Lent {
                 Ok::<_, StoreError>(rows)
             });
         let (framed, answers) = join(frame, join_all(rows)).await;
-        trips.exchanges.fetch_add(1, Ordering::Relaxed);
-        trips
-            .statements
-            .fetch_add(statements.len() as u64, Ordering::Relaxed);
+        trips.exchange(statements.len());
         if opens {
             trips.transactions.fetch_add(1, Ordering::Relaxed);
         }

@@ -243,7 +243,6 @@ impl RateLimit for Gcra {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
 
     use super::*;
 
@@ -253,7 +252,7 @@ mod tests {
             organization: org.into(),
             scope: None,
             scopes: vec!["dunning.read".into()],
-            permissions: BTreeSet::new(),
+            permissions: Default::default(),
             expires_at: UnixTime::from_secs(2_000_000_000),
             audience: Audience::Mcp,
         }

@@ -250,3 +250,20 @@ fn a_call_without_a_connection_fails_after_the_wait() {
         drop(lent);
     });
 }
+
+/// A blocking read on a multi-threaded runtime's worker (a call run on the reactor whose
+/// principal expired meanwhile reads the store itself) is announced to the runtime
+/// (`session::drive`), not refused with a panic for blocking inside a runtime.
+#[test]
+fn a_blocking_read_on_a_runtime_worker_answers() {
+    let Some(url) = url() else { return };
+    let s = std::sync::Arc::new(store_with_charges(&url));
+    let rt = runtime();
+    let on_worker = std::sync::Arc::clone(&s);
+    let read = rt.spawn(async move { read(&*on_worker, overdue) });
+    let (total, rows) = rt
+        .block_on(read)
+        .expect("the worker did not panic")
+        .unwrap();
+    assert_eq!((total, rows.len()), (2, 2));
+}
