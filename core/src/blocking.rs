@@ -156,7 +156,7 @@ impl<D: Dispatch> Server<D> {
     fn token_may_block(&self, req: &Request<'_>, audience: Audience, now: UnixTime) -> bool {
         let values: Vec<&[u8]> = req.header_values("authorization").collect();
         match auth::bearer(&values) {
-            Ok(Some(token)) => self.auth.may_block_for(&token, audience, now),
+            Ok(Some(token)) => self.auth.may_block_for(token, audience, now),
             Ok(None) | Err(()) => false,
         }
     }

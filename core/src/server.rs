@@ -498,7 +498,7 @@ impl<D: Dispatch> Server<D> {
             .ok_or(ProtocolError::Unauthorized(AuthError::NoToken))?;
         let principal = self
             .auth
-            .authenticate(&token, audience, env.now)
+            .authenticate(token, audience, env.now)
             .map_err(ProtocolError::Unauthorized)?;
         if env.load != Load::Normal {
             return Err(ProtocolError::Unavailable {

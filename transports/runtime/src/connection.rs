@@ -75,26 +75,49 @@ struct HeadEnd {
     run: u8,
 }
 
+/// The end of a head.
+const CRLFCRLF: &[u8] = b"\r\n\r\n";
+
 impl HeadEnd {
-    /// Scans `bytes`; true once the head's final CRLFCRLF went by.
-    fn feed(&mut self, bytes: &[u8]) -> bool {
-        for &b in bytes {
-            if !self.started {
-                if b == b'\r' || b == b'\n' {
-                    continue;
-                }
-                self.started = true;
+    /// Scans `bytes`; true once the head's final CRLFCRLF went by. A run split across
+    /// reads is followed byte by byte; within one read the end is searched at once
+    /// (`memmem`: a byte at a time was 4 % of a small request's CPU).
+    fn feed(&mut self, mut bytes: &[u8]) -> bool {
+        if !self.started {
+            match bytes.iter().position(|&b| b != b'\r' && b != b'\n') {
+                Some(first) => bytes = &bytes[first..],
+                None => return false,
             }
-            self.run = match (self.run, b) {
-                (0 | 2, b'\r') | (1 | 3, b'\n') => self.run + 1,
-                (_, b'\r') => 1,
-                _ => 0,
+            self.started = true;
+        }
+        while self.run > 0 {
+            let Some((&b, rest)) = bytes.split_first() else {
+                return false;
             };
+            self.step(b);
             if self.run == 4 {
                 return true;
             }
+            bytes = rest;
+        }
+        if memchr::memmem::find(bytes, CRLFCRLF).is_some() {
+            return true;
+        }
+        // No end here: the run left is the longest end of `bytes` that starts one, which
+        // its last three bytes decide.
+        for &b in &bytes[bytes.len().saturating_sub(3)..] {
+            self.step(b);
         }
         false
+    }
+
+    /// The run of CRLFCRLF after one more byte.
+    fn step(&mut self, b: u8) {
+        self.run = match (self.run, b) {
+            (0 | 2, b'\r') | (1 | 3, b'\n') => self.run + 1,
+            (_, b'\r') => 1,
+            _ => 0,
+        };
     }
 }
 
@@ -611,5 +634,49 @@ mod tests {
         let mut s = HeadEnd::default();
         assert!(!s.feed(b"GET / HTTP/1.1\r\r\n\r"));
         assert!(s.feed(b"\n"));
+    }
+
+    /// The end as a byte-at-a-time reading finds it, whatever the reads' sizes.
+    fn reference(bytes: &[u8]) -> Option<usize> {
+        let start = bytes.iter().position(|&b| b != b'\r' && b != b'\n')?;
+        let at = bytes[start..].windows(4).position(|w| w == b"\r\n\r\n")?;
+        Some(start + at + 4)
+    }
+
+    #[test]
+    fn head_end_is_where_a_byte_at_a_time_reading_finds_it() {
+        let alphabet = [b'\r', b'\n', b'a', b' '];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let len = usize::try_from(next() % 24).unwrap();
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| alphabet[usize::try_from(next() % 4).unwrap()])
+                .collect();
+            let want = reference(&bytes);
+            let mut s = HeadEnd::default();
+            let mut got = None;
+            let mut at = 0;
+            while at < bytes.len() {
+                let n = 1 + usize::try_from(next() % 5).unwrap();
+                let end = (at + n).min(bytes.len());
+                if s.feed(&bytes[at..end]) {
+                    got = Some(end);
+                    break;
+                }
+                at = end;
+            }
+            // Found in the read that holds the end's last byte.
+            let read_of = |end: usize| want.is_some_and(|w| w <= end && end - w < 5);
+            assert_eq!(got.is_some(), want.is_some(), "{bytes:?}");
+            if let Some(end) = got {
+                assert!(read_of(end), "{bytes:?}: found by {end}, ends at {want:?}");
+            }
+        }
     }
 }
