@@ -825,17 +825,6 @@ impl Driver for Pg<'_> {
         rows.iter().map(cells).collect()
     }
 
-    fn rows_of_each(
-        &mut self,
-        statements: &[(&str, &[Arg])],
-    ) -> Result<Vec<Vec<Vec<Cell>>>, StoreError> {
-        let answers = self.send(statements, None)?;
-        answers
-            .iter()
-            .map(|(rows, _)| rows.iter().map(cells).collect())
-            .collect()
-    }
-
     fn texts(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<String>, StoreError> {
         let (rows, _) = self.answer(sql, args)?;
         Ok(rows

@@ -113,17 +113,6 @@ pub(crate) trait Driver {
     fn defer(&mut self, sql: &str, args: Vec<Arg>) -> Result<(), StoreError> {
         self.execute(sql, &args).map(drop)
     }
-    /// The rows of each of `statements`, none depending on another's answer: asked
-    /// together where the driver can (PostgreSQL: one exchange).
-    fn rows_of_each(
-        &mut self,
-        statements: &[(&str, &[Arg])],
-    ) -> Result<Vec<Vec<Vec<Cell>>>, StoreError> {
-        statements
-            .iter()
-            .map(|(sql, args)| self.rows(sql, args))
-            .collect()
-    }
 }
 
 /// The two SQL dialects.
@@ -364,12 +353,17 @@ fn upsert_sql(dialect: Dialect, kind: Kind) -> String {
 /// its `via` column names (both `NULL` when there is none), joined to the page's ten-odd
 /// rows: read again in a statement of its own, the page's `via` values would cost a
 /// second walk of the index and, past an `OFFSET`, a document read per skipped entry.
+///
+/// With `total` (a [`count_sql`]), each row starts with that count: an uncorrelated
+/// subquery, evaluated once by both databases, so a page and its total are one statement
+/// and one snapshot (on PostgreSQL one exchange less, and no frame needed around them).
 pub(crate) fn page_sql(
     dialect: Dialect,
     kind: Kind,
     q: &Query,
     clause: &str,
     pointed: Option<Pointed>,
+    total: Option<&str>,
 ) -> Result<String, StoreError> {
     let (t, col) = (kind.table(), q.sort.0);
     kind.check_column(col)?;
@@ -397,8 +391,9 @@ pub(crate) fn page_sql(
             )
         }
     };
+    let total = total.map_or_else(String::new, |count| format!("({count}), "));
     Ok(format!(
-        "SELECT {doc}{also} FROM \
+        "SELECT {total}{doc}{also} FROM \
          (SELECT id AS page_id, {col} AS page_key FROM {from}{clause} \
           ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
          CROSS JOIN {t}{join} WHERE {t}.org = {org} AND {t}.id = page.page_id \
@@ -595,7 +590,7 @@ impl<C: Driver> Tx for SqlTx<C> {
 
     fn find_raw(&mut self, kind: Kind, org: &str, q: &Query) -> Result<Vec<String>, StoreError> {
         let (clause, args) = where_clause(Self::D, kind, org, &q.conds)?;
-        let sql = page_sql(Self::D, kind, q, &clause, None)?;
+        let sql = page_sql(Self::D, kind, q, &clause, None, None)?;
         self.conn.texts(&sql, &args.list)
     }
 
@@ -650,19 +645,28 @@ impl<C: Driver> Tx for SqlTx<C> {
     ) -> Result<RawPage, StoreError> {
         let (clause, args) = where_clause(Self::D, kind, org, &q.conds)?;
         let count = count_sql(Self::D, kind, &q.conds, &clause);
-        let page = page_sql(Self::D, kind, q, &clause, pointed)?;
-        let statements = [(count.as_str(), args.list.as_slice()), (&page, &args.list)];
-        let [counted, rows]: [_; 2] = self
-            .conn
-            .rows_of_each(&statements)?
-            .try_into()
-            .map_err(|_| StoreError("a page's statements went unanswered".into()))?;
+        let page = page_sql(Self::D, kind, q, &clause, pointed, Some(&count))?;
+        let rows = self.conn.rows(&page, &args.list)?;
+        let total = match rows.first() {
+            // Every row carries the total (`NULL`: no tally yet, none stored).
+            Some(row) => match row.first() {
+                Some(&Cell::Int(n)) => count_of(Some(n)),
+                Some(Cell::Null) | None => 0,
+                Some(other) => {
+                    return Err(StoreError(format!("a page's total: {other:?}")));
+                }
+            },
+            // An empty first page: nothing matches. Past the last page (or a page of no
+            // rows) the total is asked alone.
+            None if q.offset == 0 && q.limit != Some(0) => 0,
+            None => count_of(self.first_int(&count, &args.list)?),
+        };
         let mut out = RawPage {
-            total: count_of(first_int_of(counted)?),
+            total,
             ..RawPage::default()
         };
         for row in rows {
-            let mut cells = row.into_iter();
+            let mut cells = row.into_iter().skip(1);
             out.rows.push(cells.next().unwrap_or(Cell::Null).text()?);
             // The pointed id is `NULL` when the row points to nothing.
             if let Some(id) = text_or_none(cells.next()) {

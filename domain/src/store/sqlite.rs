@@ -486,7 +486,7 @@ mod tests {
         let plan_of = |kind: Kind, q: Query, pointed: Option<Pointed>| -> String {
             let (clause, args) =
                 where_clause(Dialect::Sqlite, kind, "o", &q.conds).expect("clause");
-            let sql = page_sql(Dialect::Sqlite, kind, &q, &clause, pointed).expect("sql");
+            let sql = page_sql(Dialect::Sqlite, kind, &q, &clause, pointed, None).expect("sql");
             let params = args.list;
             let mut st = c
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
@@ -512,7 +512,8 @@ mod tests {
         let active = Query::all().with(Cond::Eq("status", Value::from("active")));
         let (clause, _) =
             where_clause(Dialect::Sqlite, Kind::Debtor, "o", &active.conds).expect("clause");
-        let sql = page_sql(Dialect::Sqlite, Kind::Debtor, &active, &clause, None).expect("sql");
+        let sql =
+            page_sql(Dialect::Sqlite, Kind::Debtor, &active, &clause, None, None).expect("sql");
         assert!(!sql.contains("INDEXED BY"), "{sql}");
         // The overdue page with its debtors' names: the page's ids from the index alone
         // (an offset skips index entries, never documents), then each row's charge and

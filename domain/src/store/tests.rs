@@ -198,6 +198,25 @@ fn a_page_and_its_total_together_are_the_two_apart() {
         (0, 15, 0),
         "past the end: no rows, the total"
     );
+    // A page rides its total on its rows; with none, the total is what a count says:
+    // nothing matching, an organization with nothing stored (no tally yet), a page of
+    // no rows.
+    let none = |org: &str, conds: Vec<Cond>, limit: Option<u32>| {
+        let q = Query {
+            conds,
+            limit,
+            ..Query::all()
+        };
+        let page = read(s, |tx| {
+            Ok(tx.page_raw(Kind::Charge, org, &q, Some(names))?)
+        })
+        .unwrap();
+        (page.rows.len(), page.total)
+    };
+    let canceled = vec![Cond::Eq("status", json!("canceled"))];
+    assert_eq!(none("a", canceled, Some(10)), (0, 0), "nothing matches");
+    assert_eq!(none("c", vec![], Some(10)), (0, 0), "nothing stored");
+    assert_eq!(none("a", pending(), Some(0)), (0, 15), "a page of no rows");
 }
 
 #[test]

@@ -282,29 +282,21 @@ const MISSED: &str = "postgres: read ahead in the next round";
 pub(super) struct Answered<'a>(&'a Mutex<State>);
 
 impl Answered<'_> {
-    /// The rows of each of `statements`, or the first round's error, or all those not
-    /// fetched yet noted and a failure.
-    fn each(&self, statements: &[(&str, &[Arg])]) -> Result<Vec<Rows>, StoreError> {
+    /// The rows of `sql`, or the first round's error, or it noted for the next round
+    /// and a failure.
+    fn one(&self, sql: &str, args: &[Arg]) -> Result<Rows, StoreError> {
         let mut state = lock(self.0);
-        let found = |state: &State, (sql, args): &(&str, &[Arg])| {
-            state
-                .answered
-                .iter()
-                .find(|((s, a), _)| s == sql && a.as_slice() == *args)
-                .map(|(_, rows)| rows.clone())
-        };
-        let all: Option<Vec<_>> = statements.iter().map(|s| found(&state, s)).collect();
-        if let Some(all) = all {
-            return Ok(all);
+        let found = state
+            .answered
+            .iter()
+            .find(|((s, a), _)| s == sql && a.as_slice() == args);
+        if let Some((_, rows)) = found {
+            return Ok(rows.clone());
         }
         if let Some(e) = &state.failed {
             return Err(e.clone());
         }
-        for s in statements {
-            if found(&state, s).is_none() {
-                state.missed.push((s.0.to_owned(), s.1.to_vec()));
-            }
-        }
+        state.missed.push((sql.to_owned(), args.to_vec()));
         Err(StoreError(MISSED.into()))
     }
 }
@@ -313,12 +305,7 @@ impl Driver for Answered<'_> {
     const DIALECT: Dialect = Dialect::Postgres;
 
     fn rows(&mut self, sql: &str, args: &[Arg]) -> Result<Rows, StoreError> {
-        let mut all = self.each(&[(sql, args)])?;
-        Ok(all.pop().unwrap_or_default())
-    }
-
-    fn rows_of_each(&mut self, statements: &[(&str, &[Arg])]) -> Result<Vec<Rows>, StoreError> {
-        self.each(statements)
+        self.one(sql, args)
     }
 
     fn texts(&mut self, sql: &str, args: &[Arg]) -> Result<Vec<String>, StoreError> {

@@ -71,9 +71,9 @@ fn ahead_until_answered<R>(
     }
 }
 
-/// A page's reads are fetched in one round (its count and its rows in one exchange,
-/// with the transaction's frame), and the run after it answers as a blocking read does;
-/// the run before it failed, its reads noted.
+/// A page's reads are fetched in one round (its count and its rows in one statement,
+/// sent with the transaction's frame), and the run after it answers as a blocking read
+/// does; the run before it failed, its read noted.
 #[test]
 fn a_page_read_ahead_is_one_round_and_the_blocking_reads_answer() {
     let Some(url) = url() else { return };
@@ -88,8 +88,8 @@ fn a_page_read_ahead_is_one_round_and_the_blocking_reads_answer() {
     let (t0, x0) = (s.round_trips().0, s.exchanges());
     rt.block_on(reads);
     let transactions = s.round_trips().0 - t0;
-    // One exchange, and one more per statement prepared on the new connection (two).
-    assert_eq!((transactions, s.exchanges() - x0), (1, 3));
+    // One exchange, and one more for the statement prepared on the new connection.
+    assert_eq!((transactions, s.exchanges() - x0), (1, 2));
     let answer = read_ahead(&s, &*ahead, overdue).unwrap();
     assert!(ahead.missed().is_none());
     assert_eq!(answer, blocking_answer);
