@@ -5,11 +5,17 @@
 //! A run of the call reads through [`Answered`], a [`Driver`] that answers each
 //! statement from the rounds done so far and notes each one it cannot; the adapter then
 //! awaits [`PgAhead`]'s round ([`Ahead::missed`]), which sends every noted statement in
-//! one exchange and keeps the rows, and runs the call again. The first round takes a
-//! connection of [`Pool`] and opens the transaction (`REPEATABLE READ, READ ONLY`, as
-//! [`super::READ_FRAME`]) with its statements; the connection stays in that transaction
-//! for the next rounds, so every run reads one snapshot, and goes back to the pool when
-//! the call is answered, its `COMMIT` sent unanswered ahead of its next user's frame.
+//! one exchange and keeps the rows, and runs the call again.
+//!
+//! The first round sends its statement alone, on a connection of [`Pool`] given back
+//! as soon as it answers: one statement reads one snapshot, and most calls (a page
+//! and its total, an entity by id) are answered by it, with no transaction to open and
+//! end around it. A call that needs a second round opens the transaction then
+//! (`REPEATABLE READ, READ ONLY`, as [`super::READ_FRAME`]) and asks again what the
+//! first round answered, so the rows its answer is made of all come from the frame's
+//! snapshot; the connection stays in that transaction for the next rounds and goes back
+//! to the pool when the call is answered, its `COMMIT` sent unanswered ahead of its next
+//! user's frame.
 //! A round's error (the server gone, a statement refused) is the answer of the next run
 //! at its first statement not answered, as a blocking read would have failed there.
 
@@ -223,15 +229,22 @@ impl Ahead for PgAhead {
         if state.given_up || state.missed.is_empty() {
             return None;
         }
-        let missed = std::mem::take(&mut state.missed);
+        let mut missed = std::mem::take(&mut state.missed);
+        let first = state.rounds == 0;
         state.rounds += 1;
         let held = state.held.take();
+        if held.is_none() && !first {
+            // The first round's rows were read outside the frame this round opens: asked
+            // again, inside it.
+            let again = state.answered.drain(..).map(|(asked, _)| asked);
+            missed.splice(0..0, again);
+        }
         drop(state);
         let (pool, state) = (Arc::clone(&self.pool), Arc::clone(&self.state));
         Some(Box::pin(async move {
             let (lent, opens) = match held {
                 Some(lent) => (Ok(lent), false),
-                None => (pool.get().await, true),
+                None => (pool.get().await, !first),
             };
             // A failed exchange ends its transaction: its connection is not kept.
             let outcome = match lent {
@@ -244,7 +257,12 @@ impl Ahead for PgAhead {
             match outcome {
                 Ok((lent, rows)) => {
                     state.answered.extend(missed.into_iter().zip(rows));
-                    state.held = Some(lent);
+                    if first {
+                        // No transaction to keep: the connection serves the next call.
+                        pool.put(lent);
+                    } else {
+                        state.held = Some(lent);
+                    }
                 }
                 Err(e) => state.failed = Some(e),
             }

@@ -72,8 +72,8 @@ fn ahead_until_answered<R>(
 }
 
 /// A page's reads are fetched in one round (its count and its rows in one statement,
-/// sent with the transaction's frame), and the run after it answers as a blocking read
-/// does; the run before it failed, its read noted.
+/// sent alone: no transaction opened for it), and the run after it answers as a
+/// blocking read does; the run before it failed, its read noted.
 #[test]
 fn a_page_read_ahead_is_one_round_and_the_blocking_reads_answer() {
     let Some(url) = url() else { return };
@@ -89,7 +89,7 @@ fn a_page_read_ahead_is_one_round_and_the_blocking_reads_answer() {
     rt.block_on(reads);
     let transactions = s.round_trips().0 - t0;
     // One exchange, and one more for the statement prepared on the new connection.
-    assert_eq!((transactions, s.exchanges() - x0), (1, 2));
+    assert_eq!((transactions, s.exchanges() - x0), (0, 2));
     let answer = read_ahead(&s, &*ahead, overdue).unwrap();
     assert!(ahead.missed().is_none());
     assert_eq!(answer, blocking_answer);
@@ -103,31 +103,40 @@ fn a_page_read_ahead_is_one_round_and_the_blocking_reads_answer() {
     assert_eq!(s.exchanges() - x0, 1, "one exchange for the page");
 }
 
-/// The rounds of one call read one snapshot: a charge committed between two rounds is
-/// not seen by the second, and is by a read after the call.
+/// The rounds of one call read one snapshot. The first round reads without a frame;
+/// the second opens one and asks the first's statement again, so a charge committed
+/// between the two is seen by both reads, and one committed between the second and the
+/// third by neither (the frame's snapshot), but by a read after the call.
 #[test]
 fn the_rounds_of_a_call_read_one_snapshot() {
     let Some(url) = url() else { return };
     let s = store_with_charges(&url);
     let rt = runtime();
     let ahead = s.ahead().unwrap();
-    let mut between = Some(());
-    let (answer, rounds) = ahead_until_answered(&rt, &s, &*ahead, |tx| {
-        let before = tx.count(Kind::Charge, "org-a", &[])?;
-        // Once the count is in (the first round is done), another writer commits.
-        if between.take().is_some() {
+    let mut commits = vec!["5", "4"];
+    // Each id is committed once, when the run first gets past the read before it.
+    let mut commit_once = |id: &'static str| -> Result<(), crate::DomainError> {
+        if commits.last() == Some(&id) {
+            commits.pop();
             write(&s, WriteScope::Org("org-a"), |w| {
-                Ok(w.put(Kind::Charge, "org-a", &charge("4", "overdue"))?)
+                Ok(w.put(Kind::Charge, "org-a", &charge(id, "overdue"))?)
             })?;
         }
+        Ok(())
+    };
+    let (answer, rounds) = ahead_until_answered(&rt, &s, &*ahead, |tx| {
+        let before = tx.count(Kind::Charge, "org-a", &[])?;
+        commit_once("4")?;
         let fourth = tx.get_raw(Kind::Charge, "org-a", "4")?;
-        Ok((before, fourth.is_some()))
+        commit_once("5")?;
+        let fifth = tx.get_raw(Kind::Charge, "org-a", "5")?;
+        Ok((before, fourth.is_some(), fifth.is_some()))
     });
-    assert_eq!((answer.unwrap(), rounds), ((3, false), 2));
+    assert_eq!((answer.unwrap(), rounds), ((4, true, false), 3));
     drop(ahead);
     assert_eq!(
         read(&s, |tx| Ok(tx.count(Kind::Charge, "org-a", &[])?)).unwrap(),
-        4
+        5
     );
 }
 
@@ -143,9 +152,10 @@ fn backend_of(rt: &tokio::runtime::Runtime, ahead: &PgAhead) -> i64 {
     }
 }
 
-/// An answered call's connection stays in its transaction between rounds, and goes
-/// back to the pool with the transaction ended (its `COMMIT` not waited for), to serve
-/// the next call.
+/// A call of one round gives its connection back as soon as it answers, outside any
+/// transaction; a call of more rounds keeps its connection in its transaction between
+/// them, and gives it back with the transaction ended (its `COMMIT` not waited for), to
+/// serve the next call.
 #[test]
 fn an_answered_calls_connection_goes_back_outside_its_transaction() {
     let Some(url) = url() else { return };
@@ -161,14 +171,31 @@ fn an_answered_calls_connection_goes_back_outside_its_transaction() {
             .unwrap()
             .get(0)
     };
-    let ahead = PgAhead::new(std::sync::Arc::clone(&s.ahead));
-    let pid = backend_of(&rt, &ahead);
+    let one_round = PgAhead::new(std::sync::Arc::clone(&s.ahead));
+    let pid = backend_of(&rt, &one_round);
+    assert_eq!(
+        state(&mut probe, pid),
+        "idle",
+        "no transaction for one round"
+    );
+    assert_eq!(super::lock(&s.ahead.idle).len(), 1, "given back at once");
+    drop(one_round);
+    let two_rounds = PgAhead::new(std::sync::Arc::clone(&s.ahead));
+    let sql = "SELECT 1::bigint";
+    assert!(two_rounds.answered().rows(sql, &[]).is_err());
+    rt.block_on(two_rounds.missed().expect("the first read was missed"));
+    assert_eq!(
+        backend_of(&rt, &two_rounds),
+        pid,
+        "lent again, not a new one"
+    );
     assert_eq!(
         state(&mut probe, pid),
         "idle in transaction",
         "held between rounds"
     );
-    drop(ahead);
+    assert_eq!(super::lock(&s.ahead.idle).len(), 0, "lent");
+    drop(two_rounds);
     let ended = polled(400, Duration::from_millis(5), || {
         state(&mut probe, pid) == "idle"
     });
@@ -178,9 +205,6 @@ fn an_answered_calls_connection_goes_back_outside_its_transaction() {
         state(&mut probe, pid)
     );
     assert_eq!(super::lock(&s.ahead.idle).len(), 1, "given back");
-    let next = PgAhead::new(std::sync::Arc::clone(&s.ahead));
-    assert_eq!(backend_of(&rt, &next), pid, "lent again, not a new one");
-    assert_eq!(super::lock(&s.ahead.idle).len(), 0);
 }
 
 /// A round that fails (here a statement the server refuses) is the next run's answer,
