@@ -194,4 +194,24 @@ mod tests {
         assert_eq!(bearer(&[b"Bearer "]), Err(()));
         assert_eq!(bearer(&[b"Bearer a", b"Bearer b"]), Err(()));
     }
+
+    /// Around the scheme and the token, only ASCII whitespace is trimmed (of which a
+    /// field value holds spaces and tabs: the codec refuses the rest); a non-ASCII space
+    /// (NBSP, U+3000) or another control character is part of the token, which is then
+    /// not a b64token, and the header is refused.
+    #[test]
+    fn only_ascii_whitespace_is_trimmed_around_a_bearer_token() {
+        assert_eq!(bearer(&[b" \tBearer \t tok \t"]), Ok(Some("tok")));
+        for around in [
+            "\u{a0}".as_bytes(),
+            "\u{3000}".as_bytes(),
+            b"\x0b".as_slice(),
+            b"\x00".as_slice(),
+        ] {
+            let before = [b"Bearer ".as_slice(), around, b"tok"].concat();
+            let after = [b"Bearer tok".as_slice(), around].concat();
+            assert_eq!(bearer(&[&before]), Err(()), "{around:?} before");
+            assert_eq!(bearer(&[&after]), Err(()), "{around:?} after");
+        }
+    }
 }
