@@ -356,7 +356,8 @@ fn upsert_sql(dialect: Dialect, kind: Kind) -> String {
 ///
 /// With `total` (a [`count_sql`]), each row starts with that count: an uncorrelated
 /// subquery, evaluated once by both databases, so a page and its total are one statement
-/// and one snapshot (on PostgreSQL one exchange less, and no frame needed around them).
+/// and one snapshot (a read ahead of a page needs no transaction around it,
+/// `store/postgres/ahead.rs`).
 pub(crate) fn page_sql(
     dialect: Dialect,
     kind: Kind,
