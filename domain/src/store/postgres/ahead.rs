@@ -301,8 +301,13 @@ pub(super) struct Answered<'a>(&'a Mutex<State>);
 
 impl Answered<'_> {
     /// The rows of `sql`, or the first round's error, or it noted for the next round
-    /// and a failure.
+    /// and a failure. Only a `SELECT` is read ahead: the first round runs outside the
+    /// `READ ONLY` frame, so a statement that writes (`... RETURNING`) is refused here,
+    /// as `execute` is.
     fn one(&self, sql: &str, args: &[Arg]) -> Result<Rows, StoreError> {
+        if !sql.starts_with("SELECT ") {
+            return Err(StoreError("postgres: a write in a read ahead".into()));
+        }
         let mut state = lock(self.0);
         let found = state
             .answered

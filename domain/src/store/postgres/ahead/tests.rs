@@ -228,6 +228,17 @@ fn a_failed_round_is_the_next_runs_answer() {
     assert!(ahead.missed().is_none(), "no more rounds");
     let write = ahead.answered().execute("DELETE FROM charges", &[]);
     assert!(write.unwrap_err().0.contains("write"));
+    // Nor through a statement that answers rows, which the first round would run
+    // outside any `READ ONLY` transaction.
+    for sql in [
+        "DELETE FROM charges RETURNING id",
+        "WITH gone AS (DELETE FROM charges RETURNING id) SELECT id FROM gone",
+    ] {
+        let fresh = PgAhead::new(std::sync::Arc::clone(&s.ahead));
+        let refused = fresh.answered().rows(sql, &[]);
+        assert!(refused.unwrap_err().0.contains("write"), "{sql}");
+        assert!(fresh.missed().is_none(), "{sql}: nothing sent");
+    }
 }
 
 /// Given up, a run reads the store itself (blocking) and answers at once.
