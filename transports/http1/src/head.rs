@@ -44,14 +44,10 @@ impl HeadScanner {
     ) -> Result<Option<Scanned>, CodecError> {
         while let Some(&b) = buf.get(self.pos) {
             let i = self.pos;
-            match self.section_start {
-                None if b != b'\r' && i - self.line_start >= limits.max_request_line => {
-                    return Err(CodecError::RequestLineTooLong);
-                }
-                Some(s) if i - s >= limits.max_header_bytes => {
-                    return Err(CodecError::HeaderSectionTooLarge);
-                }
-                _ => {}
+            let (limit, too_long) = self.limit(limits);
+            // A request line's CR may sit at its limit: it ends the line.
+            if i >= limit && !(b == b'\r' && self.section_start.is_none()) {
+                return Err(too_long);
             }
             match b {
                 b'\r' => {
@@ -95,21 +91,29 @@ impl HeadScanner {
                     // first of them at or past the limit is the one refused byte by byte.
                     let end =
                         memchr::memchr3(b'\r', b'\n', 0, &buf[i..]).map_or(buf.len(), |n| i + n);
-                    let limit = match self.section_start {
-                        None => self.line_start.saturating_add(limits.max_request_line),
-                        Some(s) => s.saturating_add(limits.max_header_bytes),
-                    };
                     if end > limit {
-                        return Err(match self.section_start {
-                            None => CodecError::RequestLineTooLong,
-                            Some(_) => CodecError::HeaderSectionTooLarge,
-                        });
+                        return Err(too_long);
                     }
                     self.pos = end;
                 }
             }
         }
         Ok(None)
+    }
+
+    /// Where the part being scanned must end (bytes at or past it are refused) and the
+    /// error that refuses them: the request line's own length, or the header section's.
+    fn limit(&self, limits: &Limits) -> (usize, CodecError) {
+        match self.section_start {
+            None => (
+                self.line_start.saturating_add(limits.max_request_line),
+                CodecError::RequestLineTooLong,
+            ),
+            Some(s) => (
+                s.saturating_add(limits.max_header_bytes),
+                CodecError::HeaderSectionTooLarge,
+            ),
+        }
     }
 }
 

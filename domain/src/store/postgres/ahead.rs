@@ -291,6 +291,12 @@ impl Drop for PgAhead {
     }
 }
 
+/// The error of a write asked of a run, whether through `execute` or a statement that
+/// answers rows.
+fn write_refused() -> StoreError {
+    StoreError("postgres: a write in a read ahead".into())
+}
+
 /// The message of a run's statement that no round has fetched yet: the run ends with it,
 /// and the adapter awaits the round that fetches it.
 const MISSED: &str = "postgres: read ahead in the next round";
@@ -306,7 +312,7 @@ impl Answered<'_> {
     /// as `execute` is.
     fn one(&self, sql: &str, args: &[Arg]) -> Result<Rows, StoreError> {
         if !sql.starts_with("SELECT ") {
-            return Err(StoreError("postgres: a write in a read ahead".into()));
+            return Err(write_refused());
         }
         let mut state = lock(self.0);
         let found = state
@@ -342,7 +348,7 @@ impl Driver for Answered<'_> {
     }
 
     fn execute(&mut self, _: &str, _: &[Arg]) -> Result<u64, StoreError> {
-        Err(StoreError("postgres: a write in a read ahead".into()))
+        Err(write_refused())
     }
 }
 
