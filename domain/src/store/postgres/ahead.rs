@@ -48,7 +48,13 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    pub(super) fn new(config: Config, connections: u32, trips: Arc<RoundTrips>) -> Self {
+    /// Its connections are read-only by default (`default_transaction_read_only`): a
+    /// first round runs outside the `READ ONLY` frame, and PostgreSQL, not only the
+    /// run's driver, refuses a write there.
+    pub(super) fn new(mut config: Config, connections: u32, trips: Arc<RoundTrips>) -> Self {
+        let options = config.get_options().unwrap_or_default();
+        let read_only = format!("{options} -c default_transaction_read_only=on");
+        config.options(read_only.trim_start());
         Self {
             config,
             idle: Mutex::default(),

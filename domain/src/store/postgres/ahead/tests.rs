@@ -241,6 +241,26 @@ fn a_failed_round_is_the_next_runs_answer() {
     }
 }
 
+/// A connection of reads ahead cannot write even outside a transaction (a first round
+/// sends its statement alone): PostgreSQL refuses it as in a `READ ONLY` one.
+#[test]
+fn a_connection_of_reads_ahead_cannot_write() {
+    let Some(url) = url() else { return };
+    let s = store_with_charges(&url);
+    let rt = runtime();
+    let refused = rt.block_on(async {
+        let lent = s.ahead.get().await.expect("a connection");
+        lent.conn.client.execute("DELETE FROM charges", &[]).await
+    });
+    let code = refused.expect_err("a write on a read-only connection");
+    let code = code.as_db_error().map(|e| e.code().clone());
+    assert_eq!(
+        code,
+        Some(tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION)
+    );
+    assert_eq!(read(&s, overdue).unwrap().0, 2, "nothing deleted");
+}
+
 /// Given up, a run reads the store itself (blocking) and answers at once.
 #[test]
 fn a_call_given_up_reads_the_store_itself() {
