@@ -214,6 +214,29 @@ impl Dialect {
         }
     }
 
+    /// The page's documents, each found by primary key from the page's id, as a table
+    /// named `t` holding `doc` (and `via`, the column a [`Pointed`] join reads).
+    ///
+    /// SQLite: a `CROSS JOIN` keeps the page the outer loop (its planner never reorders
+    /// one); the statement's `WHERE` matches the ids. PostgreSQL would flatten a plain
+    /// join or subquery and plan it as a join of the whole organization's rows to the page:
+    /// a hash join over a scan of them while the table is small, which the plan cache then
+    /// costs above a planned statement's every time, so it planned the page on each run
+    /// (`pg_prepared_statements`: custom plans only; planning ten times the execution on
+    /// the demo's tables). A `LATERAL` subquery with a `LIMIT` is not flattened: one
+    /// primary-key lookup per row of the page, a plan whose generic form the cache keeps.
+    fn by_id(self, t: &str, via: Option<&str>) -> String {
+        match self {
+            Self::Sqlite => format!("CROSS JOIN {t}"),
+            Self::Postgres => format!(
+                "CROSS JOIN LATERAL (SELECT doc{via} FROM {t} AS found \
+                 WHERE found.org = {org} AND found.id = page.page_id LIMIT 1) AS {t}",
+                via = via.map_or_else(String::new, |c| format!(", {c}")),
+                org = self.mark(1),
+            ),
+        }
+    }
+
     /// The table a page is searched in. An equality on a selective column (a document
     /// number, a parent's id) leaves a few rows: SQLite is told to search them by that
     /// column's index (`<table>_<column>`, migration 1), since without statistics (no
@@ -346,8 +369,8 @@ fn upsert_sql(dialect: Dialect, kind: Kind) -> String {
 }
 
 /// One page of `q`: the page's ids from an index alone (skipping `offset` entries costs
-/// index steps, not document reads), then only those documents, by primary key. The
-/// `CROSS JOIN` keeps the page as the outer loop on SQLite; to PostgreSQL it is a join.
+/// index steps, not document reads), then only those documents, by primary key
+/// ([`Dialect::by_id`]).
 ///
 /// With `pointed` ([`Pointed`]), each row also carries the id and column of the document
 /// its `via` column names (both `NULL` when there is none), joined to the page's ten-odd
@@ -377,8 +400,8 @@ pub(crate) fn page_sql(
         .limit
         .map_or_else(|| dialect.no_limit().to_owned(), |l| l.to_string());
     let org = dialect.mark(1);
-    let (also, join) = match pointed {
-        None => (String::new(), String::new()),
+    let (also, join, via) = match pointed {
+        None => (String::new(), String::new(), None),
         Some(p) => {
             kind.check_column(p.via)?;
             p.kind.check_column(p.column)?;
@@ -389,6 +412,7 @@ pub(crate) fn page_sql(
                     p.kind.table(),
                     p.via
                 ),
+                Some(p.via),
             )
         }
     };
@@ -397,11 +421,16 @@ pub(crate) fn page_sql(
         "SELECT {total}{doc}{also} FROM \
          (SELECT id AS page_id, {col} AS page_key FROM {from}{clause} \
           ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
-         CROSS JOIN {t}{join} WHERE {t}.org = {org} AND {t}.id = page.page_id \
+         {rows}{join}{matched} \
          ORDER BY page.page_key {key_dir}, page.page_id {dir}",
         doc = dialect.json_text(&format!("{t}.doc")),
         from = dialect.from(kind, &q.conds),
-        off = q.offset
+        off = q.offset,
+        rows = dialect.by_id(t, via),
+        matched = match dialect {
+            Dialect::Sqlite => format!(" WHERE {t}.org = {org} AND {t}.id = page.page_id"),
+            Dialect::Postgres => String::new(),
+        },
     ))
 }
 

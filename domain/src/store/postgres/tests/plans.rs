@@ -1,0 +1,233 @@
+//! How the store's statements are planned on PostgreSQL: prepared again as the tables
+//! grow, with their generic plans, and a page's documents found by primary key.
+
+use super::*;
+
+/// A connection prepares its statements again every [`REPLAN_AFTER`] executions, so a
+/// generic plan made on a nearly empty table does not outlive the table's growth.
+#[test]
+fn statements_are_prepared_again_after_replan_after_executions() {
+    let Some(url) = url() else { return };
+    let (_first, store) = one_connection(&url);
+    let get = |store: &PostgresStore| {
+        read(store, |tx| Ok(tx.get(Kind::Charge, "a", "nothing")?)).unwrap();
+    };
+    get(&store);
+    let (_, prepared_and_run) = store.round_trips();
+    assert_eq!(prepared_and_run, 2, "the first execution prepares");
+    for _ in 1..REPLAN_AFTER {
+        get(&store);
+    }
+    let (_, s) = store.round_trips();
+    assert_eq!(s, REPLAN_AFTER + 1, "one prepare, then executions only");
+    get(&store);
+    let (_, s) = store.round_trips();
+    assert_eq!(s, REPLAN_AFTER + 3, "prepared again, then run");
+}
+
+/// A connection prepares its statements again once the store has written more than
+/// [`REPLAN_ROWS`] rows since, and more than before: a plan made when the tables were
+/// small does not outlive their growth.
+#[test]
+fn statements_are_prepared_again_when_the_tables_grow() {
+    let Some(url) = url() else { return };
+    let (_first, store) = one_connection(&url);
+    let get = |store: &PostgresStore| {
+        let (_, s0) = store.round_trips();
+        read(store, |tx| Ok(tx.get(Kind::Charge, "a", "nothing")?)).unwrap();
+        store.round_trips().1 - s0
+    };
+    assert_eq!(get(&store), 2, "the first execution prepares");
+    assert_eq!(get(&store), 1, "then runs only");
+    let grow = |from: u64, n: u64| grow_events(&store, from, n);
+    grow(0, REPLAN_ROWS / 2);
+    assert_eq!(get(&store), 1, "half the rows: kept");
+    grow(REPLAN_ROWS / 2, REPLAN_ROWS);
+    assert_eq!(get(&store), 2, "grown past the bound: prepared again");
+    assert_eq!(get(&store), 1, "and kept");
+    // Prepared again at the latest once 1,500 rows were written (within that write,
+    // when its own statements were looked up past the bound): 500 more are not enough.
+    grow(REPLAN_ROWS * 3 / 2, REPLAN_ROWS / 2);
+    assert_eq!(get(&store), 1, "fewer than the bound since: kept");
+    grow(REPLAN_ROWS * 2, REPLAN_ROWS * 2);
+    assert_eq!(
+        get(&store),
+        2,
+        "more than were written before: prepared again"
+    );
+    // Each write deferred far more puts than a pipeline holds (`WRITES_HELD`): all landed.
+    let n = read(&store, |tx| Ok(tx.count(Kind::Event, "a", &[])?)).unwrap();
+    assert_eq!(n, REPLAN_ROWS * 4);
+}
+
+/// The store analyzes its tables once it has committed more than a step of rows since
+/// the last time (and more than then), on a connection of its own: a table loaded in
+/// bulk is planned from its statistics even where autovacuum does not run.
+#[test]
+fn the_tables_are_analyzed_as_the_store_writes_them() {
+    let Some(url) = url() else { return };
+    let store = PostgresStore::scratch(&url).unwrap();
+    let schema = store.scratch_schema().unwrap().to_owned();
+    let mut probe = blocking(&parse_url(&url).unwrap()).unwrap();
+    let mut analyzed = |table: &str| -> i64 {
+        probe
+            .query_one(
+                "SELECT analyze_count FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2",
+                &[&schema, &table],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let grow = |from: u64, n: u64| grow_events(&store, from, n);
+    // Within 20 s.
+    let eventually = |analyzed: &mut dyn FnMut(&str) -> i64, times: i64| {
+        let seen = polled(400, Duration::from_millis(50), || {
+            analyzed("events") >= times
+        });
+        assert!(seen, "events not analyzed {times} times");
+    };
+    grow(0, REPLAN_ROWS);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        analyzed("events"),
+        0,
+        "a step's rows, not more: not analyzed"
+    );
+    grow(REPLAN_ROWS, 1);
+    eventually(&mut analyzed, 1);
+    assert!(analyzed("charges") >= 1, "every entity table with them");
+    grow(REPLAN_ROWS + 1, REPLAN_ROWS);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        analyzed("events"),
+        1,
+        "fewer rows than at the last run: not again"
+    );
+    grow(REPLAN_ROWS * 2 + 1, 2);
+    eventually(&mut analyzed, 2);
+}
+
+/// Every session of the store runs its statements with their generic plans
+/// ([`GENERIC_PLANS`]): a count read twenty times on the store's one connection was
+/// planned for its arguments never (left to `auto`, the first five runs are).
+#[test]
+fn statements_run_with_their_generic_plans() {
+    let Some(url) = url() else { return };
+    let (_first, store) = one_connection(&url);
+    let overdue = [crate::store::Cond::Eq("status", json!("overdue"))];
+    for _ in 0..20 {
+        read(&store, |tx| {
+            Ok(tx.count(Kind::Charge, "org-a", &overdue)?)
+        })
+        .unwrap();
+    }
+    let mut conn = store.conn().unwrap();
+    let plans = conn
+        .session
+        .prepare(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements \
+             WHERE statement LIKE 'SELECT COUNT(*) FROM charges%'",
+        )
+        .unwrap();
+    let answers = conn
+        .session
+        .pipeline(&[Item::Statement(&plans, &[])])
+        .unwrap();
+    let (generic, custom): (i64, i64) = (answers[0].0[0].get(0), answers[0].0[0].get(1));
+    assert_eq!(
+        (generic >= 20, custom),
+        (true, 0),
+        "{generic} generic, {custom} custom"
+    );
+}
+
+/// A page's documents are found by primary key, one lookup per row of the page, in the
+/// generic plan every session of the store runs ([`GENERIC_PLANS`]): written as a plain
+/// join, PostgreSQL planned a hash join over a scan of every row of the organization while
+/// the table was small (`sql::Dialect::by_id`).
+#[test]
+fn a_pages_documents_are_found_by_primary_key() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    write(&s, WriteScope::All, |tx| {
+        for org in ["a", "b"] {
+            tx.put(
+                Kind::Debtor,
+                org,
+                &json!({"id": "d", "created_at": "2026-01-01", "name": "Ana"}),
+            )?;
+            for i in 0..40 {
+                let status = if i % 4 == 0 { "overdue" } else { "paid" };
+                let doc = json!({"id": format!("c{i}"), "created_at": "2026-01-01",
+                    "status": status, "due_date": format!("2026-01-{:02}", i % 28 + 1),
+                    "debtor_id": "d", "description": "x".repeat(600)});
+                tx.put(Kind::Charge, org, &doc)?;
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    let conds = [crate::store::Cond::Eq("status", json!("overdue"))];
+    let q = Query {
+        conds: conds.to_vec(),
+        sort: ("due_date", crate::store::Order::Asc),
+        limit: Some(10),
+        offset: 0,
+    };
+    let (clause, _) =
+        crate::store::sql::where_clause(Dialect::Postgres, Kind::Charge, "a", &conds).unwrap();
+    let count = format!("SELECT COUNT(*) FROM charges{clause}");
+    let names = crate::store::Pointed {
+        kind: Kind::Debtor,
+        via: "debtor_id",
+        column: "name",
+    };
+    let page = crate::store::sql::page_sql(
+        Dialect::Postgres,
+        Kind::Charge,
+        &q,
+        &clause,
+        Some(names),
+        Some(&count),
+    )
+    .unwrap();
+    let mut c = client_in(&url, s.scratch_schema().unwrap());
+    c.batch_execute(&format!(
+        "ANALYZE; SET plan_cache_mode = force_generic_plan; PREPARE page (text, text) AS {page}"
+    ))
+    .unwrap();
+    let plan: Vec<String> = c
+        .query("EXPLAIN (COSTS OFF) EXECUTE page ('a', 'overdue')", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Index Scan using charges_pkey on charges found"),
+        "{plan}"
+    );
+    assert!(!plan.contains("Hash Join"), "{plan}");
+    // And the page is the page.
+    let rows = c.query("EXECUTE page ('a', 'overdue')", &[]).unwrap();
+    let ids: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let doc: String = r.get(1);
+            serde_json::from_str::<Value>(&doc).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "c0", "c28", "c32", "c4", "c36", "c8", "c12", "c16", "c20", "c24"
+        ]
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r.get::<_, i64>(0) == 10 && r.get::<_, &str>(3) == "Ana")
+    );
+}
