@@ -58,17 +58,17 @@ impl From<Value> for Body {
     }
 }
 
-/// Compact JSON text written by `serde_json` from a value of ours: valid, with no
-/// whitespace outside its strings and no control character inside them (the two
-/// properties [`JsonText::write_pretty_escaped`] relies on). Only [`JsonText::of`]
-/// makes one.
+/// Compact JSON text of a value of ours, as `serde_json` writes it (`crate::compact`):
+/// valid, with no whitespace outside its strings and no control character inside them
+/// (the two properties [`JsonText::write_pretty_escaped`] relies on). Only
+/// [`JsonText::of`] makes one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonText(String);
 
 impl JsonText {
     /// `v` serialized (an error only for a map whose keys are not strings).
     pub fn of<T: Serialize + ?Sized>(v: &T) -> Result<Self, serde_json::Error> {
-        serde_json::to_string(v).map(Self)
+        crate::compact::to_string(v).map(Self)
     }
 
     /// `null`.

@@ -38,6 +38,7 @@ mod body;
 pub mod call;
 pub mod callbacks;
 pub mod catalog;
+mod compact;
 pub mod config;
 pub mod confirm;
 pub mod cors;
