@@ -237,31 +237,15 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
-    /// Any value: nested objects and arrays, empty ones, and strings of the characters
-    /// that need an escape, structure and long runs (over a copied block's length).
-    fn any_value() -> impl Strategy<Value = Value> {
-        let text = "[a-z\"\\\\{}\\[\\],: \\n\\t\\u{1}\\u{7f}é😀]{0,40}";
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>().prop_map(Value::from),
-            text.prop_map(Value::String),
-        ];
-        leaf.prop_recursive(5, 64, 8, move |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
-                proptest::collection::vec((text, inner), 0..8)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
-    }
+    /// Strings of the characters that need an escape, structure and long runs (over a
+    /// copied block's length).
+    const TEXT: &str = "[a-z\"\\\\{}\\[\\],: \\n\\t\\u{1}\\u{7f}é😀]{0,40}";
 
     proptest! {
         /// The re-indented text is `serde_json`'s pretty text of the same value, as the
         /// inside of the JSON string `serde_json` writes of it.
         #[test]
-        fn the_pretty_text_is_serde_jsons(v in any_value()) {
+        fn the_pretty_text_is_serde_jsons(v in crate::compact::tests::any_value(TEXT)) {
             let mut out = Vec::new();
             JsonText::of(&v).unwrap().write_pretty_escaped(&mut out);
             let string = serde_json::to_string(&serde_json::to_string_pretty(&v).unwrap()).unwrap();

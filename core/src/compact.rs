@@ -87,10 +87,11 @@ impl Writer {
     }
 
     /// `{"variant":` before a variant's content (closed by [`Compound::end_variant`]).
-    fn variant(&mut self, variant: &str) {
+    fn variant(&mut self, variant: &str) -> &mut Self {
         self.0.push('{');
         self.string(variant);
         self.0.push(':');
+        self
     }
 }
 
@@ -174,7 +175,7 @@ impl Compound<'_> {
         v.serialize(&mut *self.w)
     }
 
-    fn end(self, c: char) -> Result<(), Declined> {
+    fn close(self, c: char) -> Result<(), Declined> {
         self.w.0.push(c);
         Ok(())
     }
@@ -185,6 +186,15 @@ impl Compound<'_> {
         self.w.0.push('}');
         Ok(())
     }
+}
+
+/// The narrower integers, written as their widest kind.
+macro_rules! widened {
+    ($($name:ident($ty:ty) => $wide:ident($wty:ty)),* $(,)?) => {
+        $(fn $name(self, v: $ty) -> Result<(), Declined> {
+            self.$wide(<$wty>::from(v))
+        })*
+    };
 }
 
 impl<'a> ser::Serializer for &'a mut Writer {
@@ -203,32 +213,17 @@ impl<'a> ser::Serializer for &'a mut Writer {
         Ok(())
     }
 
-    fn serialize_i8(self, v: i8) -> Result<(), Declined> {
-        self.serialize_i64(i64::from(v))
-    }
-
-    fn serialize_i16(self, v: i16) -> Result<(), Declined> {
-        self.serialize_i64(i64::from(v))
-    }
-
-    fn serialize_i32(self, v: i32) -> Result<(), Declined> {
-        self.serialize_i64(i64::from(v))
-    }
+    widened!(
+        serialize_i8(i8) => serialize_i64(i64),
+        serialize_i16(i16) => serialize_i64(i64),
+        serialize_i32(i32) => serialize_i64(i64),
+        serialize_u8(u8) => serialize_u64(u64),
+        serialize_u16(u16) => serialize_u64(u64),
+        serialize_u32(u32) => serialize_u64(u64),
+    );
 
     fn serialize_i64(self, v: i64) -> Result<(), Declined> {
         self.number(|c| CompactFormatter.write_i64(c, v))
-    }
-
-    fn serialize_u8(self, v: u8) -> Result<(), Declined> {
-        self.serialize_u64(u64::from(v))
-    }
-
-    fn serialize_u16(self, v: u16) -> Result<(), Declined> {
-        self.serialize_u64(u64::from(v))
-    }
-
-    fn serialize_u32(self, v: u32) -> Result<(), Declined> {
-        self.serialize_u64(u64::from(v))
     }
 
     fn serialize_u64(self, v: u64) -> Result<(), Declined> {
@@ -305,8 +300,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         variant: &'static str,
         v: &T,
     ) -> Result<(), Declined> {
-        self.variant(variant);
-        v.serialize(&mut *self)?;
+        v.serialize(&mut *self.variant(variant))?;
         self.0.push('}');
         Ok(())
     }
@@ -330,8 +324,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         variant: &'static str,
         _: usize,
     ) -> Result<Compound<'a>, Declined> {
-        self.variant(variant);
-        Ok(self.open('['))
+        Ok(self.variant(variant).open('['))
     }
 
     fn serialize_map(self, _: Option<usize>) -> Result<Compound<'a>, Declined> {
@@ -352,62 +345,35 @@ impl<'a> ser::Serializer for &'a mut Writer {
         variant: &'static str,
         _: usize,
     ) -> Result<Compound<'a>, Declined> {
-        self.variant(variant);
-        Ok(self.open('{'))
+        Ok(self.variant(variant).open('{'))
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
+/// The array kinds: `serde`'s names for an element differ, what is written does not. A
+/// variant's array is closed with the object around it.
+macro_rules! array {
+    ($($kind:ident::$add:ident => $end:ident),* $(,)?) => {
+        $(impl ser::$kind for Compound<'_> {
+            type Ok = ();
+            type Error = Declined;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Declined> {
-        self.element(v)
-    }
+            fn $add<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Declined> {
+                self.element(v)
+            }
 
-    fn end(self) -> Result<(), Declined> {
-        Compound::end(self, ']')
-    }
+            fn end(self) -> Result<(), Declined> {
+                self.$end(']')
+            }
+        })*
+    };
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Declined> {
-        self.element(v)
-    }
-
-    fn end(self) -> Result<(), Declined> {
-        Compound::end(self, ']')
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Declined> {
-        self.element(v)
-    }
-
-    fn end(self) -> Result<(), Declined> {
-        Compound::end(self, ']')
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Declined> {
-        self.element(v)
-    }
-
-    fn end(self) -> Result<(), Declined> {
-        self.end_variant(']')
-    }
-}
+array!(
+    SerializeSeq::serialize_element => close,
+    SerializeTuple::serialize_element => close,
+    SerializeTupleStruct::serialize_field => close,
+    SerializeTupleVariant::serialize_field => end_variant,
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -424,43 +390,34 @@ impl ser::SerializeMap for Compound<'_> {
     }
 
     fn end(self) -> Result<(), Declined> {
-        Compound::end(self, '}')
+        self.close('}')
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
+/// The object kinds with fields named by the type: a struct's, and a variant's (closed
+/// with the object around it).
+macro_rules! object {
+    ($($kind:ident => $end:ident),* $(,)?) => {
+        $(impl ser::$kind for Compound<'_> {
+            type Ok = ();
+            type Error = Declined;
 
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), Declined> {
-        self.field(key, v)
-    }
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result<(), Declined> {
+                self.field(key, v)
+            }
 
-    fn end(self) -> Result<(), Declined> {
-        Compound::end(self, '}')
-    }
+            fn end(self) -> Result<(), Declined> {
+                self.$end('}')
+            }
+        })*
+    };
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Declined;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), Declined> {
-        self.field(key, v)
-    }
-
-    fn end(self) -> Result<(), Declined> {
-        self.end_variant('}')
-    }
-}
+object!(SerializeStruct => close, SerializeStructVariant => end_variant);
 
 /// A map's key: a string, a character, or an integer written as a string (as
 /// `serde_json` writes them); any other key is declined.
@@ -471,6 +428,15 @@ macro_rules! declined {
     ($($name:ident($($arg:ty),*)),* $(,)?) => {
         $(fn $name(self, $(_: $arg),*) -> Result<(), Declined> {
             Err(Declined)
+        })*
+    };
+}
+
+/// The integer keys [`Key`] writes as strings, as `serde_json` does.
+macro_rules! quoted {
+    ($($name:ident($ty:ty)),* $(,)?) => {
+        $(fn $name(self, v: $ty) -> Result<(), Declined> {
+            self.quoted(|w| w.$name(v))
         })*
     };
 }
@@ -507,37 +473,16 @@ impl ser::Serializer for Key<'_> {
         self.0.serialize_char(v)
     }
 
-    fn serialize_i8(self, v: i8) -> Result<(), Declined> {
-        self.quoted(|w| w.serialize_i8(v))
-    }
-
-    fn serialize_i16(self, v: i16) -> Result<(), Declined> {
-        self.quoted(|w| w.serialize_i16(v))
-    }
-
-    fn serialize_i32(self, v: i32) -> Result<(), Declined> {
-        self.quoted(|w| w.serialize_i32(v))
-    }
-
-    fn serialize_i64(self, v: i64) -> Result<(), Declined> {
-        self.quoted(|w| w.serialize_i64(v))
-    }
-
-    fn serialize_u8(self, v: u8) -> Result<(), Declined> {
-        self.quoted(|w| w.serialize_u8(v))
-    }
-
-    fn serialize_u16(self, v: u16) -> Result<(), Declined> {
-        self.quoted(|w| w.serialize_u16(v))
-    }
-
-    fn serialize_u32(self, v: u32) -> Result<(), Declined> {
-        self.quoted(|w| w.serialize_u32(v))
-    }
-
-    fn serialize_u64(self, v: u64) -> Result<(), Declined> {
-        self.quoted(|w| w.serialize_u64(v))
-    }
+    quoted!(
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+    );
 
     declined!(
         serialize_bool(bool),
@@ -622,7 +567,7 @@ impl ser::Serializer for Key<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde::Serialize;
@@ -636,8 +581,10 @@ mod tests {
         );
     }
 
-    fn any_value() -> impl Strategy<Value = Value> {
-        let text = "[a-z\"\\\\/\\u{0}-\\u{1f}\\u{7f}\\u{80}é😀 ]{0,40}";
+    /// Any value: nested objects and arrays, empty ones, numbers of every kind, and
+    /// strings (and keys) of the characters `text` (a regex class) allows. Also the pretty
+    /// text's strategy (`body.rs`).
+    pub(crate) fn any_value(text: &'static str) -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
@@ -655,9 +602,12 @@ mod tests {
         })
     }
 
+    /// Control characters, the two that need an escape, and text past ASCII.
+    const TEXT: &str = "[a-z\"\\\\/\\u{0}-\\u{1f}\\u{7f}\\u{80}é😀 ]{0,40}";
+
     proptest! {
         #[test]
-        fn the_text_is_serde_jsons(v in any_value(), f in any::<f32>(), c in any::<char>()) {
+        fn the_text_is_serde_jsons(v in any_value(TEXT), f in any::<f32>(), c in any::<char>()) {
             // Written here, not left to serde_json.
             let mut w = Writer(String::new());
             prop_assert!(v.serialize(&mut w).is_ok());
