@@ -214,25 +214,30 @@ impl Dialect {
         }
     }
 
-    /// The page's documents, each found by primary key from the page's id, as a table
-    /// named `t` holding `doc` (and `via`, the column a [`Pointed`] join reads).
+    /// The page's documents, each found by primary key from the page's id: what follows
+    /// the page in the statement's `FROM`, naming them `t` (with `doc`, and `via`, the
+    /// column a [`Pointed`] join reads), and the `WHERE` that matches them to it.
     ///
     /// SQLite: a `CROSS JOIN` keeps the page the outer loop (its planner never reorders
-    /// one); the statement's `WHERE` matches the ids. PostgreSQL would flatten a plain
-    /// join or subquery and plan it as a join of the whole organization's rows to the page:
-    /// a hash join over a scan of them while the table is small, which the plan cache then
-    /// costs above a planned statement's every time, so it planned the page on each run
-    /// (`pg_prepared_statements`: custom plans only; planning ten times the execution on
-    /// the demo's tables). A `LATERAL` subquery with a `LIMIT` is not flattened: one
-    /// primary-key lookup per row of the page, a plan whose generic form the cache keeps.
-    fn by_id(self, t: &str, via: Option<&str>) -> String {
+    /// one). PostgreSQL flattens a plain join or subquery, and the generic plan every
+    /// session runs (`GENERIC_PLANS`, `store/postgres.rs`) joined the page's ids to the
+    /// organization's rows with a hash join over a scan of all of them while the table
+    /// was small. A `LATERAL` subquery with a `LIMIT` is never flattened: one primary-key
+    /// lookup per row of the page, at every table size.
+    fn by_id(self, t: &str, via: Option<&str>) -> (String, String) {
+        let org = self.mark(1);
         match self {
-            Self::Sqlite => format!("CROSS JOIN {t}"),
-            Self::Postgres => format!(
-                "CROSS JOIN LATERAL (SELECT doc{via} FROM {t} AS found \
-                 WHERE found.org = {org} AND found.id = page.page_id LIMIT 1) AS {t}",
-                via = via.map_or_else(String::new, |c| format!(", {c}")),
-                org = self.mark(1),
+            Self::Sqlite => (
+                format!("CROSS JOIN {t}"),
+                format!(" WHERE {t}.org = {org} AND {t}.id = page.page_id"),
+            ),
+            Self::Postgres => (
+                format!(
+                    "CROSS JOIN LATERAL (SELECT doc{via} FROM {t} AS found \
+                     WHERE found.org = {org} AND found.id = page.page_id LIMIT 1) AS {t}",
+                    via = via.map_or_else(String::new, |c| format!(", {c}")),
+                ),
+                String::new(),
             ),
         }
     }
@@ -417,6 +422,7 @@ pub(crate) fn page_sql(
         }
     };
     let total = total.map_or_else(String::new, |count| format!("({count}), "));
+    let (rows, matched) = dialect.by_id(t, via);
     Ok(format!(
         "SELECT {total}{doc}{also} FROM \
          (SELECT id AS page_id, {col} AS page_key FROM {from}{clause} \
@@ -426,11 +432,6 @@ pub(crate) fn page_sql(
         doc = dialect.json_text(&format!("{t}.doc")),
         from = dialect.from(kind, &q.conds),
         off = q.offset,
-        rows = dialect.by_id(t, via),
-        matched = match dialect {
-            Dialect::Sqlite => format!(" WHERE {t}.org = {org} AND {t}.id = page.page_id"),
-            Dialect::Postgres => String::new(),
-        },
     ))
 }
 
