@@ -203,8 +203,7 @@ impl PostgresStore {
         connections: u32,
         scratch: Option<String>,
     ) -> Result<Self, StoreError> {
-        let options = config.get_options().unwrap_or_default();
-        config.options(format!("{options} {GENERIC_PLANS}").trim_start());
+        with_option(&mut config, GENERIC_PLANS);
         // The first connection migrates and fails fast when the server is not there;
         // the pool opens the others on demand.
         let mut first = blocking(&config)?;
@@ -334,6 +333,12 @@ impl PostgresStore {
 /// of the store leads with `org = $1` on an index that starts with `org`, which is what
 /// a generic plan picks whatever the organization.
 const GENERIC_PLANS: &str = "-c plan_cache_mode=force_generic_plan";
+
+/// Adds `option` (`-c name=value`) to the options every session of `config` starts with.
+pub(super) fn with_option(config: &mut Config, option: &str) {
+    let options = config.get_options().unwrap_or_default();
+    config.options(format!("{options} {option}").trim_start());
+}
 
 /// How long a transaction waits for a connection (a free one, or a new one connected)
 /// before it fails: the pool's, and the reads ahead's (`postgres/ahead.rs`).

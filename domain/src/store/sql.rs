@@ -461,7 +461,7 @@ fn count_of(n: Option<i64>) -> u64 {
 /// How many documents of `kind` match `conds`, with the arguments of `clause` (their
 /// [`where_clause`]): with none, the trigger-kept tally (migration 2), not a scan (the
 /// organization is the clause's first argument; the table a literal of ours).
-fn count_sql(dialect: Dialect, kind: Kind, conds: &[Cond], clause: &str) -> String {
+pub(crate) fn count_sql(dialect: Dialect, kind: Kind, conds: &[Cond], clause: &str) -> String {
     let t = kind.table();
     if conds.is_empty() {
         return format!(

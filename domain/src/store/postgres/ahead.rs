@@ -52,9 +52,7 @@ impl Pool {
     /// first round runs outside the `READ ONLY` frame, and PostgreSQL, not only the
     /// run's driver, refuses a write there.
     pub(super) fn new(mut config: Config, connections: u32, trips: Arc<RoundTrips>) -> Self {
-        let options = config.get_options().unwrap_or_default();
-        let read_only = format!("{options} -c default_transaction_read_only=on");
-        config.options(read_only.trim_start());
+        super::with_option(&mut config, "-c default_transaction_read_only=on");
         Self {
             config,
             idle: Mutex::default(),

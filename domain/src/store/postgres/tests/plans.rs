@@ -176,7 +176,7 @@ fn a_pages_documents_are_found_by_primary_key() {
     };
     let (clause, _) =
         crate::store::sql::where_clause(Dialect::Postgres, Kind::Charge, "a", &conds).unwrap();
-    let count = format!("SELECT COUNT(*) FROM charges{clause}");
+    let count = crate::store::sql::count_sql(Dialect::Postgres, Kind::Charge, &conds, &clause);
     let names = crate::store::Pointed {
         kind: Kind::Debtor,
         via: "debtor_id",
@@ -191,11 +191,13 @@ fn a_pages_documents_are_found_by_primary_key() {
         Some(&count),
     )
     .unwrap();
-    let mut c = client_in(&url, s.scratch_schema().unwrap());
-    c.batch_execute(&format!(
-        "ANALYZE; SET plan_cache_mode = force_generic_plan; PREPARE page (text, text) AS {page}"
-    ))
-    .unwrap();
+    // A session set up as the store's are (its search path, its generic plans).
+    let mut config = parse_url(&url).unwrap();
+    config.options(format!("-c search_path={}", s.scratch_schema().unwrap()));
+    with_option(&mut config, GENERIC_PLANS);
+    let mut c = blocking(&config).unwrap();
+    c.batch_execute(&format!("ANALYZE; PREPARE page (text, text) AS {page}"))
+        .unwrap();
     let plan: Vec<String> = c
         .query("EXPLAIN (COSTS OFF) EXECUTE page ('a', 'overdue')", &[])
         .unwrap()
