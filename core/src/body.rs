@@ -206,7 +206,7 @@ const BREAK: [u8; 2 + 2 * 31] = {
 /// Appends an escaped line break and the indent of `depth` levels.
 fn newline(out: &mut Vec<u8>, depth: usize) {
     let len = out.len() + 2 + 2 * depth;
-    if len <= out.len() + BREAK.len() {
+    if 2 + 2 * depth <= BREAK.len() {
         out.extend_from_slice(&BREAK);
         out.truncate(len);
     } else {
@@ -237,6 +237,20 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
+    /// `v`'s pretty text as [`JsonText::write_pretty_escaped`] writes it.
+    fn pretty_escaped(v: &Value) -> String {
+        let mut out = Vec::new();
+        JsonText::of(v).unwrap().write_pretty_escaped(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The same as `serde_json` writes it: its pretty text, as the inside of the JSON
+    /// string it writes of that text.
+    fn serde_jsons(v: &Value) -> String {
+        let string = serde_json::to_string(&serde_json::to_string_pretty(v).unwrap()).unwrap();
+        string[1..string.len() - 1].to_owned()
+    }
+
     /// Strings of the characters that need an escape, structure and long runs (over a
     /// copied block's length).
     const TEXT: &str = "[a-z\"\\\\{}\\[\\],: \\n\\t\\u{1}\\u{7f}é😀]{0,40}";
@@ -246,10 +260,7 @@ mod tests {
         /// inside of the JSON string `serde_json` writes of it.
         #[test]
         fn the_pretty_text_is_serde_jsons(v in crate::compact::tests::any_value(TEXT)) {
-            let mut out = Vec::new();
-            JsonText::of(&v).unwrap().write_pretty_escaped(&mut out);
-            let string = serde_json::to_string(&serde_json::to_string_pretty(&v).unwrap()).unwrap();
-            prop_assert_eq!(String::from_utf8(out).unwrap(), &string[1..string.len() - 1]);
+            prop_assert_eq!(pretty_escaped(&v), serde_jsons(&v));
         }
     }
 
@@ -273,13 +284,7 @@ mod tests {
         }
         values.push(deep);
         for v in values {
-            let mut out = Vec::new();
-            JsonText::of(&v).unwrap().write_pretty_escaped(&mut out);
-            let string = serde_json::to_string(&serde_json::to_string_pretty(&v).unwrap()).unwrap();
-            assert_eq!(
-                String::from_utf8(out).unwrap(),
-                &string[1..string.len() - 1]
-            );
+            assert_eq!(pretty_escaped(&v), serde_jsons(&v));
         }
     }
 
