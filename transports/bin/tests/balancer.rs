@@ -137,12 +137,8 @@ impl Drop for Nginx {
     /// `SIGKILL` only if it has not exited by then. A killed master leaves its worker
     /// running, still listening, after the test.
     fn drop(&mut self) {
-        let pid = i32::try_from(self.child.id())
-            .ok()
-            .and_then(rustix::process::Pid::from_raw);
-        if let Some(pid) = pid {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(5);
         while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
