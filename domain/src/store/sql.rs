@@ -219,11 +219,7 @@ impl Dialect {
     /// column a [`Pointed`] join reads), and the `WHERE` that matches them to it.
     ///
     /// SQLite: a `CROSS JOIN` keeps the page the outer loop (its planner never reorders
-    /// one). PostgreSQL flattens a plain join or subquery, and the generic plan every
-    /// session runs (`GENERIC_PLANS`, `store/postgres.rs`) joined the page's ids to the
-    /// organization's rows with a hash join over a scan of all of them while the table
-    /// was small. A `LATERAL` subquery with a `LIMIT` is never flattened: one primary-key
-    /// lookup per row of the page, at every table size.
+    /// one). PostgreSQL: [`Dialect::lookup`].
     fn by_id(self, t: &str, via: Option<&str>) -> (String, String) {
         let org = self.mark(1);
         match self {
@@ -231,15 +227,55 @@ impl Dialect {
                 format!("CROSS JOIN {t}"),
                 format!(" WHERE {t}.org = {org} AND {t}.id = page.page_id"),
             ),
-            Self::Postgres => (
-                format!(
-                    "CROSS JOIN LATERAL (SELECT doc{via} FROM {t} AS found \
-                     WHERE found.org = {org} AND found.id = page.page_id LIMIT 1) AS {t}",
-                    via = via.map_or_else(String::new, |c| format!(", {c}")),
-                ),
-                String::new(),
-            ),
+            Self::Postgres => {
+                let columns = via.map_or_else(|| "doc".to_owned(), |c| format!("doc, {c}"));
+                let found = self.lookup(t, &columns, "page.page_id");
+                (format!("CROSS JOIN {found} AS {t}"), String::new())
+            }
         }
+    }
+
+    /// The join of a page's rows (named `t`, [`Dialect::by_id`]) to the documents their
+    /// `via` column names, as `pointed` with its `id` and `column`; `NULL`s where none.
+    ///
+    /// SQLite looks each one up by primary key from a plain `LEFT JOIN`. PostgreSQL:
+    /// [`Dialect::lookup`].
+    fn pointed(self, t: &str, p: Pointed) -> String {
+        let table = p.kind.table();
+        match self {
+            Self::Sqlite => format!(
+                " LEFT JOIN {table} AS pointed ON pointed.org = {org} AND pointed.id = {t}.{via}",
+                org = self.mark(1),
+                via = p.via,
+            ),
+            Self::Postgres => {
+                let found = self.lookup(
+                    table,
+                    &format!("id, {}", p.column),
+                    &format!("{t}.{}", p.via),
+                );
+                format!(" LEFT JOIN {found} AS pointed ON TRUE")
+            }
+        }
+    }
+
+    /// `columns` of the organization's row of `table` whose id is `id` (an expression
+    /// of the outer query), as a `LATERAL` subquery with a `LIMIT` (PostgreSQL).
+    ///
+    /// PostgreSQL flattens a plain join or subquery, and the generic plan every session
+    /// runs (`GENERIC_PLANS`, `store/postgres.rs`) joined a page's ten-odd rows to the
+    /// organization's rows with a hash join over a scan of all of them: while the table
+    /// was small, and for as long as the organization's estimated share of it (the
+    /// table's rows over its organizations, whatever the organization asking) stays
+    /// small, so a large organization among many small ones was scanned whole at every
+    /// page. A `LATERAL` subquery with a `LIMIT` is never flattened: one primary-key
+    /// lookup per row of the page, at every size.
+    fn lookup(self, table: &str, columns: &str, id: &str) -> String {
+        format!(
+            "LATERAL (SELECT {columns} FROM {table} AS found \
+             WHERE found.org = {org} AND found.id = {id} LIMIT 1)",
+            org = self.mark(1)
+        )
     }
 
     /// The table a page is searched in. An equality on a selective column (a document
@@ -404,7 +440,6 @@ pub(crate) fn page_sql(
     let limit = q
         .limit
         .map_or_else(|| dialect.no_limit().to_owned(), |l| l.to_string());
-    let org = dialect.mark(1);
     let (also, join, via) = match pointed {
         None => (String::new(), String::new(), None),
         Some(p) => {
@@ -412,11 +447,7 @@ pub(crate) fn page_sql(
             p.kind.check_column(p.column)?;
             (
                 format!(", pointed.id, pointed.{}", p.column),
-                format!(
-                    " LEFT JOIN {} AS pointed ON pointed.org = {org} AND pointed.id = {t}.{}",
-                    p.kind.table(),
-                    p.via
-                ),
+                dialect.pointed(t, p),
                 Some(p.via),
             )
         }
