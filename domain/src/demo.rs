@@ -264,6 +264,7 @@ pub fn seed(domain: &Domain, now: UnixTime) -> Result<(), DomainError> {
     let acme = seed_org(domain, acme, "Acme Serviços S.A.", "12345678000195", now)?;
     seed_entities(domain, &demo, 40, 200, now, 1)?;
     seed_entities(domain, &acme, 8, 30, now, 2)?;
+    domain.store().loaded();
     Ok(())
 }
 

@@ -597,6 +597,11 @@ pub trait Store: Send + Sync {
     /// it finds one. A store call, so its caller decides how often: the binary's
     /// authenticator at most every few milliseconds, not at every request.
     fn look_for_member_changes(&self) {}
+
+    /// After a bulk load (the demo's seed): what the store keeps up with its writes in
+    /// steps (PostgreSQL's statistics and visibility, `store/postgres/statistics.rs`),
+    /// brought up to date before the load is read. The default: nothing to do.
+    fn loaded(&self) {}
 }
 
 /// Membership changes as far as this process knows: what lets a cache of principals

@@ -635,6 +635,11 @@ impl Store for PostgresStore {
         }
     }
 
+    fn loaded(&self) {
+        let written = self.trips.written.load(Ordering::Relaxed);
+        self.statistics.now(written, &self.config);
+    }
+
     fn members_epoch(&self) -> Option<u64> {
         self.listening
             .call_once(|| members::listen(self.config.clone(), &self.keys.schema, &self.members));
