@@ -7,7 +7,12 @@
 //!
 //! Each organization has one writer, so a wait can only be one organization's write
 //! waiting on the other's: the product's claim is 0 such samples (writes are serialized
-//! per organization, never per database), and the row prints the count, not a verdict.
+//! per organization, never per database), and the row prints the count, not a verdict,
+//! with each wait's event and the head of the waiting statement (`extend` in `INSERT
+//! INTO events`: PostgreSQL's relation extension lock, which two inserts into one table
+//! share, `docs/sharding.md`).
+//!
+//! `dunning-load contention --store URL [--secs N]` runs this row alone.
 
 use std::io;
 use std::path::Path;
@@ -52,8 +57,9 @@ impl Scratch {
 struct Samples {
     taken: u64,
     waiting: u64,
-    /// Distinct `wait_event`s of the waits seen (`advisory`, `transactionid`, ...).
-    events: std::collections::BTreeSet<String>,
+    /// The waits seen, by `wait_event` (`advisory`, `extend`, ...) and the waiting
+    /// statement's head: samples of each.
+    events: std::collections::BTreeMap<String, u64>,
 }
 
 /// Samples `pg_stat_activity` of the database at `url` until `stop`.
@@ -61,7 +67,7 @@ fn sample(url: &str, stop: &AtomicBool) -> io::Result<Samples> {
     let mut client = Client::connect(url, NoTls).map_err(io::Error::other)?;
     let query = client
         .prepare(
-            "SELECT wait_event FROM pg_stat_activity \
+            "SELECT wait_event, query FROM pg_stat_activity \
              WHERE datname = current_database() AND pid <> pg_backend_pid() \
              AND wait_event_type = 'Lock'",
         )
@@ -74,12 +80,47 @@ fn sample(url: &str, stop: &AtomicBool) -> io::Result<Samples> {
             seen.waiting += 1;
             for row in rows {
                 let event: Option<String> = row.get(0);
-                seen.events.insert(event.unwrap_or_default());
+                let query: Option<String> = row.get(1);
+                let key = format!(
+                    "{} in `{}`",
+                    event.unwrap_or_default(),
+                    statement(query.as_deref().unwrap_or_default())
+                );
+                *seen.events.entry(key).or_default() += 1;
             }
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     Ok(seen)
+}
+
+/// `dunning-load contention --store URL [--secs N]`: the row alone (20 s by default,
+/// twice `versus`' run), with the product binary beside this one.
+pub(crate) fn standalone(args: &[String]) -> io::Result<()> {
+    let value = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
+    let url = value("--store")
+        .ok_or_else(|| io::Error::other("usage: dunning-load contention --store URL [--secs N]"))?;
+    let secs = match value("--secs") {
+        Some(s) => s
+            .parse()
+            .map_err(|_| io::Error::other(format!("--secs {s}: not a number of seconds")))?,
+        None => 20,
+    };
+    let product = std::env::current_exe()?.with_file_name("kobana-dunning");
+    let (server_cpu, load_cpu) = crate::versus::placement();
+    run(&product, url, server_cpu, load_cpu, secs)
+}
+
+/// The head of a waiting backend's statement, enough to name its table
+/// (`INSERT INTO events`): a relation-extension lock is released before `pg_locks`
+/// can be read beside `pg_stat_activity`, the statement stays.
+fn statement(query: &str) -> &str {
+    let head = query.split('(').next().unwrap_or_default().trim();
+    head.get(..head.len().min(40)).unwrap_or(head)
 }
 
 /// Runs the row for `secs` and prints its table.
@@ -175,7 +216,11 @@ pub(crate) fn run(
         } else {
             format!(
                 ", on {}",
-                seen.events.into_iter().collect::<Vec<_>>().join(", ")
+                seen.events
+                    .into_iter()
+                    .map(|(wait, n)| format!("{wait} ×{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         }
     );

@@ -22,6 +22,8 @@
 //!
 //! * **Side by side** (`dunning-load versus`, see `versus.rs`): the product binary beside
 //!   bare hyper, rmcp and tower-mcp, each pinned to one CPU, `wrk` on the other.
+//! * **Two organizations' writers** (`dunning-load contention --store URL [--secs N]`,
+//!   see `contention.rs`): `versus`' last row alone, for looking at its lock waits.
 //! * **The product binary** (`dunning-load against NAME=URL@TOKEN...`, see `against.rs`):
 //!   running servers compared on a read and a write; `benches/replicas.sh` compares one
 //!   replica on SQLite, one on PostgreSQL and three behind nginx.
@@ -79,6 +81,8 @@ fn main() {
     };
     let done = if args.first().map(String::as_str) == Some("versus") {
         versus::run(&args[1..])
+    } else if args.first().map(String::as_str) == Some("contention") {
+        contention::standalone(&args[1..])
     } else if args.first().map(String::as_str) == Some("against") {
         against::run(&args[1..], Plan { conns: 16, ..plan })
     } else {

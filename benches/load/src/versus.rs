@@ -508,6 +508,17 @@ fn sibling(name: &str) -> PathBuf {
     exe.parent().unwrap_or_else(|| Path::new(".")).join(name)
 }
 
+/// The CPUs of the servers and of the load (`taskset`), when the machine has two or
+/// more and `taskset` is there; `(None, None)` runs both unpinned.
+pub(crate) fn placement() -> (Option<usize>, Option<usize>) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok() {
+        (Some(0), Some(1))
+    } else {
+        (None, None)
+    }
+}
+
 /// Runs the comparison and prints its table.
 pub(crate) fn run(args: &[String]) -> io::Result<()> {
     let quick = args.iter().any(|a| a == "--quick");
@@ -529,12 +540,8 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
             .join("peers/release/dunning-peers")
     });
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let pin = cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
-    let (server_cpu, load_cpu) = if pin {
-        (Some(0), Some(1))
-    } else {
-        (None, None)
-    };
+    let (server_cpu, load_cpu) = placement();
+    let pin = server_cpu.is_some();
     println!(
         "dunning-load versus: wrk -t1 -c{CONNS}, {secs} s per run after 1 s warm-up, median of \
          {rounds} interleaved rounds, loopback, {cpus} CPUs, {}",
