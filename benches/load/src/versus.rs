@@ -32,7 +32,8 @@
 //! Every request is era 2026 with its mirrored headers. Each scenario is first sent once
 //! and its answer checked (`200`, no `"isError":true`, in gzip when asked); then every round runs every
 //! scenario once (1 s warm-up, then the measured run), and the median round is printed
-//! with its ratio to bare hyper of the same round set. Loopback only; every run bounded.
+//! with its ratio to bare hyper of the same round set, and every round's p99/p50 (in
+//! the order run) beside the median round's. Loopback only; every run bounded.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -747,6 +748,17 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
     drop(servers);
     drop(scratch);
 
+    // Each round's p99/p50 beside the median round's: a tail is the noisiest figure of
+    // a run, and one round's says little of the others'.
+    let spreads: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|run| format!("{:.1}", run.p99_us / run.p50_us.max(1.0)))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        })
+        .collect();
     let medians: Vec<Option<Run>> = runs
         .into_iter()
         .map(|mut r| {
@@ -757,13 +769,13 @@ pub(crate) fn run(args: &[String]) -> io::Result<()> {
     let floor = medians[0].as_ref().map_or(1.0, |m| m.rps);
     println!();
     println!(
-        "| server | request | req/s | vs bare hyper | CPU µs/req | p50 (µs) | p99 (µs) | p99/p50 | errors |"
+        "| server | request | req/s | vs bare hyper | CPU µs/req | p50 (µs) | p99 (µs) | p99/p50 | each round's p99/p50 | errors |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (s, m) in scenarios.iter().zip(&medians) {
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for ((s, m), spread) in scenarios.iter().zip(&medians).zip(&spreads) {
         let Some(m) = m else { continue };
         println!(
-            "| {} | {} | {:.0} | {:.3} | {:.1} | {:.0} | {:.0} | {:.1} | {} |",
+            "| {} | {} | {:.0} | {:.3} | {:.1} | {:.0} | {:.0} | {:.1} | {spread} | {} |",
             s.label,
             s.request,
             m.rps,
