@@ -226,3 +226,20 @@ pub(crate) fn run(
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::statement;
+
+    #[test]
+    fn a_wait_is_named_by_its_statements_head() {
+        let insert = "INSERT INTO events (org, id, created_at, doc) VALUES ($1, $2, $3, $4)";
+        assert_eq!(statement(insert), "INSERT INTO events");
+        let long = format!("SELECT {} FROM charges", "x".repeat(60));
+        assert_eq!(statement(&long).len(), 40);
+        // A cut inside a character keeps the whole head rather than panic.
+        let wide = format!("{}é and more", "x".repeat(39));
+        assert_eq!(statement(&wide), wide);
+        assert_eq!(statement(""), "");
+    }
+}
