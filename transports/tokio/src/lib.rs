@@ -70,9 +70,28 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::timeout_at;
 
-/// Size of a connection's read buffer: one per connection, filled with zeros once (a
-/// buffer made for each read was a 16 KiB fill per request).
+/// Size of the read buffer.
 const READ_BUF: usize = 16 * 1024;
+
+thread_local! {
+    /// The read buffer of the connections this thread drives: a read is copied into its
+    /// connection at once ([`read_with`]), so one buffer serves them all. Made for each
+    /// read it was a 16 KiB fill per request; kept per connection, 16 KiB of every idle
+    /// connection's memory (12.7 KiB measured per idle connection, against 3.3-3.9).
+    static READ: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// One non-blocking read of `stream` into this thread's buffer, its bytes (none at the
+/// end of the stream) handed to `take` before the buffer is lent to another read.
+fn read_with<R>(stream: &TcpStream, take: impl FnOnce(&[u8]) -> R) -> io::Result<R> {
+    READ.with_borrow_mut(|buf| {
+        if buf.is_empty() {
+            buf.resize(READ_BUF, 0);
+        }
+        let n = stream.try_read(buf)?;
+        Ok(take(&buf[..n]))
+    })
+}
 
 /// Serves `server` on `listener` until `shutdown` resolves and the drain is over.
 ///
@@ -196,7 +215,6 @@ async fn drive<D: Dispatch + 'static>(
     drain: &mut watch::Receiver<bool>,
 ) -> CloseReason {
     let mut eof = false;
-    let mut buf = vec![0u8; READ_BUF];
     loop {
         let close = loop {
             match conn.poll() {
@@ -272,12 +290,18 @@ async fn drive<D: Dispatch + 'static>(
                 if ready.is_err() {
                     return CloseReason::Io;
                 }
-                match stream.try_read(&mut buf) {
-                    Ok(0) => {
+                let read = read_with(stream, |bytes| {
+                    if !bytes.is_empty() {
+                        conn.received(bytes, Instant::now());
+                    }
+                    bytes.is_empty()
+                });
+                match read {
+                    Ok(true) => {
                         eof = true;
                         conn.received_eof();
                     }
-                    Ok(n) => conn.received(&buf[..n], Instant::now()),
+                    Ok(false) => {}
                     Err(e) if retry(&e) => {}
                     Err(_) => return CloseReason::Io,
                 }
@@ -330,7 +354,6 @@ async fn linger(stream: &mut TcpStream) {
     }
     let mut discarded = 0;
     let mut quiet = tokio::time::Instant::now() + LINGER_QUIET;
-    let mut buf = vec![0u8; READ_BUF];
     while discarded < LINGER_BYTES {
         if !matches!(
             timeout_at(deadline.min(quiet), stream.readable()).await,
@@ -338,7 +361,7 @@ async fn linger(stream: &mut TcpStream) {
         ) {
             return;
         }
-        match stream.try_read(&mut buf) {
+        match read_with(stream, <[u8]>::len) {
             Ok(0) => return,
             Ok(n) => {
                 discarded += n;
