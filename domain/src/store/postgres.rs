@@ -77,6 +77,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
         9,
         include_str!("migrations/postgres/0009_tallies_own_schema.sql"),
     ),
+    (
+        10,
+        include_str!("migrations/postgres/0010_debtor_names.sql"),
+    ),
 ];
 
 /// The schema version this binary knows.

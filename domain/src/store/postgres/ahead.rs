@@ -7,10 +7,11 @@
 //! awaits [`PgAhead`]'s round ([`Ahead::missed`]), which sends every noted statement in
 //! one exchange and keeps the rows, and runs the call again.
 //!
-//! The first round sends its statement alone, on a connection of [`Pool`] given back
-//! as soon as it answers: one statement reads one snapshot, and most calls (a page
-//! and its total, an entity by id) are answered by it, with no transaction to open and
-//! end around it. A call that needs a second round opens the transaction then
+//! The first round sends its statement alone, outside any transaction, on a connection
+//! that first rounds share ([`shared`]): one statement reads one snapshot, and most
+//! calls (a page and its total, an entity by id) are answered by it, with no
+//! transaction to open and end around it. A call that needs a second round opens the
+//! transaction then, on a connection of [`Pool`] lent to it
 //! (`REPEATABLE READ, READ ONLY`, as [`super::READ_FRAME`]) and asks again what the
 //! first round answered, so the rows its answer is made of all come from the frame's
 //! snapshot; the connection stays in that transaction for the next rounds and goes back
@@ -31,6 +32,7 @@ use futures_util::future::{join, join_all};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::{Client, Config, NoTls};
 
+use self::shared::Shared;
 use super::session::Prepared;
 use super::{CONNECTION_WAIT, READ_FRAME, RoundTrips, cells};
 use crate::store::StoreError;
@@ -45,6 +47,8 @@ pub(super) struct Pool {
     /// outnumber the permits: one is opened only when none is idle).
     lent: Arc<Semaphore>,
     trips: Arc<RoundTrips>,
+    /// The connections of first rounds.
+    shared: Shared,
 }
 
 impl Pool {
@@ -58,6 +62,7 @@ impl Pool {
             idle: Mutex::default(),
             lent: Arc::new(Semaphore::new(connections.max(1) as usize)),
             trips,
+            shared: Shared::new(connections),
         }
     }
 
@@ -82,15 +87,7 @@ impl Pool {
         let idle = lock(&self.idle).pop().filter(|c| !c.client.is_closed());
         let conn = match idle {
             Some(conn) => conn,
-            None => {
-                let (client, connection) = self.config.connect(NoTls).await?;
-                // Ends when its client is dropped, or the server closes it.
-                tokio::spawn(connection);
-                Conn {
-                    client,
-                    statements: Prepared::default(),
-                }
-            }
+            None => Conn::open(&self.config).await?,
         };
         Ok(Lent {
             conn,
@@ -110,7 +107,9 @@ impl Pool {
 /// One connection of reads ahead and its prepared statements.
 struct Conn {
     client: Client,
-    statements: Prepared,
+    /// Locked only to look a statement up or keep one (a shared connection's
+    /// exchanges run side by side).
+    statements: Mutex<Prepared>,
 }
 
 /// A connection lent to one call, with the permit it holds.
@@ -119,12 +118,23 @@ struct Lent {
     _permit: OwnedSemaphorePermit,
 }
 
-impl Lent {
+impl Conn {
+    /// A new connection, run by a task of the current runtime that ends when its client
+    /// is dropped or the server closes it.
+    async fn open(config: &Config) -> Result<Self, StoreError> {
+        let (client, connection) = config.connect(NoTls).await?;
+        tokio::spawn(connection);
+        Ok(Self {
+            client,
+            statements: Mutex::default(),
+        })
+    }
+
     /// Sends `statements` in one exchange (after `READ_FRAME` when `opens`), and
     /// answers each one's rows. A statement this connection has not prepared is
     /// prepared first, an exchange of its own, as on a pooled session.
     async fn exchange(
-        &mut self,
+        &self,
         opens: bool,
         statements: &[Asked],
         trips: &RoundTrips,
@@ -132,18 +142,19 @@ impl Lent {
         let written = trips.written.load(Ordering::Relaxed);
         let mut prepared = Vec::with_capacity(statements.len());
         for (sql, _) in statements {
-            let statement = match self.conn.statements.get(sql, written) {
+            let kept = lock(&self.statements).get(sql, written);
+            let statement = match kept {
                 Some(s) => s,
                 None => {
-                    let s = self.conn.client.prepare(sql).await?;
+                    let s = self.client.prepare(sql).await?;
                     trips.prepared();
-                    self.conn.statements.keep(sql, s.clone());
+                    lock(&self.statements).keep(sql, s.clone());
                     s
                 }
             };
             prepared.push(statement);
         }
-        let client = &self.conn.client;
+        let client = &self.client;
         // Each request is queued when first polled, and `join` polls the frame first,
         // `join_all` the statements in order: one exchange, in this order.
         let frame = async move {
@@ -246,28 +257,30 @@ impl Ahead for PgAhead {
         drop(state);
         let (pool, state) = (Arc::clone(&self.pool), Arc::clone(&self.state));
         Some(Box::pin(async move {
-            let (lent, opens) = match held {
-                Some(lent) => (Ok(lent), false),
-                None => (pool.get().await, !first),
-            };
-            // A failed exchange ends its transaction: its connection is not kept.
-            let outcome = match lent {
-                Ok(mut lent) => {
-                    (lent.exchange(opens, &missed, &pool.trips).await).map(|rows| (lent, rows))
+            let outcome = match first {
+                true => pool.shared.round(&pool, &missed).await,
+                false => {
+                    let lent = match held {
+                        Some(lent) => Ok((lent, false)),
+                        None => pool.get().await.map(|lent| (lent, true)),
+                    };
+                    match lent {
+                        Ok((lent, opens)) => {
+                            let rows = lent.conn.exchange(opens, &missed, &pool.trips).await;
+                            // A failed exchange ends its transaction: its connection
+                            // is not kept.
+                            if rows.is_ok() {
+                                lock(&state).held = Some(lent);
+                            }
+                            rows
+                        }
+                        Err(e) => Err(e),
+                    }
                 }
-                Err(e) => Err(e),
             };
             let mut state = lock(&state);
             match outcome {
-                Ok((lent, rows)) => {
-                    state.answered.extend(missed.into_iter().zip(rows));
-                    if first {
-                        // No transaction to keep: the connection serves the next call.
-                        pool.put(lent);
-                    } else {
-                        state.held = Some(lent);
-                    }
-                }
+                Ok(rows) => state.answered.extend(missed.into_iter().zip(rows)),
                 Err(e) => state.failed = Some(e),
             }
         }))
@@ -361,5 +374,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+mod shared;
 #[cfg(test)]
 mod tests;

@@ -2,12 +2,13 @@
 //! (on a multi-threaded runtime of the test's own). Run when `DUNNING_TEST_PG` names a
 //! database, as the other PostgreSQL tests.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::super::{PostgresStore, blocking, parse_url};
-use super::{MISSED, PgAhead};
+use super::{MISSED, PgAhead, shared};
 use crate::store::sql::Driver as _;
 use crate::store::{Kind, Query, Store, WriteScope, read, read_ahead, write};
 use crate::testing::{PG_VAR, pg_url, polled};
@@ -152,59 +153,179 @@ fn backend_of(rt: &tokio::runtime::Runtime, ahead: &PgAhead) -> i64 {
     }
 }
 
-/// A call of one round gives its connection back as soon as it answers, outside any
-/// transaction; a call of more rounds keeps its connection in its transaction between
-/// them, and gives it back with the transaction ended (its `COMMIT` not waited for), to
-/// serve the next call.
+/// The state of backend `pid` in `pg_stat_activity`, asked by `probe`.
+fn state(probe: &mut postgres::Client, pid: i64) -> String {
+    probe
+        .query_one(
+            "SELECT state FROM pg_stat_activity WHERE pid = $1",
+            &[&i32::try_from(pid).unwrap()],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// A call of one round is answered on a shared connection, outside any transaction,
+/// and lends none; a call of more rounds asks its first on the shared connection and the
+/// others on a connection lent to it, kept in its transaction between them, and given
+/// back with the transaction ended (its `COMMIT` not waited for), to serve the next call.
 #[test]
 fn an_answered_calls_connection_goes_back_outside_its_transaction() {
     let Some(url) = url() else { return };
     let s = PostgresStore::scratch(&url).unwrap();
     let rt = runtime();
     let mut probe = blocking(&parse_url(&url).unwrap()).unwrap();
-    let state = |probe: &mut postgres::Client, pid: i64| -> String {
-        probe
-            .query_one(
-                "SELECT state FROM pg_stat_activity WHERE pid = $1",
-                &[&i32::try_from(pid).unwrap()],
-            )
-            .unwrap()
-            .get(0)
-    };
-    let one_round = PgAhead::new(std::sync::Arc::clone(&s.ahead));
-    let pid = backend_of(&rt, &one_round);
+    let one_round = PgAhead::new(Arc::clone(&s.ahead));
+    let shared = backend_of(&rt, &one_round);
     assert_eq!(
-        state(&mut probe, pid),
+        state(&mut probe, shared),
         "idle",
         "no transaction for one round"
     );
-    assert_eq!(super::lock(&s.ahead.idle).len(), 1, "given back at once");
+    assert_eq!(super::lock(&s.ahead.idle).len(), 0, "none lent");
+    assert_eq!(s.ahead.shared.len(), 1);
     drop(one_round);
-    let two_rounds = PgAhead::new(std::sync::Arc::clone(&s.ahead));
+    let two_rounds = PgAhead::new(Arc::clone(&s.ahead));
     let sql = "SELECT 1::bigint";
     assert!(two_rounds.answered().rows(sql, &[]).is_err());
     rt.block_on(two_rounds.missed().expect("the first read was missed"));
+    let lent = backend_of(&rt, &two_rounds);
+    assert_ne!(lent, shared, "the second round on a lent connection");
     assert_eq!(
-        backend_of(&rt, &two_rounds),
-        pid,
-        "lent again, not a new one"
-    );
-    assert_eq!(
-        state(&mut probe, pid),
+        state(&mut probe, lent),
         "idle in transaction",
         "held between rounds"
     );
+    assert_eq!(state(&mut probe, shared), "idle", "the shared one not held");
     assert_eq!(super::lock(&s.ahead.idle).len(), 0, "lent");
     drop(two_rounds);
     let ended = polled(400, Duration::from_millis(5), || {
-        state(&mut probe, pid) == "idle"
+        state(&mut probe, lent) == "idle"
     });
     assert!(
         ended,
         "still in its transaction: {}",
-        state(&mut probe, pid)
+        state(&mut probe, lent)
     );
     assert_eq!(super::lock(&s.ahead.idle).len(), 1, "given back");
+    let again = PgAhead::new(Arc::clone(&s.ahead));
+    assert!(again.answered().rows(sql, &[]).is_err());
+    rt.block_on(again.missed().unwrap());
+    assert_eq!(backend_of(&rt, &again), lent, "lent again, not a new one");
+}
+
+/// A pool of reads ahead of its own, with `connections` to lend and shared connections
+/// passed over after `stall` without an answer.
+fn pool(url: &str, s: &PostgresStore, connections: u32, stall: Duration) -> Arc<super::Pool> {
+    let mut pool = super::Pool::new(parse_url(url).unwrap(), connections, Arc::clone(&s.trips));
+    pool.shared.stall = stall;
+    Arc::new(pool)
+}
+
+/// The first round of `call`, reading `sql` (a backend's pid), spawned on `rt`.
+fn first_round(
+    rt: &tokio::runtime::Runtime,
+    call: &PgAhead,
+    sql: &str,
+) -> tokio::task::JoinHandle<()> {
+    assert!(call.answered().rows(sql, &[]).is_err());
+    rt.spawn(call.missed().expect("the read was missed"))
+}
+
+/// The pid a call's answered `sql` read.
+fn pid_read(call: &PgAhead, sql: &str) -> i64 {
+    match call.answered().rows(sql, &[]).unwrap()[0][0] {
+        crate::store::sql::Cell::Int(pid) => pid,
+        ref other => panic!("a pid: {other:?}"),
+    }
+}
+
+/// First rounds in flight together are sent on one shared connection (and answered
+/// each with its own rows), as many as `DEPTH`; the next one opens a second. None lends
+/// a connection.
+#[test]
+fn first_rounds_in_flight_together_share_a_connection() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let rt = runtime();
+    // Eight to lend: two shared. No stall: the statements sleep, one after another.
+    let pool = pool(&url, &s, 8, Duration::from_secs(3600));
+    let calls: Vec<PgAhead> = (0..=shared::DEPTH)
+        .map(|_| PgAhead::new(Arc::clone(&pool)))
+        .collect();
+    let sql = |i: usize| format!("SELECT pg_backend_pid()::bigint + 0 * {i} FROM pg_sleep(0.01)");
+    let rounds: Vec<_> = (calls.iter().enumerate())
+        .map(|(i, call)| first_round(&rt, call, &sql(i)))
+        .collect();
+    for round in rounds {
+        rt.block_on(round).unwrap();
+    }
+    let pids: Vec<i64> = (calls.iter().enumerate())
+        .map(|(i, call)| pid_read(call, &sql(i)))
+        .collect();
+    let on_first = pids.iter().filter(|&&p| p == pids[0]).count();
+    assert_eq!(on_first, shared::DEPTH, "{pids:?}");
+    assert_eq!(pool.shared.len(), 2);
+    assert_eq!(super::lock(&pool.idle).len(), 0, "none lent");
+}
+
+/// A first round is not queued behind a statement unanswered for longer than `STALL`:
+/// it goes to another shared connection and is answered first. At the cap of shared
+/// connections (one, for a pool of one to lend), it waits its turn on the least busy.
+#[test]
+fn a_slow_statement_holds_up_no_later_first_round() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let rt = runtime();
+    let slow_sql = "SELECT pg_backend_pid()::bigint FROM pg_sleep(0.5)";
+    for (connections, passed_over) in [(8, true), (1, false)] {
+        let pool = pool(&url, &s, connections, shared::STALL);
+        // The shared connection opened first, so the slow statement is sent at once.
+        let warm = PgAhead::new(Arc::clone(&pool));
+        let warm_pid = backend_of(&rt, &warm);
+        let slow = PgAhead::new(Arc::clone(&pool));
+        let slow_round = first_round(&rt, &slow, slow_sql);
+        std::thread::sleep(shared::STALL * 4);
+        let quick = backend_of(&rt, &PgAhead::new(Arc::clone(&pool)));
+        assert_eq!(!slow_round.is_finished(), passed_over, "{connections}");
+        rt.block_on(slow_round).unwrap();
+        assert_eq!(pid_read(&slow, slow_sql), warm_pid);
+        assert_eq!(quick != warm_pid, passed_over, "{connections}");
+        assert_eq!(pool.shared.len(), if passed_over { 2 } else { 1 });
+    }
+}
+
+/// A shared connection whose backend is gone fails the rounds in flight on it, and the
+/// next first round opens another.
+#[test]
+fn a_shared_connection_closed_is_replaced() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let rt = runtime();
+    let mut probe = blocking(&parse_url(&url).unwrap()).unwrap();
+    let gone = backend_of(&rt, &PgAhead::new(Arc::clone(&s.ahead)));
+    let killed: bool = probe
+        .query_one(
+            "SELECT pg_terminate_backend($1)",
+            &[&i32::try_from(gone).unwrap()],
+        )
+        .unwrap()
+        .get(0);
+    assert!(killed);
+    let after = polled(400, Duration::from_millis(5), || {
+        let call = PgAhead::new(Arc::clone(&s.ahead));
+        let sql = "SELECT pg_backend_pid()::bigint";
+        assert!(call.answered().rows(sql, &[]).is_err());
+        rt.block_on(call.missed().unwrap());
+        // The first round after the kill may still have found the connection open.
+        call.answered()
+            .rows(sql, &[])
+            .is_ok_and(|rows| !matches!(rows[0][0], crate::store::sql::Cell::Int(p) if p == gone))
+    });
+    assert!(
+        after,
+        "no first round answered after the backend was killed"
+    );
+    assert_eq!(s.ahead.shared.len(), 1, "the closed one dropped");
 }
 
 /// A round that fails (here a statement the server refuses) is the next run's answer,
@@ -214,7 +335,7 @@ fn a_failed_round_is_the_next_runs_answer() {
     let Some(url) = url() else { return };
     let s = PostgresStore::scratch(&url).unwrap();
     let rt = runtime();
-    let ahead = PgAhead::new(std::sync::Arc::clone(&s.ahead));
+    let ahead = PgAhead::new(Arc::clone(&s.ahead));
     let missed = ahead
         .answered()
         .rows("SELECT no_such_column FROM charges", &[]);
@@ -234,7 +355,7 @@ fn a_failed_round_is_the_next_runs_answer() {
         "DELETE FROM charges RETURNING id",
         "WITH gone AS (DELETE FROM charges RETURNING id) SELECT id FROM gone",
     ] {
-        let fresh = PgAhead::new(std::sync::Arc::clone(&s.ahead));
+        let fresh = PgAhead::new(Arc::clone(&s.ahead));
         let refused = fresh.answered().rows(sql, &[]);
         assert!(refused.unwrap_err().0.contains("write"), "{sql}");
         assert!(fresh.missed().is_none(), "{sql}: nothing sent");
@@ -281,7 +402,7 @@ fn a_call_given_up_reads_the_store_itself() {
 fn a_call_without_a_connection_fails_after_the_wait() {
     let Some(url) = url() else { return };
     let s = PostgresStore::scratch(&url).unwrap();
-    let pool = super::Pool::new(parse_url(&url).unwrap(), 1, std::sync::Arc::clone(&s.trips));
+    let pool = super::Pool::new(parse_url(&url).unwrap(), 1, Arc::clone(&s.trips));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -312,9 +433,9 @@ fn a_call_without_a_connection_fails_after_the_wait() {
 #[test]
 fn a_blocking_read_on_a_runtime_worker_answers() {
     let Some(url) = url() else { return };
-    let s = std::sync::Arc::new(store_with_charges(&url));
+    let s = Arc::new(store_with_charges(&url));
     let rt = runtime();
-    let on_worker = std::sync::Arc::clone(&s);
+    let on_worker = Arc::clone(&s);
     let read = rt.spawn(async move { read(&*on_worker, overdue) });
     let (total, rows) = rt
         .block_on(read)
