@@ -10,13 +10,12 @@
 //! The first round sends its statement alone, outside any transaction, on a connection
 //! that first rounds share ([`shared`]): one statement reads one snapshot, and most
 //! calls (a page and its total, an entity by id) are answered by it, with no
-//! transaction to open and end around it. A call that needs a second round opens the
-//! transaction then, on a connection of [`Pool`] lent to it
-//! (`REPEATABLE READ, READ ONLY`, as [`super::READ_FRAME`]) and asks again what the
-//! first round answered, so the rows its answer is made of all come from the frame's
-//! snapshot; the connection stays in that transaction for the next rounds and goes back
-//! to the pool when the call is answered, its `COMMIT` sent unanswered ahead of its next
-//! user's frame.
+//! transaction to open and end around it. A call that needs a second round is lent a
+//! connection of [`Pool`] and opens its transaction there (`REPEATABLE READ, READ
+//! ONLY`, as [`super::READ_FRAME`]), asking again what the first round answered, so the
+//! rows its answer is made of all come from the frame's snapshot; the connection stays
+//! in that transaction for the next rounds and goes back to the pool when the call is
+//! answered, its `COMMIT` sent unanswered ahead of its next user's frame.
 //! A round's error (the server gone, a statement refused) is the answer of the next run
 //! at its first statement not answered, as a blocking read would have failed there.
 
@@ -69,14 +68,7 @@ impl Pool {
     /// An idle connection, or a new one; waits while every permitted one is lent, for
     /// [`CONNECTION_WAIT`] at most, as a transaction waits for one of the pool.
     async fn get(&self) -> Result<Lent, StoreError> {
-        tokio::time::timeout(CONNECTION_WAIT, self.lend())
-            .await
-            .unwrap_or_else(|_| {
-                Err(StoreError(format!(
-                    "postgres: no connection for reads ahead within {} s",
-                    CONNECTION_WAIT.as_secs()
-                )))
-            })
+        within_wait(self.lend()).await
     }
 
     async fn lend(&self) -> Result<Lent, StoreError> {
@@ -102,6 +94,20 @@ impl Pool {
             lock(&self.idle).push(lent.conn);
         }
     }
+}
+
+/// `connecting`'s outcome, or an error once it has taken [`CONNECTION_WAIT`].
+async fn within_wait<T>(
+    connecting: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(CONNECTION_WAIT, connecting)
+        .await
+        .unwrap_or_else(|_| {
+            Err(StoreError(format!(
+                "postgres: no connection for reads ahead within {} s",
+                CONNECTION_WAIT.as_secs()
+            )))
+        })
 }
 
 /// One connection of reads ahead and its prepared statements.

@@ -10,6 +10,8 @@
 //!    statements in flight, and not [`STALL`] since it last answered one (a slow statement holds up only those already queued behind it);
 //! 2. else a new one, up to the cap ([`Shared::new`]);
 //! 3. else, at the cap, the one with the fewest in flight.
+//!
+//! Opening one waits for [`super::CONNECTION_WAIT`] at most, as a lent one does.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Asked, Conn, Pool, Rows, lock};
+use super::{Asked, Conn, Pool, Rows, lock, within_wait};
 use crate::store::StoreError;
 
 /// Statements in flight on one connection before the next first round opens another.
@@ -86,7 +88,7 @@ impl Shared {
                 return Ok(m);
             }
         }
-        let conn = Conn::open(&pool.config).await?;
+        let conn = within_wait(Conn::open(&pool.config)).await?;
         let m = Arc::new(Muxed {
             conn,
             in_flight: AtomicUsize::new(0),
