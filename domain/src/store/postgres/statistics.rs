@@ -57,7 +57,7 @@ impl Statistics {
         let running = Arc::clone(&self.running);
         let config = config.clone();
         let spawned = thread::Builder::new()
-            .name("pg-analyze".into())
+            .name("pg-vacuum".into())
             .spawn(move || {
                 run(&config);
                 running.store(false, Ordering::Release);
