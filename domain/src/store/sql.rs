@@ -215,12 +215,12 @@ impl Dialect {
     }
 
     /// The page's documents, each found by primary key from the page's id: what follows
-    /// the page in the statement's `FROM`, naming them `t` (with `doc`, and `via`, the
-    /// column a [`Pointed`] join reads), and the `WHERE` that matches them to it.
+    /// the page in the statement's `FROM`, naming them `t` (with `doc`, and the `via`
+    /// column of `pointed`, which its join reads), and the `WHERE` that matches them to it.
     ///
     /// SQLite: a `CROSS JOIN` keeps the page the outer loop (its planner never reorders
     /// one). PostgreSQL: [`Dialect::lookup`].
-    fn by_id(self, t: &str, via: Option<&str>) -> (String, String) {
+    fn by_id(self, t: &str, pointed: Option<Pointed>) -> (String, String) {
         let org = self.mark(1);
         match self {
             Self::Sqlite => (
@@ -228,7 +228,8 @@ impl Dialect {
                 format!(" WHERE {t}.org = {org} AND {t}.id = page.page_id"),
             ),
             Self::Postgres => {
-                let columns = via.map_or_else(|| "doc".to_owned(), |c| format!("doc, {c}"));
+                let columns =
+                    pointed.map_or_else(|| "doc".to_owned(), |p| format!("doc, {}", p.via));
                 let found = self.lookup(t, &columns, "page.page_id");
                 (format!("CROSS JOIN {found} AS {t}"), String::new())
             }
@@ -440,20 +441,19 @@ pub(crate) fn page_sql(
     let limit = q
         .limit
         .map_or_else(|| dialect.no_limit().to_owned(), |l| l.to_string());
-    let (also, join, via) = match pointed {
-        None => (String::new(), String::new(), None),
+    let (also, join) = match pointed {
+        None => (String::new(), String::new()),
         Some(p) => {
             kind.check_column(p.via)?;
             p.kind.check_column(p.column)?;
             (
                 format!(", pointed.id, pointed.{}", p.column),
                 dialect.pointed(t, p),
-                Some(p.via),
             )
         }
     };
     let total = total.map_or_else(String::new, |count| format!("({count}), "));
-    let (rows, matched) = dialect.by_id(t, via);
+    let (rows, matched) = dialect.by_id(t, pointed);
     Ok(format!(
         "SELECT {total}{doc}{also} FROM \
          (SELECT id AS page_id, {col} AS page_key FROM {from}{clause} \
