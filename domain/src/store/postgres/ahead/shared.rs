@@ -11,7 +11,8 @@
 //! 2. else a new one, up to the cap ([`Shared::new`]);
 //! 3. else, at the cap, the one with the fewest in flight.
 //!
-//! Opening one waits for [`super::CONNECTION_WAIT`] at most, as a lent one does.
+//! A first round waits for its connection (its turn to open one included) for
+//! [`super::CONNECTION_WAIT`] at most, as a lent one does.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,7 +36,7 @@ pub(super) struct Shared {
     open: Mutex<Vec<Arc<Muxed>>>,
     /// Held while a connection is opened, so that first rounds arriving together open
     /// one, not one each.
-    opening: tokio::sync::Mutex<()>,
+    pub(super) opening: tokio::sync::Mutex<()>,
     cap: usize,
     /// [`STALL`] (tests set their own).
     pub(super) stall: Duration,
@@ -69,7 +70,10 @@ impl Shared {
         pool: &Pool,
         statements: &[Asked],
     ) -> Result<Vec<Rows>, StoreError> {
-        let muxed = self.pick(pool).await?;
+        // The wait for a connection as a whole is bounded, the turn to open one included:
+        // while the database cannot be reached, first rounds queue behind each other's
+        // attempts.
+        let muxed = within_wait(self.pick(pool)).await?;
         let _busy = Busy::on(&muxed);
         muxed.conn.exchange(false, statements, &pool.trips).await
     }
@@ -88,7 +92,7 @@ impl Shared {
                 return Ok(m);
             }
         }
-        let conn = within_wait(Conn::open(&pool.config)).await?;
+        let conn = Conn::open(&pool.config).await?;
         let m = Arc::new(Muxed {
             conn,
             in_flight: AtomicUsize::new(0),

@@ -294,6 +294,37 @@ fn a_slow_statement_holds_up_no_later_first_round() {
     }
 }
 
+/// A first round waits for a shared connection for `CONNECTION_WAIT` at most, its turn
+/// to open one included: while another first round is opening one (here the turn held
+/// by the test), it fails after the wait, as a call waiting for a lent one does.
+#[test]
+fn a_first_round_waits_for_a_shared_connection_no_longer_than_the_wait() {
+    let Some(url) = url() else { return };
+    let s = PostgresStore::scratch(&url).unwrap();
+    let pool = pool(&url, &s, 4, shared::STALL);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let _turn = pool.shared.opening.lock().await;
+        tokio::time::pause();
+        let waited = tokio::time::Instant::now();
+        let asked = [("SELECT 1::bigint".to_owned(), Vec::new())];
+        let round = pool.shared.round(&pool, &asked);
+        let wait = super::super::CONNECTION_WAIT;
+        let Ok(Err(e)) = tokio::time::timeout(wait * 2, round).await else {
+            panic!("answered without a connection, or still waiting")
+        };
+        assert!(e.0.contains("within 10 s"), "{e}");
+        let waited = waited.elapsed();
+        assert!(
+            wait <= waited && waited < wait + Duration::from_millis(10),
+            "{waited:?}"
+        );
+    });
+}
+
 /// A shared connection whose backend is gone fails the rounds in flight on it, and the
 /// next first round opens another.
 #[test]
