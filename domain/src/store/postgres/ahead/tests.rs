@@ -325,8 +325,8 @@ fn a_first_round_waits_for_a_shared_connection_no_longer_than_the_wait() {
     });
 }
 
-/// A shared connection whose backend is gone fails the rounds in flight on it, and the
-/// next first round opens another.
+/// A shared connection whose backend is gone is dropped, and a later first round opens
+/// another and is answered there.
 #[test]
 fn a_shared_connection_closed_is_replaced() {
     let Some(url) = url() else { return };
