@@ -289,6 +289,35 @@ fn client_disconnecting_mid_body_is_dropped_quietly() {
     });
 }
 
+/// Bytes that arrive after a read took everything the socket held are read: a request
+/// whose body comes 50 ms after its head, then a second request 50 ms after the first
+/// answer, on one keep-alive connection. (The tokio adapter stops waiting on a socket a
+/// short read drained, `read_with`; the later bytes must wake it again.)
+#[test]
+fn bytes_after_a_pause_on_a_kept_connection_are_read() {
+    each(&Adapter::ALL, |a| {
+        let (running, _) = serve(a, small_pool());
+        let mut s = connect(running.addr()).unwrap();
+        let request = call_request("test_echo", r#"{"note":"n"}"#);
+        let head_end = request.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        s.write_all(&request[..head_end]).unwrap();
+        thread::sleep(Duration::from_millis(50));
+        s.write_all(&request[head_end..]).unwrap();
+        let first = read_response(&mut s).unwrap();
+        assert_eq!(status(&first), Some(200), "{}", a.name());
+        thread::sleep(Duration::from_millis(50));
+        s.write_all(&discover_request()).unwrap();
+        let second = read_response(&mut s).unwrap();
+        assert_eq!(status(&second), Some(200), "{}", a.name());
+        assert!(
+            String::from_utf8_lossy(body(&second)).contains("serverInfo"),
+            "{}",
+            a.name()
+        );
+        running.stop().unwrap();
+    });
+}
+
 #[test]
 fn pipelined_requests_are_answered_in_order() {
     each(&Adapter::ALL, |a| {

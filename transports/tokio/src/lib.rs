@@ -52,7 +52,7 @@
 #![warn(missing_docs)]
 
 use std::future::Future;
-use std::io;
+use std::io::{self, Read as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -64,7 +64,8 @@ use dunning_runtime::{
     AheadRun, CAP_RESPONSE, CloseReason, Connection, ConnectionSlot, LINGER, LINGER_BYTES,
     LINGER_QUIET, MAX_LINGERING, MAX_REFUSING, Next, Observer, Options, Service,
 };
-use tokio::io::AsyncWriteExt;
+use socket2::SockRef;
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -83,13 +84,33 @@ thread_local! {
 
 /// One non-blocking read of `stream` into this thread's buffer, its bytes (none at the
 /// end of the stream) handed to `take` before the buffer is lent to another read.
+///
+/// A read that fills less than the buffer took everything the socket held, so it also
+/// clears the stream's readiness: otherwise the next wait returns at once, and one more
+/// read (a system call and a turn of the connection's loop, its timer included) finds
+/// nothing, once per request. nginx clears its `ready` flag on a short read for the same
+/// reason. Bytes that arrive later raise readiness again (the reactor's registration is
+/// edge-triggered). The read runs inside `try_io`, which clears the readiness it saw
+/// before the read and only that: readiness the reactor records meanwhile, on another
+/// worker, for bytes that came after the read, is kept (clearing it after the read
+/// lost that wake-up: `chunked_body_of_3_mb_gets_413_with_the_exact_body` hung).
 fn read_with<R>(stream: &TcpStream, take: impl FnOnce(&[u8]) -> R) -> io::Result<R> {
     READ.with_borrow_mut(|buf| {
         if buf.is_empty() {
             buf.resize(READ_BUF, 0);
         }
-        let n = stream.try_read(buf)?;
-        Ok(take(&buf[..n]))
+        let mut n = 0;
+        let read = stream.try_io(Interest::READABLE, || {
+            n = (&*SockRef::from(stream)).read(buf)?;
+            match n {
+                short if 0 < short && short < buf.len() => Err(io::ErrorKind::WouldBlock.into()),
+                _ => Ok(()),
+            }
+        });
+        match read {
+            Err(e) if !(e.kind() == io::ErrorKind::WouldBlock && n > 0) => Err(e),
+            _ => Ok(take(&buf[..n])),
+        }
     })
 }
 
