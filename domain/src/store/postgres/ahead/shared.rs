@@ -87,10 +87,8 @@ impl Shared {
         if let Some(m) = self.taking() {
             return Ok(m);
         }
-        if lock(&self.open).len() >= self.cap {
-            if let Some(m) = self.least() {
-                return Ok(m);
-            }
+        if let Some(m) = self.least_at_cap() {
+            return Ok(m);
         }
         let conn = Conn::open(&pool.config).await?;
         let m = Arc::new(Muxed {
@@ -110,9 +108,12 @@ impl Shared {
         open.iter().find(|m| m.takes(now, self.stall)).cloned()
     }
 
-    /// The open connection with the fewest statements in flight.
-    fn least(&self) -> Option<Arc<Muxed>> {
+    /// At the cap, the open connection with the fewest statements in flight.
+    fn least_at_cap(&self) -> Option<Arc<Muxed>> {
         let open = lock(&self.open);
+        if open.len() < self.cap {
+            return None;
+        }
         open.iter()
             .min_by_key(|m| m.in_flight.load(Ordering::Relaxed))
             .cloned()
