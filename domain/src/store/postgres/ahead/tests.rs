@@ -147,10 +147,7 @@ fn backend_of(rt: &tokio::runtime::Runtime, ahead: &PgAhead) -> i64 {
     if ahead.answered().rows(sql, &[]).is_err() {
         rt.block_on(ahead.missed().expect("the pid was missed"));
     }
-    match ahead.answered().rows(sql, &[]).unwrap()[0][0] {
-        crate::store::sql::Cell::Int(pid) => pid,
-        ref other => panic!("a pid: {other:?}"),
-    }
+    pid_read(ahead, sql)
 }
 
 /// The state of backend `pid` in `pg_stat_activity`, asked by `probe`.
@@ -394,7 +391,8 @@ fn a_failed_round_is_the_next_runs_answer() {
 }
 
 /// A connection of reads ahead cannot write even outside a transaction (a first round
-/// sends its statement alone): PostgreSQL refuses it as in a `READ ONLY` one.
+/// sends its statement alone, on a shared connection): PostgreSQL refuses it as in a
+/// `READ ONLY` one, on a lent connection and on a shared one alike.
 #[test]
 fn a_connection_of_reads_ahead_cannot_write() {
     let Some(url) = url() else { return };
@@ -410,6 +408,10 @@ fn a_connection_of_reads_ahead_cannot_write() {
         code,
         Some(tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION)
     );
+    let asked = [("DELETE FROM charges RETURNING id".to_owned(), Vec::new())];
+    let shared = rt.block_on(s.ahead.shared.round(&s.ahead, &asked));
+    let message = shared.expect_err("a write on a shared connection").0;
+    assert!(message.contains("read-only transaction"), "{message}");
     assert_eq!(read(&s, overdue).unwrap().0, 2, "nothing deleted");
 }
 
