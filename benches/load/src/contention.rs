@@ -97,11 +97,7 @@ fn sample(url: &str, stop: &AtomicBool) -> io::Result<Samples> {
 /// `dunning-load contention --store URL [--secs N]`: the row alone (20 s by default,
 /// twice `versus`' run), with the product binary beside this one.
 pub(crate) fn standalone(args: &[String]) -> io::Result<()> {
-    let value = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-    };
+    let value = |name: &str| crate::versus::value_of(args, name);
     let url = value("--store")
         .ok_or_else(|| io::Error::other("usage: dunning-load contention --store URL [--secs N]"))?;
     let secs = match value("--secs") {

@@ -520,15 +520,18 @@ pub(crate) fn placement() -> (Option<usize>, Option<usize>) {
     }
 }
 
+/// The argument after `name` in `args` (`--store URL`), if any.
+pub(crate) fn value_of<'a>(args: &'a [String], name: &str) -> Option<&'a String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+}
+
 /// Runs the comparison and prints its table.
 pub(crate) fn run(args: &[String]) -> io::Result<()> {
     let quick = args.iter().any(|a| a == "--quick");
     let (secs, rounds) = if quick { (2, 1) } else { (5, 3) };
-    let value = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-    };
+    let value = |name: &str| value_of(args, name);
     let flag = |name: &str| value(name).map(PathBuf::from);
     let product = flag("--product").unwrap_or_else(|| sibling("kobana-dunning"));
     let before = flag("--before");
