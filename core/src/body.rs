@@ -65,6 +65,28 @@ impl From<Value> for Body {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonText(String);
 
+/// Written as it is, inside another value: by `serde_json` (as a raw value) and by
+/// [`JsonText::of`] (`crate::compact`), so a value rendered once can be part of many
+/// answers (a list's rows) without being parsed or written again.
+impl Serialize for JsonText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// The text as `serde_json`'s raw value is serialized: one field in a struct, both
+        /// with its private name.
+        struct Raw<'a>(&'a str);
+
+        impl Serialize for Raw<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeStruct;
+                let mut raw = s.serialize_struct(crate::compact::RAW_VALUE, 1)?;
+                raw.serialize_field(crate::compact::RAW_VALUE, self.0)?;
+                raw.end()
+            }
+        }
+
+        s.serialize_newtype_struct(crate::compact::JSON_TEXT, &Raw(&self.0))
+    }
+}
+
 impl JsonText {
     /// `v` serialized (an error only for a map whose keys are not strings).
     pub fn of<T: Serialize + ?Sized>(v: &T) -> Result<Self, serde_json::Error> {

@@ -21,15 +21,20 @@ use serde_json::ser::{CompactFormatter, Formatter};
 
 /// `v` as compact JSON text, exactly `serde_json::to_string(v)`.
 pub(crate) fn to_string<T: Serialize + ?Sized>(v: &T) -> Result<String, serde_json::Error> {
-    let mut w = Writer(String::with_capacity(128));
+    let mut w = Writer::new(String::with_capacity(128));
     match v.serialize(&mut w) {
-        Ok(()) => Ok(w.0),
+        Ok(()) => Ok(w.text),
         Err(Declined) => serde_json::to_string(v),
     }
 }
 
 /// The text so far.
-struct Writer(String);
+struct Writer {
+    text: String,
+    /// Inside a [`JsonText`](crate::JsonText) ([`JSON_TEXT`]): its raw value's string is
+    /// copied as it is.
+    verbatim: bool,
+}
 
 /// A value this writer leaves to `serde_json` ([`to_string`]).
 #[derive(Debug)]
@@ -50,18 +55,31 @@ impl ser::Error for Declined {
 }
 
 /// The name `serde_json` gives a raw value's struct, which its serializer copies as is.
-const RAW_VALUE: &str = "$serde_json::private::RawValue";
+pub(crate) const RAW_VALUE: &str = "$serde_json::private::RawValue";
+
+/// The newtype a [`JsonText`](crate::JsonText) is serialized as, around its text as a raw
+/// value: `serde_json` copies the text as it is, and so does this writer, for this
+/// newtype's raw value only. Another raw value may hold white space, which a
+/// [`JsonText`](crate::JsonText) never does, so it is still left to `serde_json`.
+pub(crate) const JSON_TEXT: &str = "$dunning_core::JsonText";
 
 impl Writer {
+    fn new(text: String) -> Self {
+        Self {
+            text,
+            verbatim: false,
+        }
+    }
+
     /// A string's quoted, escaped text.
     fn string(&mut self, s: &str) {
-        self.0.push('"');
+        self.text.push('"');
         if needs_escape(s.as_bytes()) {
-            escape(&mut self.0, s);
+            escape(&mut self.text, s);
         } else {
-            self.0.push_str(s);
+            self.text.push_str(s);
         }
-        self.0.push('"');
+        self.text.push('"');
     }
 
     /// A number, as `serde_json`'s compact formatter writes it.
@@ -74,23 +92,24 @@ impl Writer {
         write(&mut cursor).map_err(|_| Declined)?;
         let n = usize::try_from(cursor.position()).map_err(|_| Declined)?;
         let text = std::str::from_utf8(&buf[..n]).map_err(|_| Declined)?;
-        self.0.push_str(text);
+        self.text.push_str(text);
         Ok(())
     }
 
     fn open(&mut self, c: char) -> Compound<'_> {
-        self.0.push(c);
+        self.text.push(c);
         Compound {
             w: self,
             first: true,
+            raw: false,
         }
     }
 
     /// `{"variant":` before a variant's content (closed by [`Compound::end_variant`]).
     fn variant(&mut self, variant: &str) -> &mut Self {
-        self.0.push('{');
+        self.text.push('{');
         self.string(variant);
-        self.0.push(':');
+        self.text.push(':');
         self
     }
 }
@@ -155,12 +174,14 @@ fn escape(out: &mut String, s: &str) {
 struct Compound<'a> {
     w: &'a mut Writer,
     first: bool,
+    /// A [`JsonText`](crate::JsonText)'s raw value: no key, comma or brace of its own.
+    raw: bool,
 }
 
 impl Compound<'_> {
     fn comma(&mut self) {
         if !self.first {
-            self.w.0.push(',');
+            self.w.text.push(',');
         }
         self.first = false;
     }
@@ -171,21 +192,27 @@ impl Compound<'_> {
     }
 
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, v: &T) -> Result<(), Declined> {
+        if self.raw {
+            return v.serialize(&mut *self.w);
+        }
         self.comma();
         self.w.string(key);
-        self.w.0.push(':');
+        self.w.text.push(':');
         v.serialize(&mut *self.w)
     }
 
     fn close(self, c: char) -> Result<(), Declined> {
-        self.w.0.push(c);
+        if self.raw {
+            return Ok(());
+        }
+        self.w.text.push(c);
         Ok(())
     }
 
     /// Closes a variant's content and the object around it.
     fn end_variant(self, c: char) -> Result<(), Declined> {
-        self.w.0.push(c);
-        self.w.0.push('}');
+        self.w.text.push(c);
+        self.w.text.push('}');
         Ok(())
     }
 }
@@ -211,7 +238,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
     type SerializeStructVariant = Compound<'a>;
 
     fn serialize_bool(self, v: bool) -> Result<(), Declined> {
-        self.0.push_str(if v { "true" } else { "false" });
+        self.text.push_str(if v { "true" } else { "false" });
         Ok(())
     }
 
@@ -252,7 +279,11 @@ impl<'a> ser::Serializer for &'a mut Writer {
     }
 
     fn serialize_str(self, v: &str) -> Result<(), Declined> {
-        self.string(v);
+        if self.verbatim {
+            self.text.push_str(v);
+        } else {
+            self.string(v);
+        }
         Ok(())
     }
 
@@ -269,7 +300,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
     }
 
     fn serialize_unit(self) -> Result<(), Declined> {
-        self.0.push_str("null");
+        self.text.push_str("null");
         Ok(())
     }
 
@@ -289,10 +320,16 @@ impl<'a> ser::Serializer for &'a mut Writer {
 
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
-        _: &'static str,
+        name: &'static str,
         v: &T,
     ) -> Result<(), Declined> {
-        v.serialize(self)
+        if name != JSON_TEXT {
+            return v.serialize(self);
+        }
+        self.verbatim = true;
+        let done = v.serialize(&mut *self);
+        self.verbatim = false;
+        done
     }
 
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -303,7 +340,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         v: &T,
     ) -> Result<(), Declined> {
         v.serialize(&mut *self.variant(variant))?;
-        self.0.push('}');
+        self.text.push('}');
         Ok(())
     }
 
@@ -334,10 +371,16 @@ impl<'a> ser::Serializer for &'a mut Writer {
     }
 
     fn serialize_struct(self, name: &'static str, _: usize) -> Result<Compound<'a>, Declined> {
-        if name == RAW_VALUE {
-            return Err(Declined);
+        match (name == RAW_VALUE, self.verbatim) {
+            (false, _) => Ok(self.open('{')),
+            // A JsonText's: its one field, the text, is written with no key around it.
+            (true, true) => Ok(Compound {
+                w: self,
+                first: true,
+                raw: true,
+            }),
+            (true, false) => Err(Declined),
         }
-        Ok(self.open('{'))
     }
 
     fn serialize_struct_variant(
@@ -387,7 +430,7 @@ impl ser::SerializeMap for Compound<'_> {
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Declined> {
-        self.w.0.push(':');
+        self.w.text.push(':');
         v.serialize(&mut *self.w)
     }
 
@@ -448,9 +491,9 @@ impl Key<'_> {
         self,
         write: impl FnOnce(&mut Writer) -> Result<(), Declined>,
     ) -> Result<(), Declined> {
-        self.0.0.push('"');
+        self.0.text.push('"');
         write(self.0)?;
-        self.0.0.push('"');
+        self.0.text.push('"');
         Ok(())
     }
 }
@@ -611,9 +654,9 @@ pub(crate) mod tests {
         #[test]
         fn the_text_is_serde_jsons(v in any_value(TEXT), f in any::<f32>(), c in any::<char>()) {
             // Written here, not left to serde_json.
-            let mut w = Writer(String::new());
+            let mut w = Writer::new(String::new());
             prop_assert!(v.serialize(&mut w).is_ok());
-            prop_assert_eq!(w.0, serde_json::to_string(&v).unwrap());
+            prop_assert_eq!(w.text, serde_json::to_string(&v).unwrap());
             prop_assert_eq!(to_string(&f).unwrap(), serde_json::to_string(&f).unwrap());
             prop_assert_eq!(to_string(&c).unwrap(), serde_json::to_string(&c).unwrap());
         }
@@ -700,13 +743,42 @@ pub(crate) mod tests {
         same(&vec![Failing]);
         // Those are left to serde_json: declined here.
         for declined in [
-            Bytes(&[1]).serialize(&mut Writer(String::new())),
-            (u128::MAX,).serialize(&mut Writer(String::new())),
-            Failing.serialize(&mut Writer(String::new())),
+            Bytes(&[1]).serialize(&mut Writer::new(String::new())),
+            (u128::MAX,).serialize(&mut Writer::new(String::new())),
+            Failing.serialize(&mut Writer::new(String::new())),
         ] {
             assert!(declined.is_err());
         }
         same(&"\u{8}\u{c}\n\r\t\"\\/\u{1f}\u{7f}");
+    }
+
+    /// A `JsonText` inside a value is copied as it is, here (not declined) and by
+    /// `serde_json`, and a string after it is escaped again; any other raw value is
+    /// still declined, since it may hold white space.
+    #[test]
+    fn a_json_text_inside_a_value_is_copied_as_it_is() {
+        #[derive(Serialize)]
+        struct Page<'a> {
+            data: Vec<&'a crate::JsonText>,
+            after: &'a str,
+        }
+        let row = crate::JsonText::of(&json!({"a": [1, "x\"y"], "b": null})).unwrap();
+        let page = Page {
+            data: vec![&row, &row],
+            after: "q\"",
+        };
+        let expected =
+            r#"{"data":[{"a":[1,"x\"y"],"b":null},{"a":[1,"x\"y"],"b":null}],"after":"q\""}"#;
+        let mut w = Writer::new(String::new());
+        assert!(page.serialize(&mut w).is_ok(), "written here");
+        assert_eq!(w.text, expected);
+        assert_eq!(serde_json::to_string(&page).unwrap(), expected);
+        assert_eq!(
+            serde_json::to_value(&page).unwrap(),
+            serde_json::from_str::<Value>(expected).unwrap()
+        );
+        let spaced = serde_json::value::RawValue::from_string("[1, 2]".into()).unwrap();
+        assert!(spaced.serialize(&mut Writer::new(String::new())).is_err());
     }
 
     /// Bytes as a byte-buffer type serializes them (`serialize_bytes`; a `Vec<u8>` is a

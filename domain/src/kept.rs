@@ -90,6 +90,9 @@ pub(crate) struct KeptRows {
     pub(crate) settings: Kept<String, Settings>,
     /// By (organization id, the token's subject).
     pub(crate) callers: Kept<(String, String), Arc<Caller>>,
+    /// A charges page's rows, written. Not under the epoch: a row is reused only when
+    /// everything it is written from is the same (`ops/charges/rows.rs`).
+    pub(crate) charge_rows: crate::ops::charges::Rows,
 }
 
 /// A read-only call's access to [`KeptRows`], under the epoch asked before its first

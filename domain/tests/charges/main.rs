@@ -12,6 +12,7 @@ mod demo;
 mod documents;
 mod lifecycle;
 mod money;
+mod pages;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -1,19 +1,21 @@
 //! `dunning_charges_list`: its filters and sorts, and a page of charges with their
 //! debtors' names. The common page (no free text, no sort by the computed days) is one
-//! read of the store with the names beside the rows ([`store::Pointed`]); free text and
-//! `days_overdue` need every match in hand and are filtered and sorted here.
+//! read of the store with the names beside the rows ([`Pointed`]), its rows written
+//! once and reused ([`rows`]); free text and `days_overdue` need every match in hand and
+//! are filtered and sorted here.
 
 use dunning_core::Output;
 use serde::Deserialize;
 use std::collections::HashMap;
 
-use super::{Charge, View};
+use super::Charge;
+use super::rows::{self, Row};
 use crate::args::ListArgs;
 use crate::error::DomainError;
 use crate::list::{Filter, Listing};
 use crate::op::{Op, list};
 use crate::ops::debtors::Debtor;
-use crate::store::{self, Kind, Order, Pointed, Query, find, load};
+use crate::store::{Kind, Order, Pointed, Query, find, load};
 
 /// The sorts a caller may name (`sort_by`), each on its column in its default order;
 /// the first is the list's order when none is named.
@@ -74,7 +76,7 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
         debtors.insert(id.to_owned(), d.clone());
         Ok(d)
     };
-    let (rows, total, names) = if search.is_none() && !by_days {
+    if search.is_none() && !by_days {
         let q = Query {
             conds,
             sort: list_args.sort(SORTS),
@@ -82,73 +84,71 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
             offset: page.offset(),
         };
         // The debtors' names with the page, not after it.
-        let page = op
+        let found = op
             .tx
             .page_raw(Kind::Charge, op.org, &q, Some(DEBTOR_NAMES))?;
-        let rows: Vec<Charge> = store::typed(Kind::Charge, &page.rows)?;
-        (rows, page.total, named(page.pointed))
+        let names = named(found.pointed);
+        // A read-only call reuses the rows written before from the same inputs.
+        let kept = op.memo.map(|memo| &memo.rows.charge_rows);
+        let items = rows::page(kept, &found.rows, today, &names)?;
+        return Ok(list(items, page, found.total));
+    }
+    // Free text spans the debtor's name and the computed days need today: both are
+    // filtered and sorted here rather than in the store.
+    let sort = if by_days {
+        ("due_date", Order::Asc)
     } else {
-        // Free text spans the debtor's name and the computed days need today: both are
-        // filtered and sorted here rather than in the store.
-        let sort = if by_days {
-            ("due_date", Order::Asc)
-        } else {
-            list_args.sort(SORTS)
-        };
-        let q = Query {
-            conds,
-            sort,
-            limit: None,
-            offset: 0,
-        };
-        let mut all = find::<Charge>(op.tx, Kind::Charge, op.org, &q)?;
-        if let Some(needle) = &search {
-            let digits: String = needle.chars().filter(char::is_ascii_alphanumeric).collect();
-            let mut kept = Vec::new();
-            for c in all {
-                let d = debtor(op, &c.debtor_id)?;
-                let hit = c.id.contains(needle.as_str())
-                    || c.description
-                        .as_deref()
-                        .is_some_and(|s| s.to_lowercase().contains(needle.as_str()))
-                    || c.external_id
-                        .as_deref()
-                        .is_some_and(|s| s.to_lowercase().contains(needle.as_str()))
-                    || d.as_ref().is_some_and(|d| {
-                        d.name.to_lowercase().contains(needle.as_str())
-                            || (!digits.is_empty()
-                                && d.cnpj_cpf.to_lowercase().contains(digits.as_str()))
-                    });
-                if hit {
-                    kept.push(c);
-                }
-            }
-            all = kept;
-        }
-        if by_days {
-            let desc = list_args.sort_order.as_deref() != Some("asc");
-            // Stable sort: ties stay in due-date order.
-            all.sort_by_key(|c| {
-                let d = super::days_overdue(c, today);
-                if desc { -d } else { d }
-            });
-        }
-        let total = all.len() as u64;
-        let rows: Vec<Charge> = all
-            .into_iter()
-            .skip(page.offset() as usize)
-            .take(page.per_page as usize)
-            .collect();
-        let names = debtor_names(op, &rows)?;
-        (rows, total, names)
+        list_args.sort(SORTS)
     };
+    let q = Query {
+        conds,
+        sort,
+        limit: None,
+        offset: 0,
+    };
+    let mut all = find::<Charge>(op.tx, Kind::Charge, op.org, &q)?;
+    if let Some(needle) = &search {
+        let digits: String = needle.chars().filter(char::is_ascii_alphanumeric).collect();
+        let mut kept = Vec::new();
+        for c in all {
+            let d = debtor(op, &c.debtor_id)?;
+            let hit = c.id.contains(needle.as_str())
+                || c.description
+                    .as_deref()
+                    .is_some_and(|s| s.to_lowercase().contains(needle.as_str()))
+                || c.external_id
+                    .as_deref()
+                    .is_some_and(|s| s.to_lowercase().contains(needle.as_str()))
+                || d.as_ref().is_some_and(|d| {
+                    d.name.to_lowercase().contains(needle.as_str())
+                        || (!digits.is_empty()
+                            && d.cnpj_cpf.to_lowercase().contains(digits.as_str()))
+                });
+            if hit {
+                kept.push(c);
+            }
+        }
+        all = kept;
+    }
+    if by_days {
+        let desc = list_args.sort_order.as_deref() != Some("asc");
+        // Stable sort: ties stay in due-date order.
+        all.sort_by_key(|c| {
+            let d = super::days_overdue(c, today);
+            if desc { -d } else { d }
+        });
+    }
+    let total = all.len() as u64;
+    let rows: Vec<Charge> = all
+        .into_iter()
+        .skip(page.offset() as usize)
+        .take(page.per_page as usize)
+        .collect();
+    let names = debtor_names(op, &rows)?;
     let items = rows
         .iter()
-        .map(|c| {
-            let name = names.get(c.debtor_id.as_str()).map(String::as_str);
-            View::of(c, today).named(name)
-        })
-        .collect();
+        .map(|c| Row::of(c, today, &names))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(list(items, page, total))
 }
 

@@ -39,6 +39,7 @@ mod demo;
 mod draft;
 mod handlers;
 mod list;
+mod rows;
 mod statement;
 mod tools;
 
@@ -46,4 +47,5 @@ pub use charge::*;
 pub use codes::{Boleto, Pix};
 pub use demo::seed_demo;
 pub use handlers::Decision;
+pub(crate) use rows::Rows;
 pub use tools::{statement_tools, tools};
