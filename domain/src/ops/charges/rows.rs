@@ -21,6 +21,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use chrono::NaiveDate;
 use dunning_core::JsonText;
+use foldhash::quality::FixedState;
 use serde::Serialize;
 
 use super::{Charge, View};
@@ -74,13 +75,28 @@ impl Row {
     }
 }
 
-/// Rows kept by their document's text.
-#[derive(Debug, Default)]
+/// Rows kept by their document's text. The text's hash is seeded from the entropy lent
+/// to the domain (`Domain::lend_entropy`), so that which texts collide cannot be known
+/// from outside; the domain reads no RNG of its own.
+#[derive(Debug)]
 pub(crate) struct Rows {
-    map: RwLock<HashMap<Box<str>, Arc<Row>, foldhash::quality::RandomState>>,
+    map: RwLock<HashMap<Box<str>, Arc<Row>, FixedState>>,
+}
+
+impl Default for Rows {
+    fn default() -> Self {
+        Self::seeded(0)
+    }
 }
 
 impl Rows {
+    /// No rows, their texts hashed with `seed`.
+    pub(crate) fn seeded(seed: u64) -> Self {
+        Self {
+            map: RwLock::new(HashMap::with_hasher(FixedState::with_seed(seed))),
+        }
+    }
+
     /// The row of the stored charge `doc` as of `today` with `names`: the kept one when
     /// it holds, else written from the document and kept.
     pub(crate) fn row(
