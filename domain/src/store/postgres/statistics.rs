@@ -17,7 +17,7 @@
 //!
 //! So once this store's committed rows have grown a step since the last run
 //! ([`session::grown`], the doubling steps at which statements are prepared again), it
-//! runs `VACUUM (ANALYZE)` on its entity tables on a connection and a thread of their
+//! runs `VACUUM (ANALYZE, SKIP_LOCKED)` on its entity tables on a connection and a thread of their
 //! own, one run at a time: no request waits for it (a vacuum locks out no read or
 //! write), and plans made before it are made again by PostgreSQL itself (new statistics
 //! invalidate them). The steps double, so the runs are few however large the tables
@@ -78,8 +78,12 @@ impl Statistics {
 }
 
 /// One run over the entity tables; its failure waits for the next step.
-fn run(config: &Config) {
+///
+/// `SKIP_LOCKED`: a table another vacuum holds (another replica's run, autovacuum, an
+/// operator's) is passed over, not waited for: the other run is doing the work, and a
+/// run that waited would hold its connection and show as a lock wait among the writers'.
+pub(super) fn run(config: &Config) {
     let tables: Vec<&str> = Kind::ALL.iter().map(|k| k.table()).collect();
-    let sql = format!("VACUUM (ANALYZE) {}", tables.join(", "));
+    let sql = format!("VACUUM (ANALYZE, SKIP_LOCKED) {}", tables.join(", "));
     let _ = super::blocking(config).and_then(|mut c| c.batch_execute(&sql));
 }

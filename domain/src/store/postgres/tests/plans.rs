@@ -114,6 +114,33 @@ fn a_bulk_load_is_vacuumed_and_analyzed_when_it_is_done() {
     assert_eq!(runs("charges"), (1, 1), "every entity table with it");
 }
 
+/// A run passes over a table another vacuum holds instead of waiting for it (another
+/// replica's run): here a transaction holds `charges` in the lock a vacuum takes, and
+/// the run still ends, with every other table vacuumed.
+#[test]
+fn a_run_passes_over_a_table_another_vacuum_holds() {
+    let Some(url) = url() else { return };
+    let store = PostgresStore::scratch(&url).unwrap();
+    let mut runs = runs_of(&url, &store);
+    let mut holder = blocking(&store.config).unwrap();
+    let mut held = holder.transaction().unwrap();
+    held.batch_execute("LOCK TABLE charges IN SHARE UPDATE EXCLUSIVE MODE")
+        .unwrap();
+    let config = store.config.clone();
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        statistics::run(&config);
+        let _ = done.send(());
+    });
+    assert!(
+        ended.recv_timeout(Duration::from_secs(10)).is_ok(),
+        "the run waited for the held table"
+    );
+    assert_eq!(runs("events"), (1, 1));
+    assert_eq!(runs("charges"), (0, 0), "the held table passed over");
+    held.rollback().unwrap();
+}
+
 /// `(analyze_count, vacuum_count)` of a table of `store`'s scratch schema.
 fn runs_of(url: &str, store: &PostgresStore) -> impl FnMut(&str) -> (i64, i64) {
     let schema = store.scratch_schema().unwrap().to_owned();
