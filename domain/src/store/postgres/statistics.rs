@@ -17,9 +17,9 @@
 //!
 //! So once this store's committed rows have grown a step since the last run
 //! ([`session::grown`], the doubling steps at which statements are prepared again), it
-//! runs `VACUUM (ANALYZE, SKIP_LOCKED)` on its entity tables on a connection and a thread of their
-//! own, one run at a time: no request waits for it (a vacuum locks out no read or
-//! write), and plans made before it are made again by PostgreSQL itself (new statistics
+//! runs `VACUUM (ANALYZE)` on its entity tables on a connection and a thread of their
+//! own, one run at a time, passing over a table another vacuum holds ([`Held`]): no
+//! request waits for it (a vacuum locks out no read or write), and plans made before it are made again by PostgreSQL itself (new statistics
 //! invalidate them). The steps double, so the runs are few however large the tables
 //! grow, and a vacuum skips the pages marked at the last one. A role that does not own
 //! the tables gets a warning from PostgreSQL and nothing else; a failure waits for the
@@ -59,7 +59,7 @@ impl Statistics {
         let spawned = thread::Builder::new()
             .name("pg-vacuum".into())
             .spawn(move || {
-                run(&config);
+                run(&config, Held::PassOver);
                 running.store(false, Ordering::Release);
             });
         if spawned.is_err() {
@@ -73,17 +73,30 @@ impl Statistics {
     /// run while it went on, before most of its rows.
     pub(super) fn now(&self, written: u64, config: &Config) {
         self.analyzed.store(written, Ordering::Relaxed);
-        run(config);
+        run(config, Held::Wait);
     }
 }
 
+/// What a run does with a table another vacuum holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Held {
+    /// Passes over it (`SKIP_LOCKED`): a step's run. The other run (another replica's,
+    /// autovacuum's, an operator's) is doing the work, the next step takes what it
+    /// missed, and a run that waited would hold its connection and show as a lock wait
+    /// among the writers'.
+    PassOver,
+    /// Waits for it: after a bulk load, whose every row must be vacuumed before it is
+    /// read, and a run begun before the load's end may not have seen them all.
+    Wait,
+}
+
 /// One run over the entity tables; its failure waits for the next step.
-///
-/// `SKIP_LOCKED`: a table another vacuum holds (another replica's run, autovacuum, an
-/// operator's) is passed over, not waited for: the other run is doing the work, and a
-/// run that waited would hold its connection and show as a lock wait among the writers'.
-pub(super) fn run(config: &Config) {
+pub(super) fn run(config: &Config, held: Held) {
     let tables: Vec<&str> = Kind::ALL.iter().map(|k| k.table()).collect();
-    let sql = format!("VACUUM (ANALYZE, SKIP_LOCKED) {}", tables.join(", "));
+    let options = match held {
+        Held::PassOver => "ANALYZE, SKIP_LOCKED",
+        Held::Wait => "ANALYZE",
+    };
+    let sql = format!("VACUUM ({options}) {}", tables.join(", "));
     let _ = super::blocking(config).and_then(|mut c| c.batch_execute(&sql));
 }
