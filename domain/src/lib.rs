@@ -118,11 +118,12 @@ impl Domain {
     /// [`op::WorkerEntropy`]); the binary lends fresh OS bytes once, at startup.
     pub fn lend_entropy(&mut self, seed: [u8; 32]) {
         self.worker_entropy = op::WorkerEntropy::new(seed);
-        // The kept rows' hash seed, from the same bytes but not equal to any draw.
+        // The kept rows' hash seed: the first draw of the lent entropy.
+        let drawn = self
+            .worker_entropy
+            .draw("", UnixTime::from_secs(0), "charge rows");
         let mut rows = [0u8; 8];
-        rows.copy_from_slice(
-            &<sha2::Sha256 as sha2::Digest>::digest([&seed[..], b"charge rows"].concat())[..8],
-        );
+        rows.copy_from_slice(&drawn[..8]);
         self.kept.charge_rows = ops::charges::Rows::seeded(u64::from_le_bytes(rows));
     }
 

@@ -796,13 +796,13 @@ pub fn page<T: DeserializeOwned>(
 
 /// Typed documents of `kind` from their stored texts.
 pub fn typed<T: DeserializeOwned>(kind: Kind, texts: &[String]) -> Result<Vec<T>, DomainError> {
-    texts
-        .iter()
-        .map(|text| {
-            serde_json::from_str(text)
-                .map_err(|e| StoreError(format!("corrupt {}: {e}", kind.noun())).into())
-        })
-        .collect()
+    texts.iter().map(|text| typed_one(kind, text)).collect()
+}
+
+/// A typed document of `kind` from its stored text.
+pub fn typed_one<T: DeserializeOwned>(kind: Kind, text: &str) -> Result<T, DomainError> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError(format!("corrupt {}: {e}", kind.noun())).into())
 }
 
 /// Saves a typed document.

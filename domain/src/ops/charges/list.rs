@@ -67,15 +67,6 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
     let page = list_args.page();
     let by_days = list_args.sort_by.as_deref() == Some("days_overdue");
     let search = op.args::<ListFilters>()?.q.map(|q| q.to_lowercase());
-    let mut debtors: HashMap<String, Option<Debtor>> = HashMap::new();
-    let mut debtor = |op: &mut Op<'_>, id: &str| -> Result<Option<Debtor>, DomainError> {
-        if let Some(d) = debtors.get(id) {
-            return Ok(d.clone());
-        }
-        let d = load::<Debtor>(op.tx, Kind::Debtor, op.org, id)?;
-        debtors.insert(id.to_owned(), d.clone());
-        Ok(d)
-    };
     if search.is_none() && !by_days {
         let q = Query {
             conds,
@@ -108,6 +99,16 @@ pub(super) fn list_charges(op: &mut Op<'_>) -> Result<Output, DomainError> {
     };
     let mut all = find::<Charge>(op.tx, Kind::Charge, op.org, &q)?;
     if let Some(needle) = &search {
+        // Each debtor read once, however many of its charges are searched.
+        let mut debtors: HashMap<String, Option<Debtor>> = HashMap::new();
+        let mut debtor = |op: &mut Op<'_>, id: &str| -> Result<Option<Debtor>, DomainError> {
+            if let Some(d) = debtors.get(id) {
+                return Ok(d.clone());
+            }
+            let d = load::<Debtor>(op.tx, Kind::Debtor, op.org, id)?;
+            debtors.insert(id.to_owned(), d.clone());
+            Ok(d)
+        };
         let digits: String = needle.chars().filter(char::is_ascii_alphanumeric).collect();
         let mut kept = Vec::new();
         for c in all {

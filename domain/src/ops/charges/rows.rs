@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use super::{Charge, View};
 use crate::error::DomainError;
-use crate::store::StoreError;
+use crate::store::{self, Kind, StoreError};
 
 /// The most rows kept.
 const MAX_ROWS: usize = 8_192;
@@ -143,7 +143,7 @@ pub(crate) fn page(
 
 /// A stored charge's document.
 fn parse(doc: &str) -> Result<Charge, DomainError> {
-    serde_json::from_str(doc).map_err(|e| StoreError(format!("corrupt charge: {e}")).into())
+    store::typed_one(Kind::Charge, doc)
 }
 
 #[cfg(test)]

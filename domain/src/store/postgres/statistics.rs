@@ -19,8 +19,8 @@
 //! ([`session::grown`], the doubling steps at which statements are prepared again), it
 //! runs `VACUUM (ANALYZE)` on its entity tables on a connection and a thread of their
 //! own, one run at a time, passing over a table another vacuum holds ([`Held`]): no
-//! request waits for it (a vacuum locks out no read or write), and plans made before it are made again by PostgreSQL itself (new statistics
-//! invalidate them). The steps double, so the runs are few however large the tables
+//! request waits for it (a vacuum locks out no read or write), and plans made before
+//! it are made again by PostgreSQL itself (new statistics invalidate them). The steps double, so the runs are few however large the tables
 //! grow, and a vacuum skips the pages marked at the last one. A role that does not own
 //! the tables gets a warning from PostgreSQL and nothing else; a failure waits for the
 //! next step.

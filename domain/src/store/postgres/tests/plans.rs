@@ -117,16 +117,13 @@ fn a_bulk_load_is_vacuumed_and_analyzed_when_it_is_done() {
 /// A step's run passes over a table another vacuum holds instead of waiting for it
 /// (another replica's run): here a transaction holds `charges` in the lock a vacuum
 /// takes, and the run still ends, with every other table vacuumed. (A bulk load's run
-/// waits: `a_bulk_load_is_vacuumed_and_analyzed_when_it_is_done`.)
+/// waits: `a_bulk_loads_run_waits_for_a_table_another_vacuum_holds`.)
 #[test]
 fn a_run_passes_over_a_table_another_vacuum_holds() {
     let Some(url) = url() else { return };
     let store = PostgresStore::scratch(&url).unwrap();
     let mut runs = runs_of(&url, &store);
-    let mut holder = blocking(&store.config).unwrap();
-    let mut held = holder.transaction().unwrap();
-    held.batch_execute("LOCK TABLE charges IN SHARE UPDATE EXCLUSIVE MODE")
-        .unwrap();
+    let mut held = holding_charges(&store);
     let config = store.config.clone();
     let (done, ended) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -139,7 +136,7 @@ fn a_run_passes_over_a_table_another_vacuum_holds() {
     );
     assert_eq!(runs("events"), (1, 1));
     assert_eq!(runs("charges"), (0, 0), "the held table passed over");
-    held.rollback().unwrap();
+    held.batch_execute("ROLLBACK").unwrap();
 }
 
 /// A bulk load's run waits for a table another vacuum holds: every row of the load
@@ -149,10 +146,7 @@ fn a_bulk_loads_run_waits_for_a_table_another_vacuum_holds() {
     let Some(url) = url() else { return };
     let store = Arc::new(PostgresStore::scratch(&url).unwrap());
     let mut runs = runs_of(&url, &store);
-    let mut holder = blocking(&store.config).unwrap();
-    let mut held = holder.transaction().unwrap();
-    held.batch_execute("LOCK TABLE charges IN SHARE UPDATE EXCLUSIVE MODE")
-        .unwrap();
+    let mut held = holding_charges(&store);
     let (done, ended) = std::sync::mpsc::channel();
     let loader = Arc::clone(&store);
     std::thread::spawn(move || {
@@ -163,9 +157,19 @@ fn a_bulk_loads_run_waits_for_a_table_another_vacuum_holds() {
         ended.recv_timeout(Duration::from_millis(500)).is_err(),
         "the load's run passed over the held table"
     );
-    held.rollback().unwrap();
+    held.batch_execute("ROLLBACK").unwrap();
     assert!(ended.recv_timeout(Duration::from_secs(10)).is_ok());
     assert_eq!(runs("charges"), (1, 1));
+}
+
+/// A session of `store`'s holding `charges` in the lock a vacuum takes, in a
+/// transaction open until it sends `ROLLBACK`.
+fn holding_charges(store: &PostgresStore) -> Client {
+    let mut holder = blocking(&store.config).unwrap();
+    holder
+        .batch_execute("BEGIN; LOCK TABLE charges IN SHARE UPDATE EXCLUSIVE MODE")
+        .unwrap();
+    holder
 }
 
 /// `(analyze_count, vacuum_count)` of a table of `store`'s scratch schema.
