@@ -410,9 +410,14 @@ fn upsert_sql(dialect: Dialect, kind: Kind) -> String {
     )
 }
 
-/// One page of `q`: the page's ids from an index alone (skipping `offset` entries costs
-/// index steps, not document reads), then only those documents, by primary key
-/// ([`Dialect::by_id`]).
+/// One page of `q`, read one of two ways by where it starts:
+///
+/// * past [`read_direct`]'s bound, the page's ids from an index alone (skipping `offset`
+///   entries costs index steps, not document reads), then only those documents, by
+///   primary key ([`Dialect::by_id`]);
+/// * from the start, or near it, the documents with their entries, in the same walk of
+///   the same index: a primary-key descent per row (three index pages and a key compare
+///   at each level on PostgreSQL) costs more than the few documents skipped.
 ///
 /// With `pointed` ([`Pointed`]), each row also carries the id and column of the document
 /// its `via` column names (both `NULL` when there is none), joined to the page's ten-odd
@@ -453,17 +458,32 @@ pub(crate) fn page_sql(
         }
     };
     let total = total.map_or_else(String::new, |count| format!("({count}), "));
-    let (rows, matched) = dialect.by_id(t, pointed);
+    // Read direct, the page is named `t` and carries the columns the rest reads.
+    let (carried, page, rows, matched) = if read_direct(q) {
+        let via = pointed.map_or_else(String::new, |p| format!(", {}", p.via));
+        (format!(", doc{via}"), t, String::new(), String::new())
+    } else {
+        let (rows, matched) = dialect.by_id(t, pointed);
+        (String::new(), "page", rows, matched)
+    };
     Ok(format!(
         "SELECT {total}{doc}{also} FROM \
-         (SELECT id AS page_id, {col} AS page_key FROM {from}{clause} \
-          ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}) AS page \
+         (SELECT id AS page_id, {col} AS page_key{carried} FROM {from}{clause} \
+          ORDER BY {col} {key_dir}, id {dir} LIMIT {limit} OFFSET {off}) AS {page} \
          {rows}{join}{matched} \
-         ORDER BY page.page_key {key_dir}, page.page_id {dir}",
+         ORDER BY {page}.page_key {key_dir}, {page}.page_id {dir}",
         doc = dialect.json_text(&format!("{t}.doc")),
         from = dialect.from(kind, &q.conds),
         off = q.offset,
     ))
+}
+
+/// Whether [`page_sql`] reads `q`'s documents in its walk of the index: when it skips no
+/// more entries than it keeps, each skipped one costing a document visit and each kept
+/// one saving a primary-key descent. A read of every match (no limit) from the start is
+/// one walk.
+fn read_direct(q: &Query) -> bool {
+    q.limit.map_or(q.offset == 0, |limit| q.offset <= limit)
 }
 
 /// A row of `(id, text column)`.

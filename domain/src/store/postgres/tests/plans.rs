@@ -222,14 +222,15 @@ fn statements_run_with_their_generic_plans() {
     );
 }
 
-/// A page's documents, and the debtors whose names it carries, are found by primary key,
-/// one lookup per row of the page, in the generic plan every session of the store runs
-/// ([`GENERIC_PLANS`]): written as plain joins, PostgreSQL planned hash joins over a
-/// scan of every row of the organization (`sql::Dialect::lookup`). The names come from
-/// the primary key's covering twin (migration 10), not from a walk of the organization's
-/// name index.
+/// A page's documents are read in the walk of the page's index from the start of the
+/// list, and found by primary key, one lookup per row, past it (`sql::read_direct`); the
+/// debtors whose names it carries are found by primary key either way. All in the
+/// generic plan every session of the store runs ([`GENERIC_PLANS`]): written as plain
+/// joins, PostgreSQL planned hash joins over a scan of every row of the organization
+/// (`sql::Dialect::lookup`). The names come from the primary key's covering twin
+/// (migration 10), not from a walk of the organization's name index.
 #[test]
-fn a_pages_documents_are_found_by_primary_key() {
+fn a_pages_documents_are_read_with_its_index_or_by_primary_key() {
     let Some(url) = url() else { return };
     let s = PostgresStore::scratch(&url).unwrap();
     write(&s, WriteScope::All, |tx| {
@@ -254,12 +255,6 @@ fn a_pages_documents_are_found_by_primary_key() {
     })
     .unwrap();
     let conds = [crate::store::Cond::Eq("status", json!("overdue"))];
-    let q = Query {
-        conds: conds.to_vec(),
-        sort: ("due_date", crate::store::Order::Asc),
-        limit: Some(10),
-        offset: 0,
-    };
     let (clause, _) =
         crate::store::sql::where_clause(Dialect::Postgres, Kind::Charge, "a", &conds).unwrap();
     let count = crate::store::sql::count_sql(Dialect::Postgres, Kind::Charge, &conds, &clause);
@@ -268,15 +263,23 @@ fn a_pages_documents_are_found_by_primary_key() {
         via: "debtor_id",
         column: "name",
     };
-    let page = crate::store::sql::page_sql(
-        Dialect::Postgres,
-        Kind::Charge,
-        &q,
-        &clause,
-        Some(names),
-        Some(&count),
-    )
-    .unwrap();
+    let page = |limit: u32, offset: u32| {
+        let q = Query {
+            conds: conds.to_vec(),
+            sort: ("due_date", crate::store::Order::Asc),
+            limit: Some(limit),
+            offset,
+        };
+        crate::store::sql::page_sql(
+            Dialect::Postgres,
+            Kind::Charge,
+            &q,
+            &clause,
+            Some(names),
+            Some(&count),
+        )
+        .unwrap()
+    };
     // A session set up as the store's are (its search path, its generic plans).
     let mut config = parse_url(&url).unwrap();
     config.options(format!("-c search_path={}", s.scratch_schema().unwrap()));
@@ -286,36 +289,47 @@ fn a_pages_documents_are_found_by_primary_key() {
     // that holds every column a lookup reads answers it alone.
     c.batch_execute("VACUUM (ANALYZE) charges, debtors")
         .unwrap();
-    c.batch_execute(&format!("PREPARE page (text, text) AS {page}"))
-        .unwrap();
-    let plan: Vec<String> = c
-        .query("EXPLAIN (COSTS OFF) EXECUTE page ('a', 'overdue')", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let plan = plan.join("\n");
+    let mut plan_and_rows = |name: &str, sql: &str| {
+        c.batch_execute(&format!("PREPARE {name} (text, text) AS {sql}"))
+            .unwrap();
+        let plan: Vec<String> = c
+            .query(
+                &format!("EXPLAIN (COSTS OFF) EXECUTE {name} ('a', 'overdue')"),
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains("Index Only Scan using debtors_names on debtors found"),
+            "{plan}"
+        );
+        assert!(!plan.contains("Hash"), "{plan}");
+        let rows = c
+            .query(&format!("EXECUTE {name} ('a', 'overdue')"), &[])
+            .unwrap();
+        (plan, rows)
+    };
+    let (first_plan, rows) = plan_and_rows("first", &page(10, 0));
     assert!(
-        plan.contains("Index Scan using charges_pkey on charges found"),
-        "{plan}"
+        first_plan.contains("Index Scan using charges_status_due on charges")
+            && !first_plan.contains("charges_pkey"),
+        "{first_plan}"
     );
-    assert!(
-        plan.contains("Index Only Scan using debtors_names on debtors found"),
-        "{plan}"
-    );
-    assert!(!plan.contains("Hash"), "{plan}");
-    // And the page is the page.
-    let rows = c.query("EXECUTE page ('a', 'overdue')", &[]).unwrap();
-    let ids: Vec<String> = rows
-        .iter()
-        .map(|r| {
-            let doc: String = r.get(1);
-            serde_json::from_str::<Value>(&doc).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let ids_of = |rows: &[tokio_postgres::Row]| -> Vec<String> {
+        rows.iter()
+            .map(|r| {
+                let doc: String = r.get(1);
+                serde_json::from_str::<Value>(&doc).unwrap()["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let ids = ids_of(&rows);
     assert_eq!(
         ids,
         [
@@ -333,4 +347,13 @@ fn a_pages_documents_are_found_by_primary_key() {
         .collect();
     assert_eq!(names[..2], ["Ana 0", "Ana 28"]);
     assert!(rows.iter().all(|r| r.get::<_, i64>(0) == 10));
+    // Past more entries than it keeps, a page finds its documents by primary key, and
+    // is the same rows.
+    let (later_plan, later) = plan_and_rows("later", &page(3, 4));
+    assert!(
+        later_plan.contains("Index Scan using charges_pkey on charges found"),
+        "{later_plan}"
+    );
+    assert_eq!(ids_of(&later), ids[4..7]);
+    assert!(later.iter().all(|r| r.get::<_, i64>(0) == 10));
 }
