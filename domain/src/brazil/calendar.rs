@@ -5,7 +5,8 @@
 //! Tuesday and Corpus Christi (no bank clearing on those days).
 
 use chrono::{
-    DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveDateTime, TimeZone, Weekday,
+    DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveDateTime, TimeZone, Timelike,
+    Weekday,
 };
 use dunning_core::UnixTime;
 
@@ -26,7 +27,7 @@ pub fn local(now: UnixTime) -> DateTime<FixedOffset> {
 
 /// RFC 3339 timestamp with the `-03:00` offset, second precision.
 pub fn timestamp(now: UnixTime) -> String {
-    local(now).format("%Y-%m-%dT%H:%M:%S%:z").to_string()
+    local_timestamp(local_now(now))
 }
 
 /// Local wall-clock time of `now` (the organization's zone).
@@ -34,9 +35,30 @@ pub fn local_now(now: UnixTime) -> NaiveDateTime {
     local(now).naive_local()
 }
 
-/// A local date-time as an RFC 3339 timestamp in the organization's zone.
+/// A local date-time as an RFC 3339 timestamp in the organization's zone. Written on
+/// every write and in answers (a token's expiry in `dunning_me`), so the digits are
+/// written here, as [`parse_date`] reads them: a chrono format string is interpreted
+/// anew at each call. A year of other than four digits is left to chrono.
 pub fn local_timestamp(at: NaiveDateTime) -> String {
-    format!("{}-03:00", at.format("%Y-%m-%dT%H:%M:%S"))
+    let Ok(year @ 0..=9999) = u32::try_from(at.year()) else {
+        return format!("{}-03:00", at.format("%Y-%m-%dT%H:%M:%S"));
+    };
+    let mut out = String::with_capacity(25);
+    let mut digits = |n: u32, width: u32, then: char| {
+        for place in (0..width).rev() {
+            let digit = n / 10u32.pow(place) % 10;
+            out.push(char::from(b'0' + u8::try_from(digit).unwrap_or(0)));
+        }
+        out.push(then);
+    };
+    digits(year, 4, '-');
+    digits(at.month(), 2, '-');
+    digits(at.day(), 2, 'T');
+    digits(at.hour(), 2, ':');
+    digits(at.minute(), 2, ':');
+    digits(at.second(), 2, '-');
+    out.push_str("03:00");
+    out
 }
 
 /// Today's date in the organization's time zone.
@@ -155,6 +177,29 @@ pub fn effective_due(due: NaiveDate) -> NaiveDate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hand-written timestamp is chrono's `%Y-%m-%dT%H:%M:%S%:z` in the zone, at
+    /// instants spread over three centuries (every field's digits), across the year
+    /// 10,000 (chrono's wider year) and at the first instant.
+    #[test]
+    fn a_timestamp_is_written_as_chrono_writes_it() {
+        let chrono_text = |now: UnixTime| local(now).format("%Y-%m-%dT%H:%M:%S%:z").to_string();
+        let mut ms: u64 = 0;
+        while ms < 10_000_000_000_000 {
+            let now = UnixTime::from_millis(ms);
+            assert_eq!(timestamp(now), chrono_text(now), "{ms}");
+            ms += 7_919_993_417;
+        }
+        let year_10000 = 253_402_300_800_000 + 3 * 3_600_000;
+        for ms in [0, year_10000 - 1_000, year_10000, year_10000 + 86_400_000] {
+            let now = UnixTime::from_millis(ms);
+            assert_eq!(timestamp(now), chrono_text(now), "{ms}");
+        }
+        assert_eq!(
+            timestamp(UnixTime::from_millis(year_10000)),
+            "+10000-01-01T00:00:00-03:00"
+        );
+    }
 
     /// The hand-read date is chrono's `%Y-%m-%d` on every day of four centuries, and
     /// refuses what is not a date written in full.
