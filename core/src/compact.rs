@@ -31,8 +31,9 @@ pub(crate) fn to_string<T: Serialize + ?Sized>(v: &T) -> Result<String, serde_js
 /// The text so far.
 struct Writer {
     text: String,
-    /// Inside a [`JsonText`](crate::JsonText) ([`JSON_TEXT`]): its raw value's string is
-    /// copied as it is.
+    /// Inside a [`JsonText`](crate::JsonText) ([`JSON_TEXT`]), which holds its raw
+    /// value and nothing else: that struct has no key, comma or brace of its own, and
+    /// its one string is copied as it is.
     verbatim: bool,
 }
 
@@ -101,7 +102,6 @@ impl Writer {
         Compound {
             w: self,
             first: true,
-            raw: false,
         }
     }
 
@@ -174,8 +174,6 @@ fn escape(out: &mut String, s: &str) {
 struct Compound<'a> {
     w: &'a mut Writer,
     first: bool,
-    /// A [`JsonText`](crate::JsonText)'s raw value: no key, comma or brace of its own.
-    raw: bool,
 }
 
 impl Compound<'_> {
@@ -192,7 +190,7 @@ impl Compound<'_> {
     }
 
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, v: &T) -> Result<(), Declined> {
-        if self.raw {
+        if self.w.verbatim {
             return v.serialize(&mut *self.w);
         }
         self.comma();
@@ -202,7 +200,7 @@ impl Compound<'_> {
     }
 
     fn close(self, c: char) -> Result<(), Declined> {
-        if self.raw {
+        if self.w.verbatim {
             return Ok(());
         }
         self.w.text.push(c);
@@ -372,14 +370,15 @@ impl<'a> ser::Serializer for &'a mut Writer {
 
     fn serialize_struct(self, name: &'static str, _: usize) -> Result<Compound<'a>, Declined> {
         match (name == RAW_VALUE, self.verbatim) {
-            (false, _) => Ok(self.open('{')),
-            // A JsonText's: its one field, the text, is written with no key around it.
+            // A JsonText's raw value: its one field, the text, written with no key or
+            // brace around it (`verbatim`).
             (true, true) => Ok(Compound {
                 w: self,
                 first: true,
-                raw: true,
             }),
-            (true, false) => Err(Declined),
+            (false, false) => Ok(self.open('{')),
+            // Another raw value may hold white space; nothing else is inside a JsonText.
+            _ => Err(Declined),
         }
     }
 

@@ -20,10 +20,10 @@
 //! runs `VACUUM (ANALYZE)` on its entity tables on a connection and a thread of their
 //! own, one run at a time, passing over a table another vacuum holds ([`Held`]): no
 //! request waits for it (a vacuum locks out no read or write), and plans made before
-//! it are made again by PostgreSQL itself (new statistics invalidate them). The steps double, so the runs are few however large the tables
-//! grow, and a vacuum skips the pages marked at the last one. A role that does not own
-//! the tables gets a warning from PostgreSQL and nothing else; a failure waits for the
-//! next step.
+//! it are made again by PostgreSQL itself (new statistics invalidate them). The steps
+//! double, so the runs are few however large the tables grow, and a vacuum skips the
+//! pages marked at the last one. A role that does not own the tables gets a warning
+//! from PostgreSQL and nothing else; a failure waits for the next step.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
